@@ -1,0 +1,76 @@
+/**
+ * The SQLite schema as forward-only migrations. `PRAGMA user_version` holds the number of the
+ * last migration applied; a database whose version is above the last one here was written by a
+ * newer libos and is refused unmodified. Migrations are append-only: never edit a released one.
+ *
+ * @module
+ */
+
+/** `PRAGMA application_id` of a libos database: "LBOS". */
+export const APPLICATION_ID = 0x4c424f53;
+
+/** One migration: the SQL that moves the schema from `version - 1` to `version`. */
+export interface Migration {
+  readonly version: number;
+  readonly sql: string;
+}
+
+/** Every migration, in order. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      ) STRICT;
+
+      CREATE TABLE audit (
+        seq          INTEGER PRIMARY KEY,
+        chain        TEXT    NOT NULL,
+        chain_seq    INTEGER NOT NULL,
+        time         INTEGER NOT NULL,
+        actor        TEXT    NOT NULL,
+        pid          TEXT,
+        action       TEXT    NOT NULL,
+        resource     TEXT    NOT NULL,
+        decision     TEXT    NOT NULL,
+        authority    TEXT    NOT NULL,
+        input_digest TEXT,
+        correlation  TEXT,
+        parent       INTEGER,
+        detail       TEXT,
+        prev         TEXT    NOT NULL,
+        hash         TEXT    NOT NULL,
+        UNIQUE (chain, chain_seq)
+      ) STRICT;
+      -- A few indexes for the questions people ask: what did this process do, who touched this
+      -- resource, every use of this action, what happened in this time range. Decision and actor
+      -- have few distinct values and are filtered, not indexed.
+      CREATE INDEX audit_by_pid      ON audit (pid, seq) WHERE pid IS NOT NULL;
+      CREATE INDEX audit_by_action   ON audit (action, seq);
+      CREATE INDEX audit_by_resource ON audit (resource, seq);
+      CREATE INDEX audit_by_time     ON audit (time);
+      -- Append-only for every connection that goes through SQL; tampering needs to drop these,
+      -- and the hash chain plus the head file catch what such a tamperer does.
+      CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+        BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END;
+      CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+        BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END;
+
+      CREATE TABLE events (
+        seq     INTEGER PRIMARY KEY,
+        version INTEGER NOT NULL,
+        session TEXT    NOT NULL,
+        turn    INTEGER NOT NULL,
+        time    INTEGER NOT NULL,
+        kind    TEXT    NOT NULL,
+        payload TEXT    NOT NULL
+      ) STRICT;
+      CREATE INDEX events_by_session ON events (session, seq);
+    `,
+  },
+];
+
+/** The schema version this build writes. */
+export const SCHEMA_VERSION: number = MIGRATIONS.length;

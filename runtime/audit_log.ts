@@ -1,0 +1,472 @@
+/**
+ * The audit log (DESIGN §6): append-only records, each linked to the one before it by a sha256
+ * hash computed synchronously at append time, and anchored by a head file outside the database.
+ * `verify()` names the first bad record and detects in-place edits, deletions and (with the head
+ * file) truncation of the tail.
+ *
+ * A record's hash is `sha256(prev + "\n" + canonicalJson(body))`, where the body holds every
+ * stored field except `prev` and `hash` (the detail as its stored canonical text).
+ *
+ * @module
+ */
+import { z } from "zod";
+import { type HeadFile, readHeadFile, writeHeadFile } from "./audit_head.ts";
+import { canonicalJson, type JsonValue, sha256Hex } from "./canonical_json.ts";
+import type { Clock } from "./clock.ts";
+import { AuditError, ValidationError } from "./errors.ts";
+import { type AuditQuery, type AuditRow, MAX_PAGE, type Store } from "./store.ts";
+
+/** The hash a chain's first record links to. */
+export const GENESIS_HASH = "0".repeat(64);
+
+/** The chain this runtime appends to. Several workers will each keep their own segment later. */
+export const MAIN_CHAIN = "main";
+
+/** What a record says about a decision; `none` for records that are not decisions. */
+export const AuditDecision = z.enum(["allow", "ask", "deny", "none"]);
+/** What a record says about a decision. */
+export type AuditDecision = z.infer<typeof AuditDecision>;
+
+const MAX_DETAIL_CHARS = 16_384;
+
+/** What a caller supplies to {@link AuditLog.append}. */
+export const AuditEntry = z.object({
+  /** Who acted: a pid, `operator`, `human:<id>`, `runtime`. */
+  actor: z.string().min(1).max(200),
+  /** The process on whose behalf the action happened, when there is one. */
+  pid: z.string().min(1).max(200).optional(),
+  /** What happened, as `area.verb`: `fs.write`, `process.spawn`, `store.init`. */
+  action: z.string().regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$/, "action must look like area.verb")
+    .max(100),
+  /** The resource acted on, e.g. `filesystem:workspace:src/app.ts`; empty when none. */
+  resource: z.string().max(4096),
+  decision: AuditDecision,
+  /** What allowed or denied it: `cap:<id>`, `rule:<file>#<n>`, `human:<request>`, `default`. */
+  authority: z.string().min(1).max(500),
+  inputDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/).optional(),
+  correlation: z.string().min(1).max(200).optional(),
+  /** The `seq` of the record this one follows from (an earlier record). */
+  parent: z.number().int().positive().optional(),
+  detail: z.record(z.string(), z.json()).optional(),
+}).strict();
+/** What a caller supplies to {@link AuditLog.append}. */
+export type AuditEntry = z.input<typeof AuditEntry>;
+
+/** A stored audit record as callers see it (the detail parsed back into JSON). */
+export interface AuditRecord extends Omit<AuditRow, "detail"> {
+  readonly detail: { readonly [key: string]: JsonValue } | null;
+}
+
+/** Why verification failed, with the first bad record when there is one. */
+export interface AuditProblem {
+  readonly kind:
+    | "hash_mismatch"
+    | "broken_link"
+    | "missing_record"
+    | "bad_order"
+    | "truncated"
+    | "head_mismatch"
+    | "head_missing"
+    | "head_invalid";
+  readonly chain: string | null;
+  /** Global `seq` of the first bad record, when it still exists. */
+  readonly seq: number | null;
+  /** Position in its chain of the first bad (or first missing) record. */
+  readonly chainSeq: number | null;
+  readonly message: string;
+}
+
+/** The tail of one verified chain. */
+export interface VerifiedChain {
+  readonly chain: string;
+  readonly records: number;
+  readonly tailSeq: number;
+  readonly tailHash: string;
+}
+
+/** The outcome of {@link AuditLog.verify}. */
+export type AuditVerification =
+  | {
+    readonly ok: true;
+    readonly records: number;
+    readonly chains: readonly VerifiedChain[];
+    /** `verified` when the head file was compared, `skipped` with `--no-head`. */
+    readonly head: "verified" | "skipped";
+  }
+  | { readonly ok: false; readonly records: number; readonly problem: AuditProblem };
+
+/** Options of {@link AuditLog}. */
+export interface AuditLogOptions {
+  readonly clock: Clock;
+  /** Where the head file lives; `null` for a database that has none (`:memory:`). */
+  readonly headPath: string | null;
+  /** The database's real path, recorded in the head file. */
+  readonly database: string;
+  readonly chain?: string;
+}
+
+/** Filters of {@link AuditLog.query}; `limit` defaults to 100 and `order` to ascending. */
+export type AuditFilter = Omit<AuditQuery, "limit" | "order"> & {
+  readonly limit?: number;
+  readonly order?: "asc" | "desc";
+};
+
+/**
+ * The canonical JSON of the hashed body. Every value is a string, an integer or null, and the
+ * keys are written in sorted order, so `JSON.stringify` of this literal is exactly
+ * `canonicalJson(body)` (a test pins that) at a fraction of the cost on the append path.
+ */
+function hashBody(row: Omit<AuditRow, "prev" | "hash">): string {
+  return JSON.stringify({
+    action: row.action,
+    actor: row.actor,
+    authority: row.authority,
+    chain: row.chain,
+    chainSeq: row.chainSeq,
+    correlation: row.correlation,
+    decision: row.decision,
+    detail: row.detail,
+    inputDigest: row.inputDigest,
+    parent: row.parent,
+    pid: row.pid,
+    resource: row.resource,
+    seq: row.seq,
+    time: row.time,
+  });
+}
+
+/** The hash of a record given the hash it links to. */
+export function auditHash(prev: string, row: Omit<AuditRow, "prev" | "hash">): string {
+  return sha256Hex(`${prev}\n${hashBody(row)}`);
+}
+
+function toRecord(row: AuditRow): AuditRecord {
+  return { ...row, detail: row.detail === null ? null : JSON.parse(row.detail) };
+}
+
+/** Appends, queries and verifies the hash-chained audit log of one store. */
+export class AuditLog implements Disposable {
+  readonly #store: Store;
+  readonly #clock: Clock;
+  readonly #headPath: string | null;
+  readonly #database: string;
+  readonly #chain: string;
+  readonly #unsubscribe: () => void;
+  /** Whether this log may write the head file: it exists, or this chain was empty at open. */
+  #mayAnchor: boolean;
+  #dirty = false;
+  #replaceHead = false;
+  #headError: unknown;
+
+  /** Binds the log to a store; the head file is rewritten after every commit that added records. */
+  constructor(store: Store, options: AuditLogOptions) {
+    this.#store = store;
+    this.#clock = options.clock;
+    this.#headPath = options.headPath;
+    this.#database = options.database;
+    this.#chain = options.chain ?? MAIN_CHAIN;
+    // A head file that vanished while records exist is evidence; recreating it would launder a
+    // truncation. Only a fresh chain, or an existing head file, is (re)anchored automatically.
+    this.#mayAnchor = this.#headPath !== null &&
+      (store.auditTail(this.#chain) === undefined || this.#headExists());
+    this.#unsubscribe = store.onCommit(() => this.#anchorAfterCommit());
+  }
+
+  #headExists(): boolean {
+    if (this.#headPath === null) return false;
+    try {
+      Deno.statSync(this.#headPath);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The chain this log appends to. */
+  get chain(): string {
+    return this.#chain;
+  }
+
+  /** The head file path, or `null` when the database has none. */
+  get headPath(): string | null {
+    return this.#headPath;
+  }
+
+  /** The last error writing the head file, if the most recent attempt failed. */
+  get headError(): unknown {
+    return this.#headError;
+  }
+
+  /** Whether commits keep the head file up to date (false when it went missing under records). */
+  get anchoring(): boolean {
+    return this.#mayAnchor;
+  }
+
+  /**
+   * Appends one record in its own step (or inside the caller's step) and returns it.
+   * @throws {ValidationError} when the entry is malformed or names a parent that does not exist.
+   */
+  append(entry: AuditEntry): AuditRecord {
+    const parsed = AuditEntry.safeParse(entry);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new ValidationError(
+        `Cannot append audit record: ${issue?.path.join(".") || "entry"} ${
+          issue?.message ?? "is invalid"
+        }`,
+        { cause: parsed.error },
+      );
+    }
+    const e = parsed.data;
+    const detail = e.detail === undefined ? null : canonicalJson(e.detail as JsonValue);
+    if (detail !== null && detail.length > MAX_DETAIL_CHARS) {
+      throw new ValidationError(
+        `Cannot append audit record: detail is ${detail.length} characters, over the ${MAX_DETAIL_CHARS} limit; store large data as an object and reference its digest`,
+      );
+    }
+    return this.#store.step(() => {
+      const tail = this.#store.auditTail(this.#chain);
+      const seq = this.#store.lastAuditSeq() + 1;
+      if (e.parent !== undefined && e.parent >= seq) {
+        throw new ValidationError(
+          `Cannot append audit record: parent ${e.parent} is not an earlier record (next is ${seq})`,
+        );
+      }
+      const body = {
+        seq,
+        chain: this.#chain,
+        chainSeq: (tail?.chainSeq ?? 0) + 1,
+        time: Math.trunc(this.#clock.now()),
+        actor: e.actor,
+        pid: e.pid ?? null,
+        action: e.action,
+        resource: e.resource,
+        decision: e.decision,
+        authority: e.authority,
+        inputDigest: e.inputDigest ?? null,
+        correlation: e.correlation ?? null,
+        parent: e.parent ?? null,
+        detail,
+      };
+      const prev = tail?.hash ?? GENESIS_HASH;
+      const row: AuditRow = { ...body, prev, hash: auditHash(prev, body) };
+      this.#store.insertAudit(row);
+      this.#dirty = true;
+      return toRecord(row);
+    });
+  }
+
+  /** Records matching the filter, oldest first unless `order: "desc"`; at most 10,000. */
+  query(filter: AuditFilter = {}): AuditRecord[] {
+    const limit = filter.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
+      throw new RangeError(
+        `Audit query limit must be an integer from 1 to ${MAX_PAGE}, got ${limit}`,
+      );
+    }
+    return this.#store.queryAudit({ ...filter, limit, order: filter.order ?? "asc" }).map(toRecord);
+  }
+
+  /**
+   * Walks every chain from its first record, recomputing each hash and link, then (unless
+   * `head: false`) compares each chain's tail with the head file. Stops at the first problem.
+   */
+  verify(options: { readonly head: boolean }): AuditVerification {
+    let records = 0;
+    const chains: VerifiedChain[] = [];
+    for (const chain of this.#store.auditChains()) {
+      let prev = GENESIS_HASH;
+      let expected = 1;
+      let lastSeq = 0;
+      for (;;) {
+        const page = this.#store.scanAudit(chain, expected - 1, 1000);
+        if (page.length === 0) break;
+        for (const row of page) {
+          const problem = checkRow(row, chain, expected, prev, lastSeq);
+          if (problem) return { ok: false, records, problem };
+          records++;
+          prev = row.hash;
+          lastSeq = row.seq;
+          expected++;
+        }
+      }
+      chains.push({ chain, records: expected - 1, tailSeq: lastSeq, tailHash: prev });
+    }
+    if (!options.head) return { ok: true, records, chains, head: "skipped" };
+    const problem = this.#checkHead(chains);
+    return problem
+      ? { ok: false, records, problem }
+      : { ok: true, records, chains, head: "verified" };
+  }
+
+  #checkHead(chains: readonly VerifiedChain[]): AuditProblem | undefined {
+    if (this.#headPath === null) {
+      return {
+        kind: "head_missing",
+        chain: null,
+        seq: null,
+        chainSeq: null,
+        message:
+          `Cannot detect truncation: database "${this.#database}" has no head file (it lives in memory); verify with --no-head`,
+      };
+    }
+    let head: HeadFile | undefined;
+    try {
+      head = readHeadFile(this.#headPath);
+    } catch (error) {
+      return {
+        kind: "head_invalid",
+        chain: null,
+        seq: null,
+        chainSeq: null,
+        message: error instanceof Error ? error.message : String(error),
+      };
+    }
+    if (head === undefined) {
+      return {
+        kind: "head_missing",
+        chain: null,
+        seq: null,
+        chainSeq: null,
+        message:
+          `Cannot detect truncation: the audit head file "${this.#headPath}" is missing. Run "libos audit verify --no-head"; if the chain verifies and no records are known to be missing, re-anchor with "libos init --reanchor"`,
+      };
+    }
+    const byName = new Map(chains.map((c) => [c.chain, c]));
+    for (const [chain, anchored] of Object.entries(head.chains)) {
+      if (anchored.chainSeq === 0) continue;
+      const actual = byName.get(chain);
+      if (!actual || actual.records < anchored.chainSeq) {
+        const kept = actual?.records ?? 0;
+        return {
+          kind: "truncated",
+          chain,
+          seq: null,
+          chainSeq: kept + 1,
+          message:
+            `Audit chain "${chain}" was truncated: the head file anchors record #${anchored.chainSeq} (seq ${anchored.seq}) but the database ends at #${kept}; records #${
+              kept + 1
+            }..#${anchored.chainSeq} were removed`,
+        };
+      }
+      const row = this.#store.scanAudit(chain, anchored.chainSeq - 1, 1)[0];
+      if (!row || row.hash !== anchored.hash || row.seq !== anchored.seq) {
+        return {
+          kind: "head_mismatch",
+          chain,
+          seq: row?.seq ?? null,
+          chainSeq: anchored.chainSeq,
+          message:
+            `Audit chain "${chain}" was rewritten: record #${anchored.chainSeq} does not have the hash the head file anchored (${
+              anchored.hash.slice(0, 16)
+            }…)`,
+        };
+      }
+    }
+    return undefined;
+  }
+
+  /** Writes the current chain tails to the head file now, replacing what it held. */
+  reanchor(): void {
+    if (this.#headPath === null) {
+      throw new AuditError(
+        "audit_head_missing",
+        `Database "${this.#database}" lives in memory and has no head file to anchor`,
+      );
+    }
+    this.#mayAnchor = true;
+    this.#replaceHead = true;
+    this.#dirty = true;
+    this.#writeHead();
+  }
+
+  #anchorAfterCommit(): void {
+    if (!this.#dirty || !this.#mayAnchor) return;
+    try {
+      this.#writeHead();
+      this.#headError = undefined;
+    } catch (error) {
+      // The commit itself succeeded; a stale head only weakens truncation detection, and
+      // `headError` lets the host report it.
+      this.#headError = error;
+    }
+  }
+
+  #writeHead(): void {
+    const path = this.#headPath;
+    if (path === null) return;
+    const previous = this.#replaceHead ? undefined : readHeadFile(path);
+    const chains: Record<string, { chainSeq: number; seq: number; hash: string }> = {
+      ...(previous?.chains ?? {}),
+    };
+    for (const chain of this.#store.auditChains()) {
+      const tail = this.#store.auditTail(chain);
+      if (!tail) continue;
+      const known = chains[chain];
+      // Never move a head backwards: a head ahead of the database is exactly what truncation
+      // looks like, and only an explicit re-anchor may clear it.
+      if (known && known.chainSeq >= tail.chainSeq) continue;
+      chains[chain] = { chainSeq: tail.chainSeq, seq: tail.seq, hash: tail.hash };
+    }
+    writeHeadFile(path, {
+      version: 1,
+      database: this.#database,
+      time: Math.trunc(this.#clock.now()),
+      chains,
+    });
+    this.#dirty = false;
+    this.#replaceHead = false;
+  }
+
+  /** Stops following commits. */
+  [Symbol.dispose](): void {
+    this.#unsubscribe();
+  }
+}
+
+function checkRow(
+  row: AuditRow,
+  chain: string,
+  expected: number,
+  prev: string,
+  lastSeq: number,
+): AuditProblem | undefined {
+  const at = { chain, seq: row.seq, chainSeq: row.chainSeq };
+  if (row.chainSeq !== expected) {
+    return {
+      kind: "missing_record",
+      chain,
+      seq: row.seq,
+      chainSeq: expected,
+      message: `Audit chain "${chain}" is missing record #${expected}${
+        row.chainSeq > expected + 1 ? `..#${row.chainSeq - 1}` : ""
+      }: the next stored record is #${row.chainSeq} (seq ${row.seq}); records were deleted`,
+    };
+  }
+  if (row.seq <= lastSeq) {
+    return {
+      kind: "bad_order",
+      ...at,
+      message:
+        `Audit record seq ${row.seq} (#${row.chainSeq} of "${chain}") is out of order after seq ${lastSeq}`,
+    };
+  }
+  const body: Omit<AuditRow, "prev" | "hash"> = row;
+  if (auditHash(row.prev, body) !== row.hash) {
+    return {
+      kind: "hash_mismatch",
+      ...at,
+      message:
+        `Audit record seq ${row.seq} (#${row.chainSeq} of "${chain}") was edited: its contents do not match its hash`,
+    };
+  }
+  if (row.prev !== prev) {
+    return {
+      kind: "broken_link",
+      ...at,
+      message:
+        `Audit record seq ${row.seq} (#${row.chainSeq} of "${chain}") does not link to the record before it: it or an earlier record was rewritten`,
+    };
+  }
+  return undefined;
+}

@@ -1,0 +1,33 @@
+/**
+ * The `libos` process entry, started by `bootstrap.ts` with narrow permissions (DESIGN §11).
+ * Paths on the command line are resolved against `LIBOS_CWD`, the directory the user ran the
+ * command in, which the bootstrap passes on.
+ *
+ * @module
+ */
+import { runCli } from "./mod.ts";
+
+if (import.meta.main) {
+  const encoder = new TextEncoder();
+  const cwd = Deno.env.get("LIBOS_CWD");
+  if (cwd === undefined) {
+    Deno.stderr.writeSync(
+      encoder.encode(
+        `libos: start libos through "deno task libos" (runtime/cli/bootstrap.ts), which sets LIBOS_CWD\n`,
+      ),
+    );
+    Deno.exit(2);
+  }
+  const write = (stream: { writeSync(p: Uint8Array): number }, text: string) => {
+    const bytes = encoder.encode(text);
+    let done = 0;
+    while (done < bytes.length) done += stream.writeSync(bytes.subarray(done));
+  };
+  const status = await runCli(Deno.args, {
+    stdout: (text) => write(Deno.stdout, text),
+    stderr: (text) => write(Deno.stderr, text),
+    env: Deno.env,
+    cwd,
+  });
+  Deno.exit(status);
+}

@@ -1,0 +1,113 @@
+/**
+ * The error taxonomy of Agent libOS.
+ *
+ * Every error the runtime raises on purpose is a {@link LibosError} with a stable string `code`
+ * that callers branch on (never on message text) and a `fault` that says who has to act: the
+ * caller (bad arguments), the operator (configuration, the machine), or the runtime itself.
+ * Messages say what failed, why, and how to fix it.
+ *
+ * @module
+ */
+
+/** Who is at fault for an error, and so who has to act on it. */
+export type Fault = "caller" | "operator" | "runtime";
+
+/** Options every {@link LibosError} constructor accepts. */
+export interface LibosErrorOptions {
+  /** The underlying error, always passed on when there is one. */
+  readonly cause?: unknown;
+}
+
+/** Base class of every deliberate runtime error: a stable `code` plus a readable message. */
+export class LibosError extends Error {
+  /** Stable machine-readable code, e.g. `store_locked`. */
+  readonly code: string;
+  /** Who has to act on the error. */
+  readonly fault: Fault;
+
+  /** Builds an error with its stable code, fault and message. */
+  constructor(code: string, fault: Fault, message: string, options: LibosErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.fault = fault;
+  }
+}
+
+/** Input that failed a schema or a bound: the caller sent something the runtime refuses. */
+export class ValidationError extends LibosError {
+  /** Builds a `validation_failed` error. */
+  constructor(message: string, options: LibosErrorOptions = {}) {
+    super("validation_failed", "caller", message, options);
+  }
+}
+
+/** A named thing does not exist (only ever raised to a caller allowed to know that). */
+export class NotFoundError extends LibosError {
+  /** Builds a `not_found` error. */
+  constructor(message: string, options: LibosErrorOptions = {}) {
+    super("not_found", "caller", message, options);
+  }
+}
+
+/** A command line that cannot be understood; the CLI exits with status 2. */
+export class UsageError extends LibosError {
+  /** Builds a `usage` error. */
+  constructor(message: string, options: LibosErrorOptions = {}) {
+    super("usage", "caller", message, options);
+  }
+}
+
+/** Stable codes of {@link StoreError}. */
+export type StoreErrorCode =
+  | "store_corrupt"
+  | "store_locked"
+  | "store_newer_schema"
+  | "store_foreign"
+  | "store_io"
+  | "store_closed"
+  | "store_failed"
+  | "store_conflict";
+
+/** A database that cannot be opened or written; the file is left exactly as it was. */
+export class StoreError extends LibosError {
+  declare readonly code: StoreErrorCode;
+
+  /** Builds a store error with one of the {@link StoreErrorCode} codes. */
+  constructor(code: StoreErrorCode, message: string, options: LibosErrorOptions = {}) {
+    super(
+      code,
+      code === "store_failed" || code === "store_closed" ? "runtime" : "operator",
+      message,
+      options,
+    );
+  }
+}
+
+/** Stable codes of {@link AuditError}. */
+export type AuditErrorCode = "audit_head_missing" | "audit_head_invalid" | "audit_tampered";
+
+/** The audit chain or its head file is missing, unreadable, or does not verify. */
+export class AuditError extends LibosError {
+  declare readonly code: AuditErrorCode;
+
+  /** Builds an audit error with one of the {@link AuditErrorCode} codes. */
+  constructor(code: AuditErrorCode, message: string, options: LibosErrorOptions = {}) {
+    super(code, "operator", message, options);
+  }
+}
+
+/** The `{code, message}` pair that error envelopes carry. */
+export interface ErrorInfo {
+  readonly code: string;
+  readonly message: string;
+}
+
+/** Describes any thrown value as `{code, message}`; unknown errors get the code `internal`. */
+export function errorInfo(error: unknown): ErrorInfo {
+  if (error instanceof LibosError) return { code: error.code, message: error.message };
+  if (error instanceof Error) {
+    return { code: "internal", message: `${error.name}: ${error.message}` };
+  }
+  return { code: "internal", message: String(error) };
+}

@@ -1,0 +1,115 @@
+/**
+ * `createRuntime(options)`: the one constructor of everything a runtime holds. There are no
+ * module-level singletons, so two runtimes live side by side in one process (DESIGN §2).
+ *
+ * @module
+ */
+import { AuditLog } from "./audit_log.ts";
+import { type Clock, systemClock } from "./clock.ts";
+import { type DatabaseLocation, locateDatabase, openDatabase } from "./database.ts";
+import { EventLog } from "./event_log.ts";
+import { type IdSource, randomIds } from "./ids.ts";
+import type { EnvReader } from "./state_paths.ts";
+import type { Store } from "./store.ts";
+import { LIBOS_VERSION } from "./version.ts";
+
+/** How to build a runtime. Every dependency with a side effect can be injected. */
+export interface RuntimeOptions {
+  /** The workspace directory (default: the current directory). */
+  readonly workspace?: string;
+  /** A database path or `:memory:` (default: the workspace's database in the state directory). */
+  readonly db?: string;
+  readonly env?: EnvReader;
+  readonly cwd?: string;
+  readonly clock?: Clock;
+  readonly ids?: IdSource;
+  /** The session id stamped on events (default: a fresh `ses_` id). */
+  readonly session?: string;
+  readonly busyTimeoutMs?: number;
+}
+
+/** A running libos instance. Close it with `await using` or {@link Runtime.close}. */
+export interface Runtime extends AsyncDisposable {
+  readonly location: DatabaseLocation;
+  readonly store: Store;
+  readonly audit: AuditLog;
+  readonly events: EventLog;
+  readonly clock: Clock;
+  readonly ids: IdSource;
+  /** Flushes, records the end of the session, and closes the store. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds a runtime: locates and opens (creating when missing) the database, and wires the audit
+ * and event logs to it.
+ * @throws {StoreError} when the database cannot be opened; nothing is modified.
+ */
+export function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
+  const clock = options.clock ?? systemClock();
+  const ids = options.ids ?? randomIds();
+  const location = locateDatabase({
+    ...(options.workspace === undefined ? {} : { workspace: options.workspace }),
+    ...(options.db === undefined ? {} : { db: options.db }),
+    allowMemory: true,
+    createStateDirectory: true,
+    env: options.env ?? Deno.env,
+    cwd: options.cwd ?? Deno.cwd(),
+  });
+  const store = openDatabase(location, {
+    create: true,
+    ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
+  });
+  let audit: AuditLog | undefined;
+  let events: EventLog | undefined;
+  try {
+    audit = new AuditLog(store, { clock, headPath: location.headPath, database: location.path });
+    events = new EventLog(store, { clock, session: options.session ?? ids.next("ses") });
+    events.emit({
+      kind: "session.started",
+      payload: { workspace: location.workspace, database: location.path, libos: LIBOS_VERSION },
+    });
+    if (!audit.anchoring && location.headPath !== null) {
+      events.emit({
+        kind: "notice",
+        payload: {
+          level: "warn",
+          code: "audit_head_missing",
+          message:
+            `The audit head file "${location.headPath}" is missing although the database holds records; truncation cannot be detected. Run "libos audit verify --no-head", then "libos init --reanchor"`,
+        },
+      });
+    }
+  } catch (error) {
+    events?.close();
+    audit?.[Symbol.dispose]();
+    store.close();
+    throw error;
+  }
+  const auditLog = audit;
+  const eventLog = events;
+  let closed = false;
+  const close = (): Promise<void> => {
+    if (closed) return Promise.resolve();
+    closed = true;
+    try {
+      eventLog.emit({ kind: "session.ended", payload: { reason: "closed" } });
+      store.flush();
+    } finally {
+      eventLog.close();
+      auditLog[Symbol.dispose]();
+      store.close();
+    }
+    return Promise.resolve();
+  };
+  return Promise.resolve({
+    location,
+    store,
+    audit: auditLog,
+    events: eventLog,
+    clock,
+    ids,
+    close,
+    [Symbol.asyncDispose]: close,
+  });
+}

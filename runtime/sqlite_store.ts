@@ -1,0 +1,458 @@
+/**
+ * The SQLite {@link Store} on `node:sqlite` (DESIGN §6): one writer connection, WAL,
+ * `synchronous=NORMAL` (survives `kill -9`, not power loss), forward-only migrations in
+ * `PRAGMA user_version`, prepared statements, and group commit with one savepoint per step.
+ *
+ * Opening never modifies a file it will refuse: the header is read as plain bytes, then the file
+ * is inspected through a read-only connection, and only a libos database at a known schema
+ * version (or an empty file) is opened for writing.
+ *
+ * @module
+ */
+import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
+import { type Migration, MIGRATIONS } from "./_schema.ts";
+import { openConnection, sqliteCode, storeFailure } from "./_sqlite_open.ts";
+import { StoreError } from "./errors.ts";
+import { MEMORY_DB } from "./state_paths.ts";
+import {
+  type AuditQuery,
+  type AuditRow,
+  type AuditTail,
+  type EventRead,
+  type EventRow,
+  MAX_PAGE,
+  type Store,
+} from "./store.ts";
+
+/** How to open a {@link SqliteStore}. */
+export interface SqliteStoreOptions {
+  /** An absolute path, or `:memory:`. A missing file is created with mode 0600. */
+  readonly path: string;
+  /** How long to wait for another connection's lock, in milliseconds (default 5000). */
+  readonly busyTimeoutMs?: number;
+  /** Commit after this many finished steps (default 256). */
+  readonly batchSteps?: number;
+  /** Commit this many milliseconds after the first step of a batch (default 5). */
+  readonly batchMs?: number;
+  /** `NORMAL` (the default; DESIGN §6) or `FULL` (fsync on every commit). */
+  readonly synchronous?: "NORMAL" | "FULL";
+  /** The migrations to apply; tests pass their own list, everyone else uses the default. */
+  readonly migrations?: readonly Migration[];
+}
+
+function isThenable(value: unknown): boolean {
+  return (typeof value === "object" || typeof value === "function") && value !== null &&
+    typeof (value as { then?: unknown }).then === "function";
+}
+
+/** The SQLite store. Open it with {@link SqliteStore.open}. */
+export class SqliteStore implements Store {
+  readonly location: string;
+  readonly schemaVersion: number;
+  readonly #db: DatabaseSync;
+  readonly #busyTimeoutMs: number;
+  readonly #batchSteps: number;
+  readonly #batchMs: number;
+  readonly #statements = new Map<string, StatementSync>();
+  readonly #listeners = new Set<() => void>();
+  #inBatch = false;
+  #pendingSteps = 0;
+  #depth = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #failure: StoreError | undefined;
+  #deferred: unknown;
+  #closed = false;
+
+  private constructor(
+    db: DatabaseSync,
+    location: string,
+    schemaVersion: number,
+    options: SqliteStoreOptions,
+  ) {
+    this.#db = db;
+    this.location = location;
+    this.schemaVersion = schemaVersion;
+    this.#busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+    this.#batchSteps = options.batchSteps ?? 256;
+    this.#batchMs = options.batchMs ?? 5;
+  }
+
+  /**
+   * Opens (creating with mode 0600 when missing) a database and brings its schema up to date.
+   * @throws {StoreError} `store_corrupt`, `store_locked`, `store_newer_schema`, `store_foreign`
+   *   or `store_io`; in each case the file is left as it was.
+   */
+  static open(options: SqliteStoreOptions): SqliteStore {
+    const { db, version } = openConnection({
+      path: options.path,
+      busyTimeoutMs: options.busyTimeoutMs ?? 5000,
+      synchronous: options.synchronous ?? "NORMAL",
+      migrations: options.migrations ?? MIGRATIONS,
+    });
+    return new SqliteStore(
+      db,
+      options.path === MEMORY_DB ? MEMORY_DB : options.path,
+      version,
+      options,
+    );
+  }
+
+  #usable(): void {
+    if (this.#closed) {
+      throw new StoreError(
+        "store_closed",
+        `Database "${this.location}" is closed; open a new runtime to keep working`,
+      );
+    }
+    if (this.#failure) throw this.#failure;
+    if (this.#deferred !== undefined) {
+      const error = this.#deferred;
+      this.#deferred = undefined;
+      throw error;
+    }
+  }
+
+  #stmt(sql: string): StatementSync {
+    let statement = this.#statements.get(sql);
+    if (!statement) {
+      statement = this.#db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  #fail(error: unknown): StoreError {
+    return storeFailure(error, this.location, this.#busyTimeoutMs);
+  }
+
+  #begin(): void {
+    try {
+      this.#stmt("BEGIN IMMEDIATE").run();
+    } catch (error) {
+      throw this.#fail(error);
+    }
+    this.#inBatch = true;
+    this.#timer = setTimeout(() => this.#timedFlush(), this.#batchMs);
+  }
+
+  #timedFlush(): void {
+    this.#timer = undefined;
+    if (this.#closed || this.#failure || this.#depth > 0) return;
+    try {
+      this.flush();
+    } catch (error) {
+      // Nobody is on the stack to receive it: the next call into the store throws it.
+      if (!this.#failure) this.#deferred = error;
+    }
+  }
+
+  step<T>(fn: () => T): T {
+    this.#usable();
+    if (!this.#inBatch) this.#begin();
+    const savepoint = `step_${this.#depth}`;
+    try {
+      this.#stmt(`SAVEPOINT ${savepoint}`).run();
+    } catch (error) {
+      throw this.#fail(error);
+    }
+    this.#depth++;
+    let result: T;
+    try {
+      result = fn();
+      if (isThenable(result)) {
+        Promise.resolve(result).catch(() => {});
+        throw new TypeError(
+          "Store.step() callbacks must be synchronous: a step may not span an await (DESIGN §6); load and record in the step, do the I/O outside it",
+        );
+      }
+    } catch (error) {
+      this.#depth--;
+      this.#stmt(`ROLLBACK TO ${savepoint}`).run();
+      this.#stmt(`RELEASE ${savepoint}`).run();
+      throw sqliteCode(error) === undefined ? error : this.#fail(error);
+    }
+    this.#depth--;
+    this.#stmt(`RELEASE ${savepoint}`).run();
+    if (this.#depth === 0 && ++this.#pendingSteps >= this.#batchSteps) this.flush();
+    return result;
+  }
+
+  flush(): void {
+    this.#usable();
+    if (this.#depth > 0) {
+      throw new TypeError(
+        "Store.flush() was called inside a step; commit between steps, before the external effect starts",
+      );
+    }
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    if (!this.#inBatch) return;
+    try {
+      this.#stmt("COMMIT").run();
+    } catch (error) {
+      if (this.#db.isTransaction) {
+        try {
+          this.#db.exec("ROLLBACK");
+        } catch { /* the commit error below is what matters */ }
+      }
+      this.#inBatch = false;
+      const cause = this.#fail(error);
+      this.#failure = new StoreError(
+        "store_failed",
+        `A commit to database "${this.location}" failed (${cause.message}); the steps since the last commit were not saved. Restart the runtime: it recovers from the last commit`,
+        { cause },
+      );
+      throw this.#failure;
+    }
+    this.#inBatch = false;
+    this.#pendingSteps = 0;
+    let listenerError: unknown;
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener();
+      } catch (error) {
+        listenerError ??= error;
+      }
+    }
+    if (listenerError !== undefined) throw listenerError;
+  }
+
+  onCommit(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  dataVersion(): number {
+    this.#usable();
+    return Number(this.#stmt("PRAGMA data_version").get()?.data_version ?? 0);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    if (this.#depth > 0) throw new TypeError("Store.close() was called inside a step");
+    try {
+      if (!this.#failure) this.flush();
+    } finally {
+      if (this.#timer !== undefined) clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#closed = true;
+      this.#listeners.clear();
+      this.#statements.clear();
+      this.#db.close();
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  /**
+   * Runs one write: inside the caller's step as is (a single statement is atomic by itself), or
+   * as its own step when none is open.
+   */
+  #write(sql: string, params: readonly SQLInputValue[]): void {
+    if (this.#depth === 0) {
+      this.step(() => this.#write(sql, params));
+      return;
+    }
+    this.#usable();
+    try {
+      this.#stmt(sql).run(...params);
+    } catch (error) {
+      throw this.#fail(error);
+    }
+  }
+
+  getMeta(key: string): string | undefined {
+    this.#usable();
+    const row = this.#stmt("SELECT value FROM meta WHERE key = ?").get(key);
+    return row === undefined ? undefined : String(row.value);
+  }
+
+  setMeta(key: string, value: string): void {
+    this.#write(
+      "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      [key, value],
+    );
+  }
+
+  auditTail(chain: string): AuditTail | undefined {
+    this.#usable();
+    const row = this.#stmt(
+      "SELECT seq, chain_seq, hash FROM audit WHERE chain = ? ORDER BY chain_seq DESC LIMIT 1",
+    ).get(chain);
+    if (row === undefined) return undefined;
+    return { seq: Number(row.seq), chainSeq: Number(row.chain_seq), hash: String(row.hash) };
+  }
+
+  insertAudit(row: AuditRow): void {
+    this.#write(
+      `INSERT INTO audit (seq, chain, chain_seq, time, actor, pid, action, resource, decision, authority,
+         input_digest, correlation, parent, detail, prev, hash)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [
+        row.seq,
+        row.chain,
+        row.chainSeq,
+        row.time,
+        row.actor,
+        row.pid,
+        row.action,
+        row.resource,
+        row.decision,
+        row.authority,
+        row.inputDigest,
+        row.correlation,
+        row.parent,
+        row.detail,
+        row.prev,
+        row.hash,
+      ],
+    );
+  }
+
+  queryAudit(query: AuditQuery): AuditRow[] {
+    this.#usable();
+    const where: string[] = [];
+    const params: SQLInputValue[] = [];
+    const equal = (column: string, value: string | undefined) => {
+      if (value === undefined) return;
+      where.push(`${column} = ?`);
+      params.push(value);
+    };
+    const prefix = (column: string, value: string | undefined) => {
+      if (value === undefined || value === "") return;
+      // A range on the indexed column instead of LIKE, which would also treat % and _ specially.
+      where.push(`${column} >= ? AND ${column} < ?`);
+      params.push(value, value + "\u{10FFFF}");
+    };
+    equal("pid", query.pid);
+    equal("actor", query.actor);
+    equal("action", query.action);
+    prefix("action", query.actionPrefix);
+    equal("resource", query.resource);
+    prefix("resource", query.resourcePrefix);
+    equal("decision", query.decision);
+    equal("correlation", query.correlation);
+    if (query.since !== undefined) {
+      where.push("time >= ?");
+      params.push(query.since);
+    }
+    if (query.until !== undefined) {
+      where.push("time < ?");
+      params.push(query.until);
+    }
+    if (query.afterSeq !== undefined) {
+      where.push("seq > ?");
+      params.push(query.afterSeq);
+    }
+    if (query.beforeSeq !== undefined) {
+      where.push("seq < ?");
+      params.push(query.beforeSeq);
+    }
+    const limit = Math.max(0, Math.min(MAX_PAGE, Math.trunc(query.limit)));
+    const sql = `SELECT * FROM audit ${
+      where.length ? `WHERE ${where.join(" AND ")}` : ""
+    } ORDER BY seq ${query.order === "desc" ? "DESC" : "ASC"} LIMIT ?`;
+    return this.#stmt(sql).all(...params, limit).map(auditRow);
+  }
+
+  scanAudit(chain: string, afterChainSeq: number, limit: number): AuditRow[] {
+    this.#usable();
+    return this.#stmt(
+      "SELECT * FROM audit WHERE chain = ? AND chain_seq > ? ORDER BY chain_seq LIMIT ?",
+    )
+      .all(chain, afterChainSeq, Math.max(0, Math.min(MAX_PAGE, Math.trunc(limit))))
+      .map(auditRow);
+  }
+
+  auditChains(): string[] {
+    this.#usable();
+    return this.#stmt("SELECT DISTINCT chain FROM audit ORDER BY chain").all().map((r) =>
+      String(r.chain)
+    );
+  }
+
+  lastAuditSeq(): number {
+    this.#usable();
+    return Number(this.#stmt("SELECT coalesce(max(seq), 0) AS n FROM audit").get()?.n ?? 0);
+  }
+
+  insertEvent(row: Omit<EventRow, "seq">): number {
+    if (this.#depth === 0) return this.step(() => this.insertEvent(row));
+    this.#usable();
+    try {
+      const result = this.#stmt(
+        "INSERT INTO events (version, session, turn, time, kind, payload) VALUES (?, ?, ?, ?, ?, ?)",
+      ).run(row.version, row.session, row.turn, row.time, row.kind, row.payload);
+      return Number(result.lastInsertRowid);
+    } catch (error) {
+      throw this.#fail(error);
+    }
+  }
+
+  readEvents(read: EventRead): EventRow[] {
+    this.#usable();
+    const where = ["seq > ?"];
+    const params: SQLInputValue[] = [read.after];
+    if (read.upTo !== undefined) {
+      where.push("seq <= ?");
+      params.push(read.upTo);
+    }
+    if (read.session !== undefined) {
+      where.push("session = ?");
+      params.push(read.session);
+    }
+    if (read.kinds !== undefined) {
+      if (read.kinds.length === 0) return [];
+      where.push(`kind IN (${read.kinds.map(() => "?").join(", ")})`);
+      params.push(...read.kinds);
+    }
+    const limit = Math.max(0, Math.min(MAX_PAGE, Math.trunc(read.limit)));
+    return this.#stmt(`SELECT * FROM events WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`)
+      .all(...params, limit)
+      .map((r) => ({
+        seq: Number(r.seq),
+        version: Number(r.version),
+        session: String(r.session),
+        turn: Number(r.turn),
+        time: Number(r.time),
+        kind: String(r.kind),
+        payload: String(r.payload),
+      }));
+  }
+
+  lastEventSeq(): number {
+    this.#usable();
+    return Number(this.#stmt("SELECT coalesce(max(seq), 0) AS n FROM events").get()?.n ?? 0);
+  }
+}
+
+type Row = Record<string, SQLInputValue>;
+
+function nullableString(value: SQLInputValue | undefined): string | null {
+  return value === null || value === undefined ? null : String(value);
+}
+
+function auditRow(r: Row): AuditRow {
+  return {
+    seq: Number(r.seq),
+    chain: String(r.chain),
+    chainSeq: Number(r.chain_seq),
+    time: Number(r.time),
+    actor: String(r.actor),
+    pid: nullableString(r.pid),
+    action: String(r.action),
+    resource: String(r.resource),
+    decision: String(r.decision),
+    authority: String(r.authority),
+    inputDigest: nullableString(r.input_digest),
+    correlation: nullableString(r.correlation),
+    parent: r.parent === null || r.parent === undefined ? null : Number(r.parent),
+    detail: nullableString(r.detail),
+    prev: String(r.prev),
+    hash: String(r.hash),
+  };
+}

@@ -1,0 +1,140 @@
+/**
+ * The `Store` interface: every durable byte of the runtime goes through it, so a second backend
+ * (PostgreSQL, for several workers) can be added later and must pass `tests/store_conformance.ts`.
+ *
+ * Contract, which the conformance suite pins:
+ * - The interface is synchronous. A {@link Store.step} callback therefore cannot await, which is
+ *   how "no transaction ever spans an `await`" (DESIGN §6) is enforced by construction; a callback
+ *   that returns a promise is rolled back and refused. (A networked backend can still implement a
+ *   synchronous interface by blocking on a worker thread.)
+ * - Writes happen inside steps. A step is atomic: if its callback throws, exactly that step's
+ *   writes are undone and earlier steps stay. Steps may nest.
+ * - Steps are group-committed: a finished step becomes durable at the next commit, which happens
+ *   after a batch of steps, after a few milliseconds, or when {@link Store.flush} is called. Callers
+ *   flush before starting any external effect.
+ * - Rows are plain data; the store neither hashes nor interprets them.
+ *
+ * @module
+ */
+
+/** One stored audit record, exactly as the audit log hashed it. */
+export interface AuditRow {
+  /** Global order of records in this database, 1, 2, 3, ... */
+  readonly seq: number;
+  /** The hash chain (segment) this record belongs to. */
+  readonly chain: string;
+  /** Position in its chain, 1, 2, 3, ... with no gaps. */
+  readonly chainSeq: number;
+  /** Milliseconds since the epoch. */
+  readonly time: number;
+  readonly actor: string;
+  readonly pid: string | null;
+  readonly action: string;
+  readonly resource: string;
+  readonly decision: string;
+  readonly authority: string;
+  readonly inputDigest: string | null;
+  readonly correlation: string | null;
+  readonly parent: number | null;
+  /** Canonical JSON text of the record's details, or null. */
+  readonly detail: string | null;
+  /** Hash of the previous record of the same chain (64 zeros for the first). */
+  readonly prev: string;
+  readonly hash: string;
+}
+
+/** The last record of a chain, which the next append links to. */
+export interface AuditTail {
+  readonly seq: number;
+  readonly chainSeq: number;
+  readonly hash: string;
+}
+
+/** A bounded audit query; every filter is optional and they combine with AND. */
+export interface AuditQuery {
+  readonly pid?: string;
+  readonly actor?: string;
+  readonly action?: string;
+  /** Matches actions that start with this text, e.g. `fs.`. */
+  readonly actionPrefix?: string;
+  readonly resource?: string;
+  /** Matches resources that start with this text, e.g. `filesystem:workspace:src/`. */
+  readonly resourcePrefix?: string;
+  readonly decision?: string;
+  readonly correlation?: string;
+  /** Inclusive lower bound on `time`. */
+  readonly since?: number;
+  /** Exclusive upper bound on `time`. */
+  readonly until?: number;
+  /** Only records with `seq` greater than this (a cursor). */
+  readonly afterSeq?: number;
+  /** Only records with `seq` less than this (a cursor for descending pages). */
+  readonly beforeSeq?: number;
+  readonly limit: number;
+  readonly order: "asc" | "desc";
+}
+
+/** One stored event. */
+export interface EventRow {
+  readonly seq: number;
+  readonly version: number;
+  readonly session: string;
+  readonly turn: number;
+  readonly time: number;
+  readonly kind: string;
+  /** JSON text of the payload. */
+  readonly payload: string;
+}
+
+/** A bounded read of events after a cursor. */
+export interface EventRead {
+  readonly after: number;
+  /** Never return events with `seq` above this (the committed high-water mark). */
+  readonly upTo?: number;
+  readonly session?: string;
+  readonly kinds?: readonly string[];
+  readonly limit: number;
+}
+
+/** The durable state of one runtime. See the module documentation for the contract. */
+export interface Store extends Disposable {
+  /** An absolute file path, or `:memory:`. */
+  readonly location: string;
+  /** The schema version the store is at after opening. */
+  readonly schemaVersion: number;
+
+  /** Runs `fn` atomically inside the current group-commit batch and returns its result. */
+  step<T>(fn: () => T): T;
+  /** Commits every finished step now. Throws inside a step. */
+  flush(): void;
+  /** Calls `listener` after every successful commit; returns the unsubscribe function. */
+  onCommit(listener: () => void): () => void;
+  /** A number that changes when another connection commits (SQLite's `data_version`). */
+  dataVersion(): number;
+  /** Flushes and closes. Further calls throw `store_closed`. Idempotent. */
+  close(): void;
+
+  getMeta(key: string): string | undefined;
+  setMeta(key: string, value: string): void;
+
+  /** The last record of `chain`, if any. */
+  auditTail(chain: string): AuditTail | undefined;
+  /** Appends a record; `seq` and `chainSeq` must be the next ones. */
+  insertAudit(row: AuditRow): void;
+  queryAudit(query: AuditQuery): AuditRow[];
+  /** Records of `chain` with `chainSeq` greater than `afterChainSeq`, in chain order. */
+  scanAudit(chain: string, afterChainSeq: number, limit: number): AuditRow[];
+  /** Every chain that has at least one record. */
+  auditChains(): string[];
+  /** The largest `seq` in the audit table, 0 when empty. */
+  lastAuditSeq(): number;
+
+  /** Appends an event and returns its `seq`. */
+  insertEvent(row: Omit<EventRow, "seq">): number;
+  readEvents(read: EventRead): EventRow[];
+  /** The largest event `seq`, 0 when empty. */
+  lastEventSeq(): number;
+}
+
+/** Largest page any bounded read returns. */
+export const MAX_PAGE = 10_000;

@@ -1,0 +1,401 @@
+/**
+ * The `libos` command line: in-process through `runCli` for behaviour, and as real subprocesses
+ * through `deno task libos` for the bootstrap's narrow permissions and the exit statuses.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { fileURLToPath } from "node:url";
+import { sha256Hex } from "../runtime/canonical_json.ts";
+import { permissionFlags } from "../runtime/cli/bootstrap.ts";
+import { runCli } from "../runtime/cli/mod.ts";
+
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+
+interface Run {
+  readonly status: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+interface Sandbox extends Disposable {
+  readonly workspace: string;
+  readonly state: string;
+  /** Runs the CLI in this process. */
+  cli(...args: string[]): Promise<Run>;
+  /** Parses stdout of a `--json` run. */
+  json(...args: string[]): Promise<Run & { readonly doc: Record<string, unknown> }>;
+  /** The workspace's default database file. */
+  dbPath(): string;
+}
+
+function sandbox(): Sandbox {
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-cli-" }));
+  const workspace = join(root, "ws");
+  const state = join(root, "state");
+  Deno.mkdirSync(workspace);
+  const env = {
+    get: (name: string) =>
+      ({ XDG_STATE_HOME: state, HOME: join(root, "home") } as Record<string, string>)[name],
+  };
+  const s: Sandbox = {
+    workspace,
+    state,
+    async cli(...args) {
+      let stdout = "";
+      let stderr = "";
+      const status = await runCli(args, {
+        stdout: (t) => stdout += t,
+        stderr: (t) => stderr += t,
+        env,
+        cwd: workspace,
+      });
+      return { status, stdout, stderr };
+    },
+    async json(...args) {
+      const run = await s.cli(...args, "--json");
+      return { ...run, doc: JSON.parse(run.stdout) };
+    },
+    dbPath: () => join(state, "libos", `${sha256Hex(workspace)}.db`),
+    [Symbol.dispose]() {
+      Deno.removeSync(root, { recursive: true });
+    },
+  };
+  return s;
+}
+
+function tamper(dbPath: string, sql: string): void {
+  const raw = new DatabaseSync(dbPath);
+  raw.exec("DROP TRIGGER IF EXISTS audit_no_update; DROP TRIGGER IF EXISTS audit_no_delete;");
+  raw.exec(sql);
+  raw.close();
+}
+
+Deno.test("libos init creates the workspace database (0600) and head file in the state directory, and is idempotent", async () => {
+  using s = sandbox();
+  const first = await s.json("init");
+  assert.equal(first.status, 0, first.stdout);
+  assert.equal(first.doc.result, "created");
+  assert.equal(first.doc.db, s.dbPath());
+  assert.equal(first.doc.workspace, s.workspace);
+  assert.equal(Deno.statSync(s.dbPath()).mode! & 0o777, 0o600);
+  assert.ok(Deno.statSync(String(first.doc.head)).isFile);
+  assert.deepEqual([...Deno.readDirSync(s.workspace)], []);
+  const again = await s.json("init");
+  assert.equal(again.status, 0);
+  assert.equal(again.doc.result, "already_initialized");
+  const human = await s.cli("init");
+  assert.match(human.stdout, /Already initialized: libos database/);
+});
+
+Deno.test("libos audit verify passes on an untouched log and names the first bad record after an edit", async () => {
+  using s = sandbox();
+  await s.cli("init");
+  const ok = await s.json("audit", "verify");
+  assert.equal(ok.status, 0);
+  assert.equal(ok.doc.ok, true);
+  assert.equal(ok.doc.head, "verified");
+  assert.equal(ok.doc.db, s.dbPath());
+
+  tamper(s.dbPath(), "UPDATE audit SET actor = 'someone-else' WHERE seq = 1");
+  const bad = await s.json("audit", "verify");
+  assert.equal(bad.status, 1);
+  assert.deepEqual(bad.doc.error, {
+    code: "audit_tampered",
+    message: (bad.doc.problem as { message: string }).message,
+  });
+  assert.equal((bad.doc.problem as { seq: number }).seq, 1);
+  const human = await s.cli("audit", "verify");
+  assert.equal(human.status, 1);
+  assert.match(human.stderr, /^libos: audit verification failed: Audit record seq 1 .* was edited/);
+});
+
+Deno.test("libos audit verify detects truncation through the head file and says so when the head is missing", async () => {
+  using s = sandbox();
+  await s.cli("init");
+  await s.cli("init", "--reanchor");
+  const records = await s.json("audit", "query");
+  assert.equal((records.doc.records as unknown[]).length, 2);
+  tamper(s.dbPath(), "DELETE FROM audit WHERE seq = 2");
+  const truncated = await s.json("audit", "verify");
+  assert.equal(truncated.status, 1);
+  assert.equal((truncated.doc.problem as { kind: string }).kind, "truncated");
+
+  for (const entry of Deno.readDirSync(join(s.state, "libos", "heads"))) {
+    Deno.removeSync(join(s.state, "libos", "heads", entry.name));
+  }
+  const missing = await s.cli("audit", "verify");
+  assert.equal(missing.status, 1);
+  assert.match(missing.stderr, /Cannot detect truncation/);
+  const noHead = await s.json("audit", "verify", "--no-head");
+  assert.equal(noHead.status, 0);
+  assert.equal(noHead.doc.head, "skipped");
+});
+
+Deno.test("libos init --reanchor refuses a chain that does not verify, and accepts one that does", async () => {
+  using s = sandbox();
+  await s.cli("init");
+  for (const entry of Deno.readDirSync(join(s.state, "libos", "heads"))) {
+    Deno.removeSync(join(s.state, "libos", "heads", entry.name));
+  }
+  const plain = await s.json("init");
+  assert.equal(
+    plain.status,
+    1,
+    "init does not silently recreate a head that vanished under records",
+  );
+  assert.equal((plain.doc.error as { code: string }).code, "audit_head_missing");
+  const reanchored = await s.json("init", "--reanchor");
+  assert.equal(reanchored.status, 0, reanchored.stdout);
+  assert.equal(reanchored.doc.result, "reanchored");
+  assert.equal((await s.cli("audit", "verify")).status, 0);
+  const query = await s.json("audit", "query", "--action", "audit.reanchor");
+  assert.equal((query.doc.records as unknown[]).length, 1, "the re-anchor is itself audited");
+
+  tamper(s.dbPath(), "UPDATE audit SET decision = 'allow' WHERE seq = 1");
+  const refused = await s.json("init", "--reanchor");
+  assert.equal(refused.status, 1);
+  assert.match((refused.doc.error as { message: string }).message, /Cannot re-anchor/);
+});
+
+Deno.test("libos audit query filters records and escapes hostile fields for the terminal", async () => {
+  using s = sandbox();
+  await s.cli("init");
+  // Append hostile-looking records through the runtime API, as an agent's resources would be.
+  const { createRuntime } = await import("../runtime/runtime.ts");
+  {
+    await using runtime = await createRuntime({
+      workspace: s.workspace,
+      env: { get: (n) => (n === "XDG_STATE_HOME" ? s.state : undefined) },
+    });
+    runtime.audit.append({
+      actor: "pid_1",
+      pid: "pid_1",
+      action: "fs.write",
+      resource: "filesystem:workspace:\u001b[31mred\u001b[0m\n.txt",
+      decision: "deny",
+      authority: "default",
+    });
+    runtime.audit.append({
+      actor: "pid_2",
+      pid: "pid_2",
+      action: "fs.read",
+      resource: "filesystem:workspace:a.txt",
+      decision: "allow",
+      authority: "cap:c1",
+    });
+  }
+  const denied = await s.json("audit", "query", "--decision", "deny");
+  assert.deepEqual((denied.doc.records as { pid: string }[]).map((r) => r.pid), ["pid_1"]);
+  const byPrefix = await s.json("audit", "query", "--action", "fs.*", "--desc", "--limit", "1");
+  assert.deepEqual((byPrefix.doc.records as { pid: string }[]).map((r) => r.pid), ["pid_2"]);
+  const human = await s.cli("audit", "query", "--pid", "pid_1");
+  assert.equal(human.status, 0);
+  assert.ok(!human.stdout.includes("\u001b"), "no raw escape sequence reaches the terminal");
+  assert.match(human.stdout, /\\x1B\[31mred\\x1B\[0m\\n\.txt/);
+  const none = await s.cli("audit", "query", "--pid", "nobody");
+  assert.match(none.stdout, /No audit records match/);
+});
+
+Deno.test("libos reports usage errors with exit status 2 and one line that says what to do", async () => {
+  using s = sandbox();
+  const cases: [string, string[], RegExp][] = [
+    ["no command", [], /No command given/],
+    ["unknown command", ["frobnicate"], /Unknown command "frobnicate"/],
+    ["unknown option", ["audit", "query", "--bogus"], /Unknown option "--bogus"/],
+    ["option of another command", ["audit", "verify", "--pid", "x"], /does not take --pid/],
+    ["missing value", ["audit", "query", "--pid"], /--pid needs a value/],
+    ["bad limit", ["audit", "query", "--limit", "0"], /--limit must be an integer from 1 to 10000/],
+    [
+      "bad time",
+      ["audit", "query", "--since", "yesterday-ish"],
+      /--since must be an ISO 8601 time/,
+    ],
+    [
+      "bad decision",
+      ["audit", "query", "--decision", "perhaps"],
+      /--decision must be allow, ask, deny or none/,
+    ],
+    [
+      "memory db outside one-shot commands",
+      ["audit", "verify", "--db", ":memory:"],
+      /:memory: is only accepted/,
+    ],
+    ["extra argument", ["init", "now"], /takes no argument "now"/],
+  ];
+  for (const [name, args, pattern] of cases) {
+    const run = await s.cli(...args);
+    assert.equal(run.status, 2, name);
+    assert.match(run.stderr, pattern, name);
+    assert.equal(run.stderr.trimEnd().split("\n").length, 1, `${name}: one line`);
+    const json = await s.cli(...args, "--json");
+    assert.equal(json.status, 2, `${name} --json`);
+    assert.equal(JSON.parse(json.stdout).error.code, "usage", `${name} --json`);
+  }
+});
+
+Deno.test("libos refuses a missing, foreign or newer-schema database with exit 1, leaving the file unmodified", async () => {
+  using s = sandbox();
+  const missing = await s.json("audit", "verify");
+  assert.equal(missing.status, 1);
+  assert.equal((missing.doc.error as { code: string }).code, "not_found");
+  assert.match((missing.doc.error as { message: string }).message, /run "libos init"/);
+
+  const foreign = join(s.workspace, "..", "notes.db");
+  Deno.writeTextFileSync(foreign, "these are my notes, not a database\n".repeat(8));
+  const before = sha256Hex(Deno.readFileSync(foreign));
+  const run = await s.json("init", "--db", foreign);
+  assert.equal(run.status, 1);
+  assert.equal((run.doc.error as { code: string }).code, "store_foreign");
+  assert.equal(sha256Hex(Deno.readFileSync(foreign)), before);
+
+  await s.cli("init");
+  const raw = new DatabaseSync(s.dbPath());
+  raw.exec("PRAGMA user_version = 999");
+  raw.close();
+  const newer = await s.cli("audit", "query");
+  assert.equal(newer.status, 1);
+  assert.match(newer.stderr, /newer than this libos understands/);
+});
+
+Deno.test("libos --help lists every command, and each command has its own help", async () => {
+  using s = sandbox();
+  const help = await s.cli("--help");
+  assert.equal(help.status, 0);
+  for (const command of ["init", "audit query", "audit verify", "demo"]) {
+    assert.ok(help.stdout.includes(command), command);
+    const own = await s.cli(...command.split(" "), "--help");
+    assert.equal(own.status, 0);
+    assert.match(own.stdout, new RegExp(`^Usage: libos ${command}`));
+  }
+});
+
+Deno.test("bootstrap permissionFlags() grants read and write only on the workspace, state, temp dir and --db files", () => {
+  const flags = permissionFlags({
+    args: ["audit", "verify", "--db", "/data/x.db", "--workspace=/w"],
+    cwd: "/home/u",
+    env: { get: (n) => ({ HOME: "/home/u", TMPDIR: "/tmp" } as Record<string, string>)[n] },
+    realPath: (p) => p,
+  });
+  const value = (name: string) =>
+    flags.find((f) => f.startsWith(`--allow-${name}=`))?.split("=")[1]?.split(",");
+  assert.deepEqual(value("write"), [
+    "/w",
+    "/home/u/.local/state/libos",
+    "/tmp",
+    "/data/x.db",
+    "/data/x.db-wal",
+    "/data/x.db-shm",
+    "/data/x.db-journal",
+  ]);
+  assert.ok(value("read")?.includes("/data"));
+  assert.ok(
+    !flags.some((f) =>
+      f === "-A" || f === "--allow-all" || f === "--allow-run" || f.startsWith("--allow-net") ||
+      f.startsWith("--allow-ffi")
+    ),
+  );
+  assert.ok(flags.includes("--no-prompt"));
+});
+
+async function task(cwd: string, state: string, ...args: string[]): Promise<Run> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "--quiet", `--config=${join(REPO, "deno.json")}`, ...args],
+    cwd,
+    // A fresh environment without INIT_CWD: under "deno task test" the outer task's INIT_CWD
+    // would otherwise be inherited and win over the subprocess's cwd.
+    clearEnv: true,
+    env: {
+      ...Object.fromEntries(Object.entries(Deno.env.toObject()).filter(([k]) => k !== "INIT_CWD")),
+      XDG_STATE_HOME: state,
+      DENO_NO_UPDATE_CHECK: "1",
+      NO_COLOR: "1",
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decoder = new TextDecoder();
+  return {
+    status: output.code,
+    stdout: decoder.decode(output.stdout),
+    stderr: decoder.decode(output.stderr),
+  };
+}
+
+Deno.test("deno task libos runs through the bootstrap with narrow permissions: init, verify, and exit statuses", async () => {
+  using s = sandbox();
+  const init = await task(s.workspace, s.state, "libos", "init", "--json");
+  assert.equal(init.status, 0, init.stderr);
+  assert.equal(JSON.parse(init.stdout).db, s.dbPath());
+  const verify = await task(s.workspace, s.state, "libos", "audit", "verify");
+  assert.equal(verify.status, 0, verify.stderr);
+  assert.match(verify.stdout, /Audit log verified: 1 record/);
+  const usage = await task(s.workspace, s.state, "libos", "audit", "nope");
+  assert.equal(usage.status, 2);
+  tamper(s.dbPath(), "DELETE FROM audit");
+  const failed = await task(s.workspace, s.state, "libos", "audit", "verify");
+  assert.equal(failed.status, 1);
+  assert.match(failed.stderr, /truncated/);
+});
+
+Deno.test("bootstrap permissions stop the CLI process from reading, writing or running outside its grants (attack: escape the second wall)", async () => {
+  using s = sandbox();
+  const temp = join(s.workspace, "..", "tmp");
+  const outside = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-outside-" }));
+  try {
+    Deno.mkdirSync(temp);
+    Deno.writeTextFileSync(join(outside, "secret.txt"), "top secret");
+    Deno.writeTextFileSync(join(s.workspace, "visible.txt"), "fine");
+    const flags = permissionFlags({
+      args: ["init"],
+      cwd: s.workspace,
+      env: { get: (n) => ({ XDG_STATE_HOME: s.state, TMPDIR: temp } as Record<string, string>)[n] },
+      realPath: (p) => Deno.realPathSync(p),
+    });
+    const probe = join(temp, "probe.ts");
+    Deno.writeTextFileSync(
+      probe,
+      `const attempt = (name, fn) => { try { fn(); console.log(name + ":allowed"); } catch (e) { console.log(name + ":" + e.name); } };
+attempt("read-workspace", () => Deno.readTextFileSync(${
+        JSON.stringify(join(s.workspace, "visible.txt"))
+      }));
+attempt("read-outside", () => Deno.readTextFileSync(${
+        JSON.stringify(join(outside, "secret.txt"))
+      }));
+attempt("write-outside", () => Deno.writeTextFileSync(${
+        JSON.stringify(join(outside, "planted.txt"))
+      }, "x"));
+attempt("env-other", () => Deno.env.get("PATH"));
+attempt("run", () => new Deno.Command("true").outputSync());
+attempt("ffi", () => Deno.dlopen("libc.so.6", {}));
+`,
+    );
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--quiet", "--no-config", ...flags, probe],
+      env: { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const lines = new TextDecoder().decode(output.stdout).trim().split("\n");
+    assert.deepEqual(lines, [
+      "read-workspace:allowed",
+      "read-outside:NotCapable",
+      "write-outside:NotCapable",
+      "env-other:NotCapable",
+      "run:NotCapable",
+      "ffi:NotCapable",
+    ]);
+    assert.throws(() => Deno.statSync(join(outside, "planted.txt")), Deno.errors.NotFound);
+  } finally {
+    Deno.removeSync(outside, { recursive: true });
+  }
+});
+
+Deno.test("deno task demo exits 0 and says what it will run", async () => {
+  using s = sandbox();
+  const run = await task(s.workspace, s.state, "demo");
+  assert.equal(run.status, 0, run.stderr);
+  assert.match(run.stdout, /demo/);
+  const json = await task(s.workspace, s.state, "demo", "--json");
+  assert.equal(JSON.parse(json.stdout).version, 1);
+});

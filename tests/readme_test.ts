@@ -1,0 +1,90 @@
+/**
+ * The README never shows a command or example that fails: its TypeScript examples run, and every
+ * `deno task libos …` line parses and runs against a scratch workspace.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+const README = Deno.readTextFileSync(join(REPO, "README.md"));
+
+function blocks(language: string): string[] {
+  const pattern = new RegExp("```" + language + "\\n([\\s\\S]*?)```", "g");
+  return [...README.matchAll(pattern)].map((m) => m[1]!);
+}
+
+function cleanEnv(extra: Record<string, string>): Record<string, string> {
+  return {
+    ...Object.fromEntries(Object.entries(Deno.env.toObject()).filter(([k]) => k !== "INIT_CWD")),
+    DENO_NO_UPDATE_CHECK: "1",
+    NO_COLOR: "1",
+    ...extra,
+  };
+}
+
+Deno.test("README TypeScript examples run as written", async () => {
+  const examples = blocks("ts");
+  assert.ok(examples.length >= 1);
+  const dir = Deno.makeTempDirSync({ prefix: "libos-readme-" });
+  try {
+    for (const [i, code] of examples.entries()) {
+      const file = join(dir, `example_${i}.ts`);
+      Deno.writeTextFileSync(
+        file,
+        code.replaceAll('"./mod.ts"', JSON.stringify(new URL("../mod.ts", import.meta.url).href)),
+      );
+      const output = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--quiet",
+          "--no-prompt",
+          `--config=${join(REPO, "deno.json")}`,
+          `--allow-read=${dir}`,
+          "--allow-env",
+          file,
+        ],
+        cwd: dir,
+        clearEnv: true,
+        env: cleanEnv({ XDG_STATE_HOME: join(dir, "state") }),
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(output.code, 0, `example ${i}: ${new TextDecoder().decode(output.stderr)}`);
+      const stdout = new TextDecoder().decode(output.stdout);
+      assert.match(stdout, /true\n$/, `example ${i} printed: ${stdout}`);
+    }
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("README libos commands all parse and run in a scratch workspace (no usage errors)", async () => {
+  const commands = blocks("sh").flatMap((b) => b.split("\n")).map((l) =>
+    l.replace(/\s+#.*$/, "").trim()
+  )
+    .filter((l) => l.startsWith("deno task libos "));
+  assert.ok(commands.length >= 5, commands.join("\n"));
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-readme-cli-" }));
+  try {
+    const workspace = join(root, "ws");
+    Deno.mkdirSync(workspace);
+    for (const line of commands) {
+      const args = [...line.slice("deno task libos ".length).matchAll(/'([^']*)'|(\S+)/g)].map((
+        m,
+      ) => m[1] ?? m[2]!);
+      const output = await new Deno.Command(Deno.execPath(), {
+        args: ["task", "--quiet", `--config=${join(REPO, "deno.json")}`, "libos", ...args],
+        cwd: workspace,
+        clearEnv: true,
+        env: cleanEnv({ XDG_STATE_HOME: join(root, "state") }),
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stderr = new TextDecoder().decode(output.stderr);
+      assert.equal(output.code, 0, `${line}\n${stderr}`);
+    }
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
+});

@@ -1,0 +1,383 @@
+/**
+ * The Store conformance suite: the behaviour every `Store` implementation must show. It runs
+ * against the SQLite file store and the in-memory store today, and any future backend
+ * (PostgreSQL) registers itself the same way in `store_conformance_test.ts`.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { StoreError } from "../runtime/errors.ts";
+import type { AuditRow, Store } from "../runtime/store.ts";
+
+/** How the suite gets stores of one implementation. */
+export interface StoreFactory {
+  /** A fresh, empty store. */
+  create(): Store | Promise<Store>;
+  /** Opens the same database again after `close()`, when the backend is durable. */
+  reopen?(): Store | Promise<Store>;
+  /** Removes everything `create` made. */
+  cleanup?(): void | Promise<void>;
+}
+
+/** A plausible audit row for storage tests (the store does not check hashes). */
+export function sampleAuditRow(seq: number, overrides: Partial<AuditRow> = {}): AuditRow {
+  return {
+    seq,
+    chain: "main",
+    chainSeq: seq,
+    time: 1_000 * seq,
+    actor: "pid_a",
+    pid: "pid_a",
+    action: "fs.write",
+    resource: `filesystem:workspace:file${seq}.txt`,
+    decision: "allow",
+    authority: "cap:c1",
+    inputDigest: null,
+    correlation: null,
+    parent: null,
+    detail: null,
+    prev: "0".repeat(64),
+    hash: seq.toString(16).padStart(64, "0"),
+    ...overrides,
+  };
+}
+
+interface Case {
+  readonly name: string;
+  readonly durable?: boolean;
+  run(store: Store, factory: StoreFactory): void | Promise<void>;
+}
+
+const CASES: readonly Case[] = [
+  {
+    name: "reports the latest schema version after opening",
+    run(store) {
+      assert.ok(Number.isInteger(store.schemaVersion) && store.schemaVersion >= 1);
+    },
+  },
+  {
+    name: "stores, replaces and reads meta values",
+    run(store) {
+      assert.equal(store.getMeta("k"), undefined);
+      store.setMeta("k", "one");
+      store.setMeta("k", "two");
+      assert.equal(store.getMeta("k"), "two");
+    },
+  },
+  {
+    name: "step() returns its callback's value",
+    run(store) {
+      assert.equal(store.step(() => 42), 42);
+    },
+  },
+  {
+    name: "a failed step loses only its own writes, not earlier steps of the same batch",
+    run(store) {
+      store.step(() => store.setMeta("kept", "1"));
+      assert.throws(
+        () =>
+          store.step(() => {
+            store.setMeta("lost", "1");
+            store.insertAudit(sampleAuditRow(1));
+            throw new Error("boom");
+          }),
+        /boom/,
+      );
+      store.flush();
+      assert.equal(store.getMeta("kept"), "1");
+      assert.equal(store.getMeta("lost"), undefined);
+      assert.equal(store.lastAuditSeq(), 0);
+    },
+  },
+  {
+    name: "a failed nested step rolls back only the inner step",
+    run(store) {
+      store.step(() => {
+        store.setMeta("outer", "1");
+        assert.throws(() =>
+          store.step(() => {
+            store.setMeta("inner", "1");
+            throw new Error("inner failure");
+          })
+        );
+        store.setMeta("after", "1");
+      });
+      store.flush();
+      assert.equal(store.getMeta("outer"), "1");
+      assert.equal(store.getMeta("inner"), undefined);
+      assert.equal(store.getMeta("after"), "1");
+    },
+  },
+  {
+    name:
+      "a step whose callback returns a promise is refused and rolled back (no transaction spans an await)",
+    async run(store) {
+      assert.throws(
+        () =>
+          store.step(() => {
+            store.setMeta("async", "1");
+            return Promise.resolve(1);
+          }),
+        (error: unknown) => error instanceof TypeError && /synchronous/.test(error.message),
+      );
+      assert.equal(store.getMeta("async"), undefined);
+      await Promise.resolve();
+    },
+  },
+  {
+    name: "flush() inside a step is refused: commits happen between steps",
+    run(store) {
+      assert.throws(() => store.step(() => store.flush()), TypeError);
+      store.setMeta("still", "works");
+      assert.equal(store.getMeta("still"), "works");
+    },
+  },
+  {
+    name: "onCommit listeners run after a commit and can unsubscribe",
+    run(store) {
+      let commits = 0;
+      const off = store.onCommit(() => commits++);
+      store.setMeta("a", "1");
+      store.flush();
+      assert.equal(commits, 1);
+      store.flush();
+      assert.equal(commits, 1, "a flush with nothing pending is not a commit");
+      off();
+      store.setMeta("b", "1");
+      store.flush();
+      assert.equal(commits, 1);
+    },
+  },
+  {
+    name: "appends audit rows and reports each chain's tail",
+    run(store) {
+      assert.equal(store.auditTail("main"), undefined);
+      store.insertAudit(sampleAuditRow(1));
+      store.insertAudit(sampleAuditRow(2));
+      store.insertAudit(sampleAuditRow(3, { chain: "w2", chainSeq: 1 }));
+      assert.deepEqual(store.auditTail("main"), {
+        seq: 2,
+        chainSeq: 2,
+        hash: sampleAuditRow(2).hash,
+      });
+      assert.deepEqual(store.auditTail("w2"), {
+        seq: 3,
+        chainSeq: 1,
+        hash: sampleAuditRow(3).hash,
+      });
+      assert.deepEqual(store.auditChains(), ["main", "w2"]);
+      assert.equal(store.lastAuditSeq(), 3);
+    },
+  },
+  {
+    name: "refuses a second audit row at the same chain position",
+    run(store) {
+      store.insertAudit(sampleAuditRow(1));
+      assert.throws(
+        () => store.insertAudit(sampleAuditRow(2, { chainSeq: 1 })),
+        (error: unknown) => error instanceof StoreError && error.code === "store_conflict",
+      );
+      assert.equal(store.lastAuditSeq(), 1);
+    },
+  },
+  {
+    name: "offers no way to update or delete audit rows",
+    run(store) {
+      store.insertAudit(sampleAuditRow(1));
+      assert.equal(store.queryAudit({ limit: 10, order: "asc" }).length, 1);
+      // The interface has no update or delete; append-only is a property of the API itself.
+      const methods = Object.getOwnPropertyNames(Object.getPrototypeOf(store));
+      assert.ok(!methods.some((m) => /^(update|delete|remove)Audit/i.test(m)), methods.join(","));
+    },
+  },
+  {
+    name: "round-trips every audit field, including nulls and unicode",
+    run(store) {
+      const row = sampleAuditRow(1, {
+        pid: null,
+        inputDigest: "sha256:" + "a".repeat(64),
+        correlation: "corr_1",
+        parent: null,
+        detail: '{"k":"v\\u0000 é 😀"}',
+        resource: "filesystem:workspace:dir/ünï code.txt",
+      });
+      store.insertAudit(row);
+      assert.deepEqual(store.queryAudit({ limit: 1, order: "asc" })[0], row);
+    },
+  },
+  {
+    name:
+      "queries audit rows by pid, actor, action, resource, decision, correlation, time and cursor",
+    run(store) {
+      const rows = [
+        sampleAuditRow(1, {
+          pid: "p1",
+          action: "fs.write",
+          resource: "filesystem:workspace:src/a.ts",
+          decision: "allow",
+        }),
+        sampleAuditRow(2, {
+          pid: "p2",
+          action: "fs.read",
+          resource: "filesystem:workspace:src/b.ts",
+          decision: "deny",
+        }),
+        sampleAuditRow(3, {
+          pid: "p1",
+          actor: "human:1",
+          action: "human.approve",
+          resource: "filesystem:workspace:docs/c.md",
+          decision: "allow",
+          correlation: "c9",
+        }),
+        sampleAuditRow(4, {
+          pid: null,
+          actor: "operator",
+          action: "store.init",
+          resource: "",
+          decision: "none",
+        }),
+        sampleAuditRow(5, {
+          pid: "p1",
+          action: "fs.write",
+          resource: "filesystem:workspace:src%/x",
+          decision: "ask",
+        }),
+      ];
+      store.step(() => rows.forEach((r) => store.insertAudit(r)));
+      const seqs = (q: Parameters<Store["queryAudit"]>[0]) => store.queryAudit(q).map((r) => r.seq);
+      const base = { limit: 100, order: "asc" } as const;
+      assert.deepEqual(seqs({ ...base, pid: "p1" }), [1, 3, 5]);
+      assert.deepEqual(seqs({ ...base, actor: "operator" }), [4]);
+      assert.deepEqual(seqs({ ...base, action: "fs.write" }), [1, 5]);
+      assert.deepEqual(seqs({ ...base, actionPrefix: "fs." }), [1, 2, 5]);
+      assert.deepEqual(seqs({ ...base, resourcePrefix: "filesystem:workspace:src/" }), [1, 2]);
+      assert.deepEqual(
+        seqs({ ...base, resourcePrefix: "filesystem:workspace:src%" }),
+        [5],
+        "% is literal",
+      );
+      assert.deepEqual(seqs({ ...base, decision: "deny" }), [2]);
+      assert.deepEqual(seqs({ ...base, correlation: "c9" }), [3]);
+      assert.deepEqual(seqs({ ...base, since: 2_000, until: 4_000 }), [2, 3]);
+      assert.deepEqual(seqs({ ...base, afterSeq: 3 }), [4, 5]);
+      assert.deepEqual(seqs({ limit: 2, order: "desc" }), [5, 4]);
+      assert.deepEqual(seqs({ limit: 2, order: "desc", beforeSeq: 4 }), [3, 2]);
+      assert.deepEqual(seqs({ ...base, pid: "p1", decision: "allow", actionPrefix: "fs." }), [1]);
+      assert.deepEqual(seqs({ ...base, limit: 0 }), []);
+    },
+  },
+  {
+    name: "scans one chain in order from a position",
+    run(store) {
+      store.step(() => {
+        for (let i = 1; i <= 5; i++) store.insertAudit(sampleAuditRow(i));
+        store.insertAudit(sampleAuditRow(6, { chain: "w2", chainSeq: 1 }));
+      });
+      assert.deepEqual(store.scanAudit("main", 2, 2).map((r) => r.chainSeq), [3, 4]);
+      assert.deepEqual(store.scanAudit("main", 5, 10), []);
+      assert.deepEqual(store.scanAudit("w2", 0, 10).map((r) => r.seq), [6]);
+    },
+  },
+  {
+    name: "appends events with increasing seq and reads them after a cursor with filters",
+    run(store) {
+      const ev = (session: string, kind: string, turn = 0) => ({
+        version: 1,
+        session,
+        turn,
+        time: 5,
+        kind,
+        payload: `{"n":"${kind}"}`,
+      });
+      const a = store.insertEvent(ev("s1", "notice"));
+      const b = store.insertEvent(ev("s2", "session.started", 3));
+      const c = store.insertEvent(ev("s1", "session.ended"));
+      assert.ok(a < b && b < c);
+      assert.equal(store.lastEventSeq(), c);
+      assert.deepEqual(store.readEvents({ after: 0, limit: 10 }).map((e) => e.seq), [a, b, c]);
+      assert.deepEqual(store.readEvents({ after: a, limit: 10 }).map((e) => e.seq), [b, c]);
+      assert.deepEqual(store.readEvents({ after: 0, upTo: b, limit: 10 }).map((e) => e.seq), [
+        a,
+        b,
+      ]);
+      assert.deepEqual(store.readEvents({ after: 0, session: "s1", limit: 10 }).map((e) => e.seq), [
+        a,
+        c,
+      ]);
+      assert.deepEqual(
+        store.readEvents({ after: 0, kinds: ["notice", "session.ended"], limit: 10 }).map((e) =>
+          e.seq
+        ),
+        [a, c],
+      );
+      assert.deepEqual(store.readEvents({ after: 0, kinds: [], limit: 10 }), []);
+      assert.deepEqual(store.readEvents({ after: 0, limit: 1 }).map((e) => e.seq), [a]);
+      assert.deepEqual(store.readEvents({ after: a, limit: 1 })[0], {
+        seq: b,
+        ...ev("s2", "session.started", 3),
+      });
+    },
+  },
+  {
+    name: "a closed store refuses every call with store_closed, and close() is idempotent",
+    run(store) {
+      store.close();
+      store.close();
+      for (
+        const call of [
+          () => store.getMeta("k"),
+          () => store.setMeta("k", "v"),
+          () => store.step(() => 1),
+          () => store.flush(),
+        ]
+      ) {
+        assert.throws(call, (e: unknown) => e instanceof StoreError && e.code === "store_closed");
+      }
+    },
+  },
+  {
+    name: "flushed steps survive closing and reopening",
+    durable: true,
+    async run(store, factory) {
+      store.setMeta("durable", "yes");
+      store.insertAudit(sampleAuditRow(1));
+      store.insertEvent({
+        version: 1,
+        session: "s",
+        turn: 0,
+        time: 1,
+        kind: "notice",
+        payload: "{}",
+      });
+      store.close();
+      const again = await factory.reopen!();
+      try {
+        assert.equal(again.getMeta("durable"), "yes");
+        assert.equal(again.lastAuditSeq(), 1);
+        assert.equal(again.lastEventSeq(), 1);
+      } finally {
+        again.close();
+      }
+    },
+  },
+];
+
+/** Registers the conformance suite for one Store implementation. */
+export function storeConformance(
+  name: string,
+  factory: StoreFactory & { readonly durable: boolean },
+): void {
+  for (const c of CASES) {
+    if (c.durable && !factory.durable) continue;
+    Deno.test(`Store conformance (${name}): ${c.name}`, async () => {
+      const store = await factory.create();
+      try {
+        await c.run(store, factory);
+      } finally {
+        store.close();
+        await factory.cleanup?.();
+      }
+    });
+  }
+}
