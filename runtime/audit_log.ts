@@ -300,37 +300,30 @@ export class AuditLog implements Disposable {
   }
 
   #checkHead(chains: readonly VerifiedChain[]): AuditProblem | undefined {
+    const whole = (kind: "head_missing" | "head_invalid", message: string): AuditProblem => ({
+      kind,
+      chain: null,
+      seq: null,
+      chainSeq: null,
+      message,
+    });
     if (this.#headPath === null) {
-      return {
-        kind: "head_missing",
-        chain: null,
-        seq: null,
-        chainSeq: null,
-        message:
-          `Cannot detect truncation: database "${this.#database}" has no head file (it lives in memory); verify with --no-head`,
-      };
+      return whole(
+        "head_missing",
+        `Cannot detect truncation: database "${this.#database}" has no head file (it lives in memory); verify with --no-head`,
+      );
     }
     let head: HeadFile | undefined;
     try {
       head = readHeadFile(this.#headPath);
     } catch (error) {
-      return {
-        kind: "head_invalid",
-        chain: null,
-        seq: null,
-        chainSeq: null,
-        message: error instanceof Error ? error.message : String(error),
-      };
+      return whole("head_invalid", error instanceof Error ? error.message : String(error));
     }
     if (head === undefined) {
-      return {
-        kind: "head_missing",
-        chain: null,
-        seq: null,
-        chainSeq: null,
-        message:
-          `Cannot detect truncation: the audit head file "${this.#headPath}" is missing. Run "libos audit verify --no-head"; if the chain verifies and no records are known to be missing, re-anchor with "libos init --reanchor"`,
-      };
+      return whole(
+        "head_missing",
+        `Cannot detect truncation: the audit head file "${this.#headPath}" is missing. Run "libos audit verify --no-head"; if the chain verifies and no records are known to be missing, re-anchor with "libos init --reanchor"`,
+      );
     }
     const byName = new Map(chains.map((c) => [c.chain, c]));
     for (const [chain, anchored] of Object.entries(head.chains)) {

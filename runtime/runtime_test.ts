@@ -5,6 +5,14 @@ import { FakeClock } from "./clock.ts";
 import { seededIds } from "./ids.ts";
 import { createRuntime } from "./runtime.ts";
 
+const OPERATOR_RECORD = {
+  actor: "operator",
+  action: "test.run",
+  resource: "",
+  decision: "none",
+  authority: "operator",
+} as const;
+
 function tempDir(): string {
   return Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-runtime-" }));
 }
@@ -38,13 +46,7 @@ Deno.test("createRuntime() puts the default database and head file in the state 
     const env = { get: (name: string) => (name === "XDG_STATE_HOME" ? state : undefined) };
     {
       await using runtime = await createRuntime({ workspace, env, clock: new FakeClock() });
-      runtime.audit.append({
-        actor: "operator",
-        action: "test.run",
-        resource: "",
-        decision: "none",
-        authority: "operator",
-      });
+      runtime.audit.append(OPERATOR_RECORD);
       assert.ok(runtime.location.path.startsWith(join(state, "libos") + "/"));
       assert.equal(runtime.location.isDefault, true);
     }
@@ -97,13 +99,7 @@ Deno.test("createRuntime() warns with a notice when the head file vanished under
     let headPath = "";
     {
       await using runtime = await createRuntime({ workspace, env });
-      runtime.audit.append({
-        actor: "operator",
-        action: "test.run",
-        resource: "",
-        decision: "none",
-        authority: "operator",
-      });
+      runtime.audit.append(OPERATOR_RECORD);
       headPath = runtime.location.headPath!;
     }
     Deno.removeSync(headPath);
@@ -112,13 +108,7 @@ Deno.test("createRuntime() warns with a notice when the head file vanished under
       const notices = runtime.events.read({ kinds: ["notice"] });
       assert.equal(notices.length, 1);
       assert.equal(notices[0]?.kind === "notice" && notices[0].payload.code, "audit_head_missing");
-      runtime.audit.append({
-        actor: "operator",
-        action: "test.run",
-        resource: "",
-        decision: "none",
-        authority: "operator",
-      });
+      runtime.audit.append(OPERATOR_RECORD);
     }
     assert.throws(() => Deno.statSync(headPath), Deno.errors.NotFound);
   } finally {

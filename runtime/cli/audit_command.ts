@@ -3,9 +3,7 @@
  *
  * @module
  */
-import { type AuditFilter, AuditLog, type AuditRecord } from "../audit_log.ts";
-import { systemClock } from "../clock.ts";
-import { type DatabaseLocation, locateDatabase, openDatabase } from "../database.ts";
+import type { AuditFilter, AuditRecord } from "../audit_log.ts";
 import { UsageError } from "../errors.ts";
 import {
   type CliIo,
@@ -17,17 +15,7 @@ import {
   timeOption,
 } from "./_options.ts";
 import { EXIT_FAILED, EXIT_OK, field, printJson } from "./_output.ts";
-
-function locate(parsed: ParsedArgs, io: CliIo): DatabaseLocation {
-  const workspace = stringOption(parsed, "workspace");
-  const db = stringOption(parsed, "db");
-  return locateDatabase({
-    ...(workspace === undefined ? {} : { workspace }),
-    ...(db === undefined ? {} : { db }),
-    env: io.env,
-    cwd: io.cwd,
-  });
-}
+import { locateFrom, openAudit } from "./_workspace.ts";
 
 /** `--resource 'filesystem:workspace:src/*'` is a prefix match; without `*`, an exact one. */
 function exactOrPrefix(value: string | undefined): { exact?: string; prefix?: string } {
@@ -89,13 +77,9 @@ function recordLine(r: AuditRecord): string {
 
 function runQuery(parsed: ParsedArgs, io: CliIo): number {
   const filter = auditFilterFrom(parsed);
-  const location = locate(parsed, io);
-  using store = openDatabase(location, { create: false });
-  using audit = new AuditLog(store, {
-    clock: systemClock(),
-    headPath: location.headPath,
-    database: location.path,
-  });
+  const location = locateFrom(parsed, io);
+  using opened = openAudit(location, false);
+  const audit = opened.audit;
   const records = audit.query(filter);
   if (flagOption(parsed, "json")) {
     printJson(io, {
@@ -115,13 +99,9 @@ function runQuery(parsed: ParsedArgs, io: CliIo): number {
 }
 
 function runVerify(parsed: ParsedArgs, io: CliIo): number {
-  const location = locate(parsed, io);
-  using store = openDatabase(location, { create: false });
-  using audit = new AuditLog(store, {
-    clock: systemClock(),
-    headPath: location.headPath,
-    database: location.path,
-  });
+  const location = locateFrom(parsed, io);
+  using opened = openAudit(location, false);
+  const audit = opened.audit;
   const result = audit.verify({ head: !flagOption(parsed, "no-head") });
   const json = flagOption(parsed, "json");
   if (result.ok) {

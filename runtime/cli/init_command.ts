@@ -5,13 +5,13 @@
  *
  * @module
  */
-import { AuditLog, type AuditVerification } from "../audit_log.ts";
-import { systemClock } from "../clock.ts";
-import { databaseExists, locateDatabase, openDatabase } from "../database.ts";
+import type { AuditVerification } from "../audit_log.ts";
+import { databaseExists } from "../database.ts";
 import { AuditError } from "../errors.ts";
 import { readHeadFile } from "../audit_head.ts";
-import { type CliIo, type Command, flagOption, type ParsedArgs, stringOption } from "./_options.ts";
+import { type CliIo, type Command, flagOption, type ParsedArgs } from "./_options.ts";
 import { EXIT_OK, field, printJson } from "./_output.ts";
+import { locateFrom, openAudit } from "./_workspace.ts";
 
 function problemOf(result: AuditVerification): string | undefined {
   return result.ok ? undefined : result.problem.message;
@@ -19,24 +19,11 @@ function problemOf(result: AuditVerification): string | undefined {
 
 function run(parsed: ParsedArgs, io: CliIo): number {
   const json = flagOption(parsed, "json");
-  const clock = systemClock();
-  const workspace = stringOption(parsed, "workspace");
-  const db = stringOption(parsed, "db");
-  const location = locateDatabase({
-    ...(workspace === undefined ? {} : { workspace }),
-    ...(db === undefined ? {} : { db }),
-    createStateDirectory: true,
-    env: io.env,
-    cwd: io.cwd,
-  });
+  const location = locateFrom(parsed, io, true);
   const existed = databaseExists(location);
   const headExisted = location.headPath !== null && readHeadFile(location.headPath) !== undefined;
-  using store = openDatabase(location, { create: true });
-  using audit = new AuditLog(store, {
-    clock,
-    headPath: location.headPath,
-    database: location.path,
-  });
+  using opened = openAudit(location, true);
+  const { store, audit } = opened;
   let action: "created" | "initialized" | "already_initialized" | "reanchored";
 
   if (flagOption(parsed, "reanchor")) {

@@ -1,0 +1,51 @@
+/**
+ * The database and audit log a command works on, from `--workspace` and `--db`.
+ *
+ * @module
+ */
+import { AuditLog } from "../audit_log.ts";
+import { systemClock } from "../clock.ts";
+import { type DatabaseLocation, locateDatabase, openDatabase } from "../database.ts";
+import type { Store } from "../store.ts";
+import { type CliIo, type ParsedArgs, stringOption } from "./_options.ts";
+
+/** Resolves the command's database location; `createStateDirectory` for commands that write. */
+export function locateFrom(
+  parsed: ParsedArgs,
+  io: CliIo,
+  createStateDirectory = false,
+): DatabaseLocation {
+  const workspace = stringOption(parsed, "workspace");
+  const db = stringOption(parsed, "db");
+  return locateDatabase({
+    ...(workspace === undefined ? {} : { workspace }),
+    ...(db === undefined ? {} : { db }),
+    createStateDirectory,
+    env: io.env,
+    cwd: io.cwd,
+  });
+}
+
+/** An open store with its audit log, closed together. */
+export interface OpenedAudit extends Disposable {
+  readonly store: Store;
+  readonly audit: AuditLog;
+}
+
+/** Opens a located database and its audit log; with `create: false` a missing one is an error. */
+export function openAudit(location: DatabaseLocation, create: boolean): OpenedAudit {
+  const store = openDatabase(location, { create });
+  const audit = new AuditLog(store, {
+    clock: systemClock(),
+    headPath: location.headPath,
+    database: location.path,
+  });
+  return {
+    store,
+    audit,
+    [Symbol.dispose]() {
+      audit[Symbol.dispose]();
+      store.close();
+    },
+  };
+}
