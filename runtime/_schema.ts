@@ -70,6 +70,40 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX events_by_session ON events (session, seq);
     `,
   },
+  {
+    version: 2,
+    sql: `
+      -- A process row is its JSON document; status and parent are copied into columns so the
+      -- scheduler's recovery scan and the live-children count use indexes.
+      CREATE TABLE processes (
+        pid     TEXT    PRIMARY KEY,
+        parent  TEXT,
+        status  TEXT    NOT NULL,
+        data    TEXT    NOT NULL,
+        created INTEGER NOT NULL,
+        updated INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX processes_by_parent ON processes (parent, status) WHERE parent IS NOT NULL;
+      CREATE INDEX processes_by_status ON processes (status);
+
+      -- The at-most-once ledger: an action is committed as executing before its effect starts,
+      -- and as done, failed or outcome_unknown after.
+      CREATE TABLE actions (
+        id       TEXT    PRIMARY KEY,
+        pid      TEXT    NOT NULL,
+        kind     TEXT    NOT NULL,
+        digest   TEXT    NOT NULL,
+        status   TEXT    NOT NULL,
+        request  TEXT    NOT NULL,
+        outcome  TEXT,
+        reported INTEGER NOT NULL,
+        created  INTEGER NOT NULL,
+        updated  INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX actions_executing ON actions (created) WHERE status = 'executing';
+      CREATE INDEX actions_unreported ON actions (pid, created) WHERE reported = 0;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

@@ -97,6 +97,39 @@ export class AuditError extends LibosError {
   }
 }
 
+/** Stable codes of {@link IllegalTransitionError}. */
+export type TransitionErrorCode = "illegal_transition" | "not_a_child" | "no_children";
+
+/** A lifecycle operation the process's state or lineage does not allow; nothing was changed. */
+export class IllegalTransitionError extends LibosError {
+  declare readonly code: TransitionErrorCode;
+
+  /** Builds an error with one of the {@link TransitionErrorCode} codes. */
+  constructor(code: TransitionErrorCode, message: string, options: LibosErrorOptions = {}) {
+    super(code, "caller", message, options);
+  }
+}
+
+/** A budget ran out; `kind` says which (`tool_calls`, `live_children`, `wall_time`, `model_tokens`). */
+export class BudgetExhaustedError extends LibosError {
+  /** Which budget ran out. */
+  readonly kind: string;
+
+  /** Builds a `budget_exhausted` error for one budget kind. */
+  constructor(kind: string, message: string, options: LibosErrorOptions = {}) {
+    super("budget_exhausted", "caller", message, options);
+    this.kind = kind;
+  }
+}
+
+/** A path that leads outside the workspace, lexically or through a symlink. */
+export class OutsideWorkspaceError extends LibosError {
+  /** Builds an `outside_workspace` error. */
+  constructor(message: string, options: LibosErrorOptions = {}) {
+    super("outside_workspace", "caller", message, options);
+  }
+}
+
 /** The `{code, message}` pair that error envelopes carry. */
 export interface ErrorInfo {
   readonly code: string;

@@ -36,8 +36,55 @@ export const Notice = z.object({
   }).strict(),
 }).strict();
 
+const PidText = z.string().min(1).max(64);
+
+/** A process was created by spawn, fork or spawn_child. */
+export const ProcessSpawned = z.object({
+  kind: z.literal("process.spawned"),
+  payload: z.object({
+    pid: PidText,
+    parent: PidText.nullable(),
+    image: z.string(),
+    how: z.enum(["spawn", "fork", "spawn_child"]),
+  }).strict(),
+}).strict();
+
+/** A process changed status for a reason a host may show (quantum boundaries are not events). */
+export const ProcessStatusChanged = z.object({
+  kind: z.literal("process.status"),
+  payload: z.object({
+    pid: PidText,
+    from: z.string(),
+    to: z.string(),
+    /** The lifecycle event: sleep, wait_child, wake, pause, resume, exit, fail, terminate, ... */
+    cause: z.string(),
+    message: z.string().max(4096).nullable(),
+  }).strict(),
+}).strict();
+
+/** A process replaced its image and tool table (same pid). */
+export const ProcessExec = z.object({
+  kind: z.literal("process.exec"),
+  payload: z.object({ pid: PidText, from: z.string(), to: z.string(), tools: z.number().int() })
+    .strict(),
+}).strict();
+
+/** An action's outcome became unknown because the runtime stopped while it was executing. */
+export const ActionOutcomeUnknown = z.object({
+  kind: z.literal("action.outcome_unknown"),
+  payload: z.object({ pid: PidText, action: z.string(), actionKind: z.string() }).strict(),
+}).strict();
+
 /** The kind and payload of an event: a discriminated union on `kind`. */
-export const EventBody = z.discriminatedUnion("kind", [SessionStarted, SessionEnded, Notice]);
+export const EventBody = z.discriminatedUnion("kind", [
+  SessionStarted,
+  SessionEnded,
+  Notice,
+  ProcessSpawned,
+  ProcessStatusChanged,
+  ProcessExec,
+  ActionOutcomeUnknown,
+]);
 /** The kind and payload of an event. */
 export type EventBody = z.infer<typeof EventBody>;
 /** Every event kind. */

@@ -8,7 +8,12 @@ import { AuditLog } from "./audit_log.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { type DatabaseLocation, locateDatabase, openDatabase } from "./database.ts";
 import { EventLog } from "./event_log.ts";
+import { ActionLedger } from "./action_ledger.ts";
 import { type IdSource, randomIds } from "./ids.ts";
+import type { Budgets } from "./process.ts";
+import { ProcessManager } from "./process_manager.ts";
+import { type FilesystemProvider, hostFilesystem } from "./providers/filesystem.ts";
+import { type ProcessDriver, Scheduler } from "./scheduler.ts";
 import type { EnvReader } from "./state_paths.ts";
 import type { Store } from "./store.ts";
 import { LIBOS_VERSION } from "./version.ts";
@@ -26,6 +31,10 @@ export interface RuntimeOptions {
   /** The session id stamped on events (default: a fresh `ses_` id). */
   readonly session?: string;
   readonly busyTimeoutMs?: number;
+  /** The host filesystem backend (default: the real one). */
+  readonly filesystem?: FilesystemProvider;
+  /** Budgets of top-level processes when a spawn does not say. */
+  readonly defaultBudgets?: Budgets;
 }
 
 /** A running libos instance. Close it with `await using` or {@link Runtime.close}. */
@@ -36,6 +45,10 @@ export interface Runtime extends AsyncDisposable {
   readonly events: EventLog;
   readonly clock: Clock;
   readonly ids: IdSource;
+  readonly processes: ProcessManager;
+  readonly ledger: ActionLedger;
+  /** A scheduler that runs this runtime's processes with `driver`. */
+  scheduler(driver: ProcessDriver, options?: { readonly concurrency?: number }): Scheduler;
   /** Flushes, records the end of the session, and closes the store. Idempotent. */
   close(): Promise<void>;
 }
@@ -88,10 +101,30 @@ export function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
   }
   const auditLog = audit;
   const eventLog = events;
+  const processes = new ProcessManager({
+    store,
+    audit: auditLog,
+    events: eventLog,
+    clock,
+    ids,
+    filesystem: options.filesystem ?? hostFilesystem(),
+    workspace: location.workspace,
+    ...(options.defaultBudgets === undefined ? {} : { defaultBudgets: options.defaultBudgets }),
+  });
+  const ledger = new ActionLedger({
+    store,
+    audit: auditLog,
+    events: eventLog,
+    clock,
+    ids,
+    processes,
+  });
+  const schedulers = new Set<Scheduler>();
   let closed = false;
   const close = (): Promise<void> => {
     if (closed) return Promise.resolve();
     closed = true;
+    for (const scheduler of schedulers) scheduler[Symbol.dispose]();
     try {
       eventLog.emit({ kind: "session.ended", payload: { reason: "closed" } });
       store.flush();
@@ -109,6 +142,13 @@ export function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
     events: eventLog,
     clock,
     ids,
+    processes,
+    ledger,
+    scheduler(driver, schedulerOptions = {}) {
+      const scheduler = new Scheduler({ processes, ledger, driver, clock, ...schedulerOptions });
+      schedulers.add(scheduler);
+      return scheduler;
+    },
     close,
     [Symbol.asyncDispose]: close,
   });

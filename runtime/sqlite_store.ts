@@ -15,12 +15,16 @@ import { openConnection, sqliteCode, storeFailure } from "./_sqlite_open.ts";
 import { StoreError } from "./errors.ts";
 import { MEMORY_DB } from "./state_paths.ts";
 import {
+  type ActionQuery,
+  type ActionRow,
   type AuditQuery,
   type AuditRow,
   type AuditTail,
   type EventRead,
   type EventRow,
   MAX_PAGE,
+  type ProcessQuery,
+  type ProcessRow,
   type Store,
 } from "./store.ts";
 
@@ -352,7 +356,7 @@ export class SqliteStore implements Store {
       where.push("seq < ?");
       params.push(query.beforeSeq);
     }
-    const limit = Math.max(0, Math.min(MAX_PAGE, Math.trunc(query.limit)));
+    const limit = clampLimit(query.limit);
     const sql = `SELECT * FROM audit ${
       where.length ? `WHERE ${where.join(" AND ")}` : ""
     } ORDER BY seq ${query.order === "desc" ? "DESC" : "ASC"} LIMIT ?`;
@@ -364,7 +368,7 @@ export class SqliteStore implements Store {
     return this.#stmt(
       "SELECT * FROM audit WHERE chain = ? AND chain_seq > ? ORDER BY chain_seq LIMIT ?",
     )
-      .all(chain, afterChainSeq, Math.max(0, Math.min(MAX_PAGE, Math.trunc(limit))))
+      .all(chain, afterChainSeq, clampLimit(limit))
       .map(auditRow);
   }
 
@@ -410,7 +414,7 @@ export class SqliteStore implements Store {
       where.push(`kind IN (${read.kinds.map(() => "?").join(", ")})`);
       params.push(...read.kinds);
     }
-    const limit = Math.max(0, Math.min(MAX_PAGE, Math.trunc(read.limit)));
+    const limit = clampLimit(read.limit);
     return this.#stmt(`SELECT * FROM events WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`)
       .all(...params, limit)
       .map((r) => ({
@@ -428,9 +432,130 @@ export class SqliteStore implements Store {
     this.#usable();
     return Number(this.#stmt("SELECT coalesce(max(seq), 0) AS n FROM events").get()?.n ?? 0);
   }
+  putProcess(row: ProcessRow): void {
+    this.#write(
+      `INSERT INTO processes (pid, parent, status, data, created, updated) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (pid) DO UPDATE SET parent = excluded.parent, status = excluded.status,
+         data = excluded.data, updated = excluded.updated`,
+      [row.pid, row.parent, row.status, row.data, row.created, row.updated],
+    );
+  }
+
+  getProcess(pid: string): ProcessRow | undefined {
+    this.#usable();
+    const row = this.#stmt("SELECT * FROM processes WHERE pid = ?").get(pid);
+    return row === undefined ? undefined : processRow(row);
+  }
+
+  listProcesses(query: ProcessQuery): ProcessRow[] {
+    this.#usable();
+    const where: string[] = [];
+    const params: SQLInputValue[] = [];
+    if (query.statuses !== undefined) {
+      if (query.statuses.length === 0) return [];
+      where.push(`status IN (${query.statuses.map(() => "?").join(", ")})`);
+      params.push(...query.statuses);
+    }
+    if (query.parent !== undefined) {
+      where.push("parent = ?");
+      params.push(query.parent);
+    }
+    if (query.afterPid !== undefined) {
+      where.push("pid > ?");
+      params.push(query.afterPid);
+    }
+    const sql = `SELECT * FROM processes ${
+      where.length ? `WHERE ${where.join(" AND ")}` : ""
+    } ORDER BY pid LIMIT ?`;
+    return this.#stmt(sql).all(...params, clampLimit(query.limit)).map(processRow);
+  }
+
+  countLiveChildren(parent: string, finished: readonly string[]): number {
+    this.#usable();
+    const sql = `SELECT count(*) AS n FROM processes WHERE parent = ?${
+      finished.length ? ` AND status NOT IN (${finished.map(() => "?").join(", ")})` : ""
+    }`;
+    return Number(this.#stmt(sql).get(parent, ...finished)?.n ?? 0);
+  }
+
+  putAction(row: ActionRow): void {
+    this.#write(
+      `INSERT INTO actions (id, pid, kind, digest, status, request, outcome, reported, created, updated)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome,
+         reported = excluded.reported, updated = excluded.updated`,
+      [
+        row.id,
+        row.pid,
+        row.kind,
+        row.digest,
+        row.status,
+        row.request,
+        row.outcome,
+        row.reported ? 1 : 0,
+        row.created,
+        row.updated,
+      ],
+    );
+  }
+
+  getAction(id: string): ActionRow | undefined {
+    this.#usable();
+    const row = this.#stmt("SELECT * FROM actions WHERE id = ?").get(id);
+    return row === undefined ? undefined : actionRow(row);
+  }
+
+  listActions(query: ActionQuery): ActionRow[] {
+    this.#usable();
+    const where: string[] = [];
+    const params: SQLInputValue[] = [];
+    if (query.status !== undefined) {
+      where.push("status = ?");
+      params.push(query.status);
+    }
+    if (query.pid !== undefined) {
+      where.push("pid = ?");
+      params.push(query.pid);
+    }
+    if (query.unreported) where.push("reported = 0");
+    const sql = `SELECT * FROM actions ${
+      where.length ? `WHERE ${where.join(" AND ")}` : ""
+    } ORDER BY created, id LIMIT ?`;
+    return this.#stmt(sql).all(...params, clampLimit(query.limit)).map(actionRow);
+  }
 }
 
 type Row = Record<string, SQLInputValue>;
+
+function processRow(r: Row): ProcessRow {
+  return {
+    pid: String(r.pid),
+    parent: nullableString(r.parent),
+    status: String(r.status),
+    data: String(r.data),
+    created: Number(r.created),
+    updated: Number(r.updated),
+  };
+}
+
+function actionRow(r: Row): ActionRow {
+  return {
+    id: String(r.id),
+    pid: String(r.pid),
+    kind: String(r.kind),
+    digest: String(r.digest),
+    status: String(r.status),
+    request: String(r.request),
+    outcome: nullableString(r.outcome),
+    reported: Number(r.reported) !== 0,
+    created: Number(r.created),
+    updated: Number(r.updated),
+  };
+}
+
+function clampLimit(limit: number): number {
+  return Math.max(0, Math.min(MAX_PAGE, Math.trunc(limit)));
+}
 
 function nullableString(value: SQLInputValue | undefined): string | null {
   return value === null || value === undefined ? null : String(value);

@@ -96,6 +96,53 @@ export interface EventRead {
   readonly limit: number;
 }
 
+/** One stored process: its JSON document plus the columns that are indexed. */
+export interface ProcessRow {
+  readonly pid: string;
+  readonly parent: string | null;
+  readonly status: string;
+  /** JSON text of the whole process. */
+  readonly data: string;
+  readonly created: number;
+  readonly updated: number;
+}
+
+/** Which processes to list. */
+export interface ProcessQuery {
+  readonly statuses?: readonly string[];
+  readonly parent?: string;
+  /** Only pids sorting after this one (a cursor). */
+  readonly afterPid?: string;
+  readonly limit: number;
+}
+
+/** One action in the at-most-once ledger. */
+export interface ActionRow {
+  readonly id: string;
+  readonly pid: string;
+  readonly kind: string;
+  readonly digest: string;
+  /** `executing`, `done`, `failed`, `outcome_unknown` or `cancelled`. */
+  readonly status: string;
+  /** JSON text of what was asked. */
+  readonly request: string;
+  /** JSON text of what happened, once known. */
+  readonly outcome: string | null;
+  /** Whether the owning process has been told the outcome. */
+  readonly reported: boolean;
+  readonly created: number;
+  readonly updated: number;
+}
+
+/** Which actions to list. */
+export interface ActionQuery {
+  readonly status?: string;
+  readonly pid?: string;
+  /** Only actions whose outcome the process has not been told yet. */
+  readonly unreported?: boolean;
+  readonly limit: number;
+}
+
 /** The durable state of one runtime. See the module documentation for the contract. */
 export interface Store extends Disposable {
   /** An absolute file path, or `:memory:`. */
@@ -134,6 +181,20 @@ export interface Store extends Disposable {
   readEvents(read: EventRead): EventRow[];
   /** The largest event `seq`, 0 when empty. */
   lastEventSeq(): number;
+
+  /** Inserts or replaces a process. */
+  putProcess(row: ProcessRow): void;
+  getProcess(pid: string): ProcessRow | undefined;
+  /** Processes in pid order. */
+  listProcesses(query: ProcessQuery): ProcessRow[];
+  /** How many children of `parent` are not in one of the `finished` statuses. */
+  countLiveChildren(parent: string, finished: readonly string[]): number;
+
+  /** Inserts or replaces an action. */
+  putAction(row: ActionRow): void;
+  getAction(id: string): ActionRow | undefined;
+  /** Actions in creation order. */
+  listActions(query: ActionQuery): ActionRow[];
 }
 
 /** Largest page any bounded read returns. */

@@ -320,6 +320,66 @@ const CASES: readonly Case[] = [
     },
   },
   {
+    name: "stores, replaces and reads processes, listing them by status, parent and cursor",
+    run(store) {
+      const p = (pid: string, parent: string | null, status: string, updated = 1) => ({
+        pid,
+        parent,
+        status,
+        data: JSON.stringify({ pid, status }),
+        created: 1,
+        updated,
+      });
+      store.putProcess(p("pid_a", null, "runnable"));
+      store.putProcess(p("pid_b", "pid_a", "sleeping"));
+      store.putProcess(p("pid_c", "pid_a", "exited"));
+      store.putProcess(p("pid_d", "pid_b", "runnable"));
+      store.putProcess(p("pid_a", null, "running", 2));
+      assert.deepEqual(store.getProcess("pid_a"), p("pid_a", null, "running", 2));
+      assert.equal(store.getProcess("pid_zz"), undefined);
+      const pids = (q: Parameters<Store["listProcesses"]>[0]) =>
+        store.listProcesses(q).map((r) => r.pid);
+      assert.deepEqual(pids({ limit: 10 }), ["pid_a", "pid_b", "pid_c", "pid_d"]);
+      assert.deepEqual(pids({ statuses: ["runnable", "running"], limit: 10 }), ["pid_a", "pid_d"]);
+      assert.deepEqual(pids({ statuses: [], limit: 10 }), []);
+      assert.deepEqual(pids({ parent: "pid_a", limit: 10 }), ["pid_b", "pid_c"]);
+      assert.deepEqual(pids({ afterPid: "pid_b", limit: 1 }), ["pid_c"]);
+      assert.equal(store.countLiveChildren("pid_a", ["exited", "failed", "killed"]), 1);
+      assert.equal(store.countLiveChildren("pid_a", []), 2);
+      assert.equal(store.countLiveChildren("pid_d", ["exited"]), 0);
+    },
+  },
+  {
+    name: "stores actions and lists them by status, process and unreported outcome",
+    run(store) {
+      const a = (id: string, pid: string, status: string, reported = false, created = 1) => ({
+        id,
+        pid,
+        kind: "tool_call",
+        digest: `sha256:${"0".repeat(64)}`,
+        status,
+        request: '{"tool":"x"}',
+        outcome: status === "executing" ? null : '{"ok":true}',
+        reported,
+        created,
+        updated: created,
+      });
+      store.putAction(a("act_1", "pid_a", "executing", false, 1));
+      store.putAction(a("act_2", "pid_a", "done", true, 2));
+      store.putAction(a("act_3", "pid_b", "executing", false, 3));
+      store.putAction({ ...a("act_1", "pid_a", "outcome_unknown", false, 1), updated: 9 });
+      assert.deepEqual(store.getAction("act_1"), {
+        ...a("act_1", "pid_a", "outcome_unknown"),
+        updated: 9,
+      });
+      const ids = (q: Parameters<Store["listActions"]>[0]) => store.listActions(q).map((r) => r.id);
+      assert.deepEqual(ids({ status: "executing", limit: 10 }), ["act_3"]);
+      assert.deepEqual(ids({ pid: "pid_a", limit: 10 }), ["act_1", "act_2"]);
+      assert.deepEqual(ids({ pid: "pid_a", unreported: true, limit: 10 }), ["act_1"]);
+      assert.deepEqual(ids({ limit: 2 }), ["act_1", "act_2"]);
+    },
+  },
+  {
     name: "a closed store refuses every call with store_closed, and close() is idempotent",
     run(store) {
       store.close();

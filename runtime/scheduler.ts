@@ -1,0 +1,311 @@
+/**
+ * The cooperative scheduler. A quantum is the three phases of DESIGN §6: a synchronous step marks
+ * the process running (after checking its status and wall-time budget); the driver does its work
+ * outside any transaction, starting effects only through the action ledger; a second synchronous
+ * step applies the result and any signals that arrived meanwhile.
+ *
+ * Processes run round-robin from a FIFO ready queue, at most `concurrency` quanta at a time.
+ * Nothing polls: a process enters the queue when the process manager says it became runnable
+ * (spawn, yield, a child's exit, a signal), and sleepers are woken by clock timers.
+ *
+ * @module
+ */
+import type { ActionLedger, ActionOutcome, ActionRecord, ActionRequest } from "./action_ledger.ts";
+import type { JsonValue } from "./canonical_json.ts";
+import type { Clock } from "./clock.ts";
+import { errorInfo } from "./errors.ts";
+import type { AgentProcess } from "./process.ts";
+import { deadline } from "./process_budget.ts";
+import type { ProcessManager, QuantumResult } from "./process_manager.ts";
+
+/** What a driver gets for one quantum of one process. */
+export interface QuantumContext {
+  /** The process as the quantum began (status `running`), with its wake reason and interrupts. */
+  readonly process: AgentProcess;
+  /** Aborted when the process is terminated, its wall time runs out, or the run is cancelled. */
+  readonly signal: AbortSignal;
+  /** Outcomes the process has not seen yet, e.g. `outcome_unknown` after a restart. */
+  readonly recovered: readonly ActionRecord[];
+  /** Runs an effect at most once through the action ledger (intent committed first). */
+  perform(
+    action: ActionRequest,
+    effect: (signal: AbortSignal) => Promise<JsonValue>,
+  ): Promise<ActionOutcome>;
+}
+
+/** What makes a process progress: the model executor, or a test's fake. */
+export interface ProcessDriver {
+  /** Runs one quantum and says what the process does next. */
+  runQuantum(context: QuantumContext): Promise<QuantumResult>;
+}
+
+/** What one quantum did. */
+export interface QuantumReport {
+  readonly pid: string;
+  readonly result: QuantumResult;
+  /** The process's status after the quantum. */
+  readonly status: AgentProcess["status"];
+}
+
+/** What {@link Scheduler.runUntilIdle} did. */
+export interface RunReport {
+  readonly quanta: number;
+  /** True when it stopped because nothing was runnable or resumable; false when cancelled or capped. */
+  readonly idle: boolean;
+}
+
+/** What the scheduler needs. */
+export interface SchedulerOptions {
+  readonly processes: ProcessManager;
+  readonly ledger: ActionLedger;
+  readonly driver: ProcessDriver;
+  readonly clock: Clock;
+  /** Quanta in flight at once (default 4). */
+  readonly concurrency?: number;
+}
+
+interface InFlight {
+  readonly controller: AbortController;
+  readonly done: Promise<QuantumReport | undefined>;
+}
+
+/** Runs processes. Build one per runtime; close it when done. */
+export class Scheduler implements Disposable {
+  readonly #processes: ProcessManager;
+  readonly #ledger: ActionLedger;
+  readonly #driver: ProcessDriver;
+  readonly #clock: Clock;
+  readonly #concurrency: number;
+  readonly #ready: string[] = [];
+  readonly #queued = new Set<string>();
+  readonly #inFlight = new Map<string, InFlight>();
+  readonly #timers = new Map<string, AbortController>();
+  /** Pids that became runnable while their previous quantum was still finishing. */
+  readonly #afterFlight = new Set<string>();
+  readonly #unlisten: () => void;
+  #wakeup = Promise.withResolvers<void>();
+  #recovered = false;
+  #closed = false;
+
+  /** Wires the scheduler to the process manager's notifications. */
+  constructor(options: SchedulerOptions) {
+    this.#processes = options.processes;
+    this.#ledger = options.ledger;
+    this.#driver = options.driver;
+    this.#clock = options.clock;
+    const concurrency = options.concurrency ?? 4;
+    if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1024) {
+      throw new RangeError(
+        `Scheduler concurrency must be an integer from 1 to 1024, got ${concurrency}`,
+      );
+    }
+    this.#concurrency = concurrency;
+    this.#unlisten = this.#processes.listen({
+      runnable: (pid) => this.#enqueue(pid),
+      sleeping: (pid, until) => this.#arm(pid, until),
+      terminated: (pid) =>
+        this.#inFlight.get(pid)?.controller.abort(new Error(`process ${pid} was terminated`)),
+    });
+  }
+
+  #poke(): void {
+    const wakeup = this.#wakeup;
+    this.#wakeup = Promise.withResolvers<void>();
+    wakeup.resolve();
+  }
+
+  #enqueue(pid: string): void {
+    if (this.#queued.has(pid)) return;
+    this.#queued.add(pid);
+    this.#ready.push(pid);
+    this.#poke();
+  }
+
+  #arm(pid: string, until: number): void {
+    this.#timers.get(pid)?.abort();
+    if (this.#closed) return;
+    const controller = new AbortController();
+    this.#timers.set(pid, controller);
+    this.#clock.sleep(Math.max(0, until - this.#clock.now()), controller.signal).then(() => {
+      if (this.#timers.get(pid) !== controller) return;
+      this.#timers.delete(pid);
+      if (!this.#closed) this.#processes.wakeIfDue(pid);
+      this.#poke();
+    }, () => {/* cancelled: the process woke or was re-armed another way */});
+  }
+
+  /**
+   * After a restart: executing actions become `outcome_unknown`, processes left running become
+   * runnable, and every runnable process and sleeper is picked up. Runs once; later calls do nothing.
+   */
+  recover(): {
+    readonly outcomeUnknown: readonly ActionRecord[];
+    readonly recovered: readonly string[];
+  } {
+    if (this.#recovered) return { outcomeUnknown: [], recovered: [] };
+    this.#recovered = true;
+    const outcomeUnknown = this.#ledger.recover();
+    const recovered = this.#processes.recoverRunning();
+    const runnable: AgentProcess[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = this.#processes.list({
+        statuses: ["runnable", "sleeping"],
+        limit: 1000,
+        ...(after ? { afterPid: after } : {}),
+      });
+      for (const p of page) {
+        if (p.status === "runnable") runnable.push(p);
+        else if (p.wait?.kind === "sleep") this.#arm(p.pid, p.wait.until);
+      }
+      if (page.length < 1000) break;
+      after = page[page.length - 1]!.pid;
+    }
+    // Oldest first, so the first round runs processes in the order they were created.
+    runnable.sort((a, b) => a.createdAt - b.createdAt || (a.pid < b.pid ? -1 : 1));
+    for (const p of runnable) this.#enqueue(p.pid);
+    return { outcomeUnknown, recovered };
+  }
+
+  /** Pids waiting in the ready queue, in order. */
+  get ready(): readonly string[] {
+    return [...this.#ready];
+  }
+
+  /** The next ready pid that is not in flight (one still finishing is queued again afterwards). */
+  #next(): string | undefined {
+    for (;;) {
+      const pid = this.#ready.shift();
+      if (pid === undefined) return undefined;
+      this.#queued.delete(pid);
+      if (!this.#inFlight.has(pid)) return pid;
+      this.#afterFlight.add(pid);
+    }
+  }
+
+  async #quantum(pid: string, controller: AbortController): Promise<QuantumReport | undefined> {
+    const p = this.#processes.beginQuantum(pid);
+    if (!p) return undefined;
+    // The wall-time budget also holds in the middle of a quantum.
+    const deadlineTimer = new AbortController();
+    this.#clock.sleep(Math.max(0, deadline(p) - this.#clock.now()), deadlineTimer.signal).then(
+      () => {
+        controller.abort(new Error(`process ${pid} ran out of wall time`));
+        this.#processes.enforceWallTime(pid);
+      },
+      () => {},
+    );
+    const recovered = this.#ledger.unreported(pid);
+    let result: QuantumResult;
+    try {
+      result = await this.#driver.runQuantum({
+        process: p,
+        signal: controller.signal,
+        recovered,
+        perform: (action, effect) => this.#ledger.perform(pid, action, effect, controller.signal),
+      });
+    } catch (error) {
+      const info = errorInfo(error);
+      result = { type: "fail", reason: `driver_error:${info.code}: ${info.message}` };
+    } finally {
+      deadlineTimer.abort();
+    }
+    this.#ledger.markReported(recovered.map((a) => a.id));
+    const after = this.#processes.endQuantum(pid, result, {
+      interrupts: p.interrupts,
+      wake: p.wake,
+    });
+    return { pid, result, status: after?.status ?? "failed" };
+  }
+
+  #start(
+    pid: string,
+    outer?: AbortSignal,
+    onDone?: (report: QuantumReport | undefined) => void,
+  ): InFlight {
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(outer?.reason);
+    outer?.addEventListener("abort", onAbort, { once: true });
+    const done = this.#quantum(pid, controller).then((report) => {
+      // Counted before the quantum leaves the in-flight set, so an idle check never misses it.
+      onDone?.(report);
+      return report;
+    }).finally(() => {
+      outer?.removeEventListener("abort", onAbort);
+      this.#inFlight.delete(pid);
+      if (this.#afterFlight.delete(pid)) this.#enqueue(pid);
+      this.#poke();
+    });
+    const entry = { controller, done };
+    this.#inFlight.set(pid, entry);
+    return entry;
+  }
+
+  /**
+   * Runs one quantum of the next runnable process and reports it; `undefined` when nothing is
+   * runnable (sleepers are not waited for).
+   */
+  async step(options: { readonly signal?: AbortSignal } = {}): Promise<QuantumReport | undefined> {
+    this.recover();
+    for (let pid = this.#next(); pid !== undefined; pid = this.#next()) {
+      if (options.signal?.aborted) return undefined;
+      const report = await this.#start(pid, options.signal).done;
+      if (report) return report;
+    }
+    return undefined;
+  }
+
+  /**
+   * Runs until nothing is runnable or resumable: no process is ready, no quantum is in flight,
+   * and no sleeper has a timer (a process waiting on a human does not keep it running). Stops
+   * early, aborting quanta in flight, when `signal` aborts or after `maxQuanta` quanta.
+   */
+  async runUntilIdle(
+    options: { readonly signal?: AbortSignal; readonly maxQuanta?: number } = {},
+  ): Promise<RunReport> {
+    this.recover();
+    const { signal } = options;
+    const max = options.maxQuanta ?? Number.POSITIVE_INFINITY;
+    let started = 0;
+    let ran = 0;
+    const aborted = signal
+      ? new Promise<void>((resolve) =>
+        signal.aborted
+          ? resolve()
+          : signal.addEventListener("abort", () => resolve(), { once: true })
+      )
+      : undefined;
+    for (;;) {
+      if (signal?.aborted || this.#closed) break;
+      while (this.#inFlight.size < this.#concurrency && started < max) {
+        const pid = this.#next();
+        if (pid === undefined) break;
+        started++;
+        // A process that stopped being runnable before its turn costs no quantum.
+        this.#start(pid, signal, (report) => report ? ran++ : started--);
+      }
+      if (this.#inFlight.size === 0) {
+        if (started >= max) return { quanta: ran, idle: false };
+        if (this.#ready.length === 0 && this.#timers.size === 0) return { quanta: ran, idle: true };
+      }
+      const waits: Promise<unknown>[] = [
+        this.#wakeup.promise,
+        ...[...this.#inFlight.values()].map((f) => f.done),
+      ];
+      if (aborted) waits.push(aborted);
+      await Promise.race(waits);
+    }
+    for (const entry of this.#inFlight.values()) entry.controller.abort(signal?.reason);
+    await Promise.allSettled([...this.#inFlight.values()].map((f) => f.done));
+    return { quanta: ran, idle: false };
+  }
+
+  /** Stops timers and listening; quanta in flight finish on their own. */
+  [Symbol.dispose](): void {
+    this.#closed = true;
+    this.#unlisten();
+    for (const timer of this.#timers.values()) timer.abort();
+    this.#timers.clear();
+    this.#poke();
+  }
+}
