@@ -73,18 +73,21 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 2,
     sql: `
-      -- A process row is its JSON document; status and parent are copied into columns so the
-      -- scheduler's recovery scan and the live-children count use indexes.
+      -- A process row is its JSON document; status and parent are copied into columns. Only
+      -- parent is indexed: status changes twice per quantum, and an index on it would be
+      -- rewritten each time, while the scans by status (recovery, ps) are rare.
       CREATE TABLE processes (
         pid     TEXT    PRIMARY KEY,
         parent  TEXT,
         status  TEXT    NOT NULL,
         data    TEXT    NOT NULL,
         created INTEGER NOT NULL,
-        updated INTEGER NOT NULL
+        updated INTEGER NOT NULL,
+        -- Bumped by every write, so a reader can tell a cached copy is current without
+        -- reading the document again.
+        version INTEGER NOT NULL
       ) STRICT;
-      CREATE INDEX processes_by_parent ON processes (parent, status) WHERE parent IS NOT NULL;
-      CREATE INDEX processes_by_status ON processes (status);
+      CREATE INDEX processes_by_parent ON processes (parent) WHERE parent IS NOT NULL;
 
       -- The at-most-once ledger: an action is committed as executing before its effect starts,
       -- and as done, failed or outcome_unknown after.

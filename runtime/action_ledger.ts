@@ -99,6 +99,11 @@ export class ActionLedger {
   readonly #clock: Clock;
   readonly #ids: IdSource;
   readonly #processes: ProcessManager;
+  /**
+   * Pids that may have outcomes they were not told yet. Unreported outcomes are rare (recovery,
+   * or an outcome recorded with `reported: false`), so this spares every quantum a query.
+   */
+  readonly #maybeUnreported = new Set<string>();
 
   /** Binds the ledger to a runtime. */
   constructor(options: ActionLedgerOptions) {
@@ -108,6 +113,9 @@ export class ActionLedger {
     this.#clock = options.clock;
     this.#ids = options.ids;
     this.#processes = options.processes;
+    for (const row of this.#store.listActions({ unreported: true, limit: 10_000 })) {
+      this.#maybeUnreported.add(row.pid);
+    }
   }
 
   /** The action with this id, if any. */
@@ -199,6 +207,7 @@ export class ActionLedger {
         updated: this.#clock.now(),
       };
       this.#store.putAction(row);
+      if (!row.reported) this.#maybeUnreported.add(current.pid);
       const p = this.#processes.find(current.pid);
       if (p && p.pending === id && !isFinal(p.status)) {
         this.#processes.setPending(current.pid, null);
@@ -263,6 +272,7 @@ export class ActionLedger {
           updated: this.#clock.now(),
         };
         this.#store.putAction(updated);
+        this.#maybeUnreported.add(row.pid);
         this.#audit.append({
           actor: "runtime",
           pid: row.pid,
@@ -286,9 +296,11 @@ export class ActionLedger {
 
   /** Finished actions whose outcome the process has not been told yet. */
   unreported(pid: string): ActionRecord[] {
-    return this.#store.listActions({ pid, unreported: true, limit: 1000 }).map(decode).filter((a) =>
-      a.status !== "executing"
-    );
+    if (!this.#maybeUnreported.has(pid)) return [];
+    const found = this.#store.listActions({ pid, unreported: true, limit: 1000 }).map(decode)
+      .filter((a) => a.status !== "executing");
+    if (found.length === 0) this.#maybeUnreported.delete(pid);
+    return found;
   }
 
   /** Notes that the process has been told these outcomes. */

@@ -1,16 +1,19 @@
 /**
  * The process manager: every lifecycle operation on agent processes — spawn, fork, spawn_child,
- * exec, wait, signal, exit, chdir — and budget accounting. Each operation is one store step: it
- * validates against the transition table and the lineage first, so an illegal request changes
- * nothing, then writes the rows, the audit record and the event together.
+ * exec, wait, signal, exit, chdir — budget accounting, and the quantum boundaries the scheduler
+ * uses. Each operation is one store step: it validates against the transition table and the
+ * lineage first, so an illegal request changes nothing, then writes rows, audit and events
+ * together (see `_process_engine.ts`).
  *
  * Finishing a process (exit, fail, kill) settles its budget with its parent, wakes a parent that
  * waits for it, and terminates its live descendants: a finished agent leaves no orphans spending
- * a budget nobody owns. The result link (`result`) is written only by exit and never touched again;
- * signals write `message`.
+ * a budget nobody owns. The result link (`result`) is written only by exit and never touched
+ * again; signals write `message`.
  *
  * @module
  */
+import { type Actor, ProcessEngine, type ProcessListener } from "./_process_engine.ts";
+import { containedDirectory } from "./_workspace_path.ts";
 import type { AuditLog } from "./audit_log.ts";
 import type { Clock } from "./clock.ts";
 import type { EventLog } from "./event_log.ts";
@@ -18,50 +21,28 @@ import {
   BudgetExhaustedError,
   IllegalTransitionError,
   NotFoundError,
-  StoreError,
   ValidationError,
 } from "./errors.ts";
 import type { IdSource } from "./ids.ts";
 import {
-  AgentProcess,
-  type BudgetKind,
+  type AgentProcess,
   Budgets,
   DEFAULT_BUDGETS,
   isFinal,
   type ProcessStatus,
   type Signal,
-  type WakeReason,
 } from "./process.ts";
-import { childBudgets, deadline, remaining, reserve, settle } from "./process_budget.ts";
-import { type ProcessEvent, transition } from "./process_transitions.ts";
-import { containedDirectory } from "./_workspace_path.ts";
+import { childBudgets, deadline, remaining, reserve } from "./process_budget.ts";
 import type { FilesystemProvider } from "./providers/filesystem.ts";
 import type { Store } from "./store.ts";
 
-/**
- * Who asks for an operation: the operator (CLI, host), the runtime itself (budgets, recovery),
- * or a process acting for itself or on its children.
- */
-export type Actor =
-  | { readonly kind: "operator" }
-  | { readonly kind: "runtime" }
-  | { readonly kind: "process"; readonly pid: string };
+export type { Actor, ProcessListener } from "./_process_engine.ts";
 
 /** The operator actor. */
 export const OPERATOR: Actor = Object.freeze({ kind: "operator" });
 
 /** The runtime acting on its own authority (budget enforcement, recovery). */
 export const RUNTIME: Actor = Object.freeze({ kind: "runtime" });
-
-/** Callbacks the scheduler registers to hear about processes it must (re)consider. */
-export interface ProcessListener {
-  /** The process became runnable. */
-  runnable?(pid: string): void;
-  /** The process went to sleep until `until` (ms since the epoch). */
-  sleeping?(pid: string, until: number): void;
-  /** A running process was terminated: abort its quantum. */
-  terminated?(pid: string): void;
-}
 
 /** How to start a top-level process. */
 export interface SpawnOptions {
@@ -113,29 +94,6 @@ export interface ProcessManagerOptions {
 const MAX_GOAL = 100_000;
 const FINAL: readonly ProcessStatus[] = Object.freeze(["exited", "failed", "killed"]);
 
-function actorName(actor: Actor): string {
-  return actor.kind === "process" ? actor.pid : actor.kind;
-}
-
-/** The audit action a lifecycle event is recorded as (quantum-boundary events are not). */
-function auditAction(event: ProcessEvent): string | undefined {
-  switch (event) {
-    case "exit":
-    case "fail":
-    case "start":
-      return `process.${event}`;
-    case "pause":
-    case "resume":
-    case "cancel":
-    case "interrupt":
-    case "terminate":
-    case "kill":
-      return "process.signal";
-    default:
-      return undefined;
-  }
-}
-
 function checkTools(tools: readonly string[]): string[] {
   const seen = new Set<string>();
   for (const tool of tools) {
@@ -170,27 +128,25 @@ function checkImage(image: string): string {
   return image;
 }
 
+function refuseFinished(p: AgentProcess, what: string): void {
+  if (isFinal(p.status)) {
+    throw new IllegalTransitionError(
+      "illegal_transition",
+      `Cannot ${what} process ${p.pid}: it is ${p.status}; nothing was changed`,
+    );
+  }
+}
+
 /** Owns every process row. Build one per runtime. */
 export class ProcessManager {
-  readonly #store: Store;
-  readonly #audit: AuditLog;
-  readonly #events: EventLog;
-  readonly #clock: Clock;
-  readonly #ids: IdSource;
+  readonly #engine: ProcessEngine;
   readonly #fs: FilesystemProvider;
   readonly #workspace: string;
   readonly #defaults: Budgets;
-  readonly #listeners = new Set<ProcessListener>();
-  #notes: (() => void)[] = [];
-  #depth = 0;
 
   /** Binds the manager to a runtime's store, logs and providers. */
   constructor(options: ProcessManagerOptions) {
-    this.#store = options.store;
-    this.#audit = options.audit;
-    this.#events = options.events;
-    this.#clock = options.clock;
-    this.#ids = options.ids;
+    this.#engine = new ProcessEngine(options);
     this.#fs = options.filesystem;
     this.#workspace = options.workspace;
     this.#defaults = Budgets.parse(options.defaultBudgets ?? DEFAULT_BUDGETS);
@@ -198,63 +154,12 @@ export class ProcessManager {
 
   /** Registers a listener; returns the function that removes it. */
   listen(listener: ProcessListener): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
-  }
-
-  /**
-   * Runs `fn` as one store step; the notifications it queued reach listeners only after the
-   * outermost operation succeeded, so a rolled-back change never wakes anybody.
-   */
-  #op<T>(fn: () => T): T {
-    this.#depth++;
-    try {
-      const result = this.#store.step(fn);
-      if (this.#depth === 1) {
-        const notes = this.#notes;
-        this.#notes = [];
-        for (const note of notes) note();
-      }
-      return result;
-    } catch (error) {
-      if (this.#depth === 1) this.#notes = [];
-      throw error;
-    } finally {
-      this.#depth--;
-    }
-  }
-
-  #notify(fn: (listener: ProcessListener) => void): void {
-    this.#notes.push(() => {
-      for (const listener of this.#listeners) fn(listener);
-    });
+    return this.#engine.listen(listener);
   }
 
   /** The process, or `undefined` when there is none with that pid. */
   find(pid: string): AgentProcess | undefined {
-    const row = this.#store.getProcess(pid);
-    if (row === undefined) return undefined;
-    let data: unknown;
-    try {
-      data = JSON.parse(row.data);
-    } catch (error) {
-      throw new StoreError(
-        "store_corrupt",
-        `Process ${pid} is stored as invalid JSON; the database was edited outside libos`,
-        { cause: error },
-      );
-    }
-    const parsed = AgentProcess.safeParse(data);
-    if (!parsed.success) {
-      throw new StoreError(
-        "store_corrupt",
-        `Process ${pid} is stored in a shape this libos does not understand (${
-          parsed.error.issues[0]?.message ?? "invalid"
-        })`,
-        { cause: parsed.error },
-      );
-    }
-    return parsed.data;
+    return this.#engine.find(pid);
   }
 
   /**
@@ -262,7 +167,7 @@ export class ProcessManager {
    * @throws {NotFoundError} when there is none.
    */
   get(pid: string): AgentProcess {
-    const p = this.find(pid);
+    const p = this.#engine.find(pid);
     if (!p) {
       throw new NotFoundError(`No process ${JSON.stringify(pid)}; list processes with "libos ps"`);
     }
@@ -270,15 +175,13 @@ export class ProcessManager {
   }
 
   /** Processes in pid order, optionally only some statuses or one parent's children. */
-  list(
-    query: {
-      readonly statuses?: readonly ProcessStatus[];
-      readonly parent?: string;
-      readonly limit?: number;
-      readonly afterPid?: string;
-    } = {},
-  ): AgentProcess[] {
-    return this.#store.listProcesses({
+  list(query: {
+    readonly statuses?: readonly ProcessStatus[];
+    readonly parent?: string;
+    readonly limit?: number;
+    readonly afterPid?: string;
+  } = {}): AgentProcess[] {
+    return this.#engine.store.listProcesses({
       limit: query.limit ?? 1000,
       ...(query.statuses === undefined ? {} : { statuses: query.statuses }),
       ...(query.parent === undefined ? {} : { parent: query.parent }),
@@ -286,44 +189,7 @@ export class ProcessManager {
     }).map((row) => this.get(row.pid));
   }
 
-  #save(p: AgentProcess): void {
-    this.#store.putProcess({
-      pid: p.pid,
-      parent: p.parent,
-      status: p.status,
-      data: JSON.stringify(p),
-      created: p.createdAt,
-      updated: p.updatedAt,
-    });
-  }
-
-  #record(
-    actor: Actor,
-    p: AgentProcess,
-    action: string,
-    detail: Record<string, string | number | boolean | null>,
-    authority?: string,
-  ): void {
-    this.#audit.append({
-      actor: actorName(actor),
-      pid: p.pid,
-      action,
-      resource: `process:${p.pid}`,
-      decision: "allow",
-      authority: authority ??
-        (actor.kind !== "process" ? actor.kind : actor.pid === p.pid ? "self" : "lineage:parent"),
-      detail,
-    });
-  }
-
-  #statusEvent(p: AgentProcess, from: ProcessStatus, cause: string): void {
-    this.#events.emit({
-      kind: "process.status",
-      payload: { pid: p.pid, from, to: p.status, cause, message: p.message },
-    });
-  }
-
-  /** Requires that `actor` is the process itself (or the operator). */
+  /** Requires that `actor` is the process itself (or not a process at all). */
   #requireSelf(actor: Actor, pid: string, what: string): void {
     if (actor.kind === "process" && actor.pid !== pid) {
       throw new IllegalTransitionError(
@@ -333,26 +199,15 @@ export class ProcessManager {
     }
   }
 
-  #newPid(): string {
-    for (let i = 0; i < 8; i++) {
-      const pid = this.#ids.next("pid");
-      if (this.#store.getProcess(pid) === undefined) return pid;
-    }
-    throw new StoreError(
-      "store_conflict",
-      "Could not find an unused pid after 8 tries; the id source repeats itself",
-    );
-  }
-
   #fresh(
     fields: Pick<
       AgentProcess,
       "parent" | "image" | "goal" | "cwd" | "budgets" | "tools" | "status"
     >,
   ): AgentProcess {
-    const now = this.#clock.now();
+    const now = this.#engine.clock.now();
     return {
-      pid: this.#newPid(),
+      pid: this.#engine.newPid(),
       resumeTo: null,
       usage: { toolCalls: 0, modelTokens: 0, delegatedToolCalls: 0, delegatedModelTokens: 0 },
       pending: null,
@@ -395,22 +250,23 @@ export class ProcessManager {
         : containedDirectory(this.#fs, this.#workspace, ".", options.cwd),
       status: (options.start === false ? "created" : "runnable") as ProcessStatus,
     };
-    return this.#op(() => {
+    const engine = this.#engine;
+    return engine.op(() => {
       const p = this.#fresh(fields);
-      this.#save(p);
-      this.#record(actor, p, "process.spawn", { image: p.image, status: p.status });
-      this.#events.emit({
+      engine.save(p);
+      engine.record(actor, p, "process.spawn", { image: p.image, status: p.status });
+      engine.events.emit({
         kind: "process.spawned",
         payload: { pid: p.pid, parent: null, image: p.image, how: "spawn" },
       });
-      if (p.status === "runnable") this.#notify((l) => l.runnable?.(p.pid));
+      if (p.status === "runnable") engine.notify((l) => l.runnable?.(p.pid));
       return p;
     });
   }
 
   /** Makes a `created` process runnable. */
   start(pid: string, actor: Actor = OPERATOR): AgentProcess {
-    return this.#op(() => this.#move(this.get(pid), "start", actor, {}));
+    return this.#engine.op(() => this.#engine.move(this.get(pid), "start", actor));
   }
 
   #child(
@@ -420,23 +276,19 @@ export class ProcessManager {
     make: (parent: AgentProcess) => Pick<AgentProcess, "image" | "goal" | "tools">,
     requested: Partial<Budgets> | undefined,
   ): AgentProcess {
-    return this.#op(() => {
+    const engine = this.#engine;
+    return engine.op(() => {
       const parent = this.get(parentPid);
       this.#requireSelf(actor, parentPid, how === "fork" ? "fork" : "spawn a child of");
-      if (isFinal(parent.status)) {
-        throw new IllegalTransitionError(
-          "illegal_transition",
-          `Cannot ${how.replace("_", " ")} from process ${parentPid}: it is ${parent.status}`,
-        );
-      }
-      const live = this.#store.countLiveChildren(parentPid, FINAL);
+      refuseFinished(parent, how.replace("_", " ") + " from");
+      const live = engine.store.countLiveChildren(parentPid, FINAL);
       if (live >= parent.budgets.maxLiveChildren) {
         throw new BudgetExhaustedError(
           "live_children",
           `Process ${parentPid} already has ${live} live children, its limit (maxLiveChildren ${parent.budgets.maxLiveChildren}); wait for one to finish first`,
         );
       }
-      const now = this.#clock.now();
+      const now = engine.clock.now();
       const budgets = childBudgets(parent, requested ?? {}, now);
       const child = this.#fresh({
         parent: parentPid,
@@ -445,19 +297,19 @@ export class ProcessManager {
         status: "runnable",
         ...make(parent),
       });
-      this.#save(child);
-      this.#save({ ...parent, usage: reserve(parent.usage, budgets), updatedAt: now });
-      this.#record(actor, child, `process.${how}`, {
+      engine.save(child);
+      engine.save({ ...parent, usage: reserve(parent.usage, budgets), updatedAt: now });
+      engine.record(actor, child, `process.${how}`, {
         parent: parentPid,
         image: child.image,
         maxToolCalls: budgets.maxToolCalls,
         maxModelTokens: budgets.maxModelTokens,
       });
-      this.#events.emit({
+      engine.events.emit({
         kind: "process.spawned",
         payload: { pid: child.pid, parent: parentPid, image: child.image, how },
       });
-      this.#notify((l) => l.runnable?.(child.pid));
+      engine.notify((l) => l.runnable?.(child.pid));
       return child;
     });
   }
@@ -497,25 +349,21 @@ export class ProcessManager {
     const image = checkImage(options.image);
     const tools = checkTools(options.tools);
     const goal = options.goal === undefined ? undefined : checkGoal(options.goal);
-    return this.#op(() => {
+    const engine = this.#engine;
+    return engine.op(() => {
       const p = this.get(pid);
       this.#requireSelf(actor, pid, "exec");
-      if (isFinal(p.status)) {
-        throw new IllegalTransitionError(
-          "illegal_transition",
-          `Cannot exec process ${pid}: it is ${p.status}; nothing was changed`,
-        );
-      }
+      refuseFinished(p, "exec");
       const next: AgentProcess = {
         ...p,
         image,
         tools,
         goal: goal ?? p.goal,
-        updatedAt: this.#clock.now(),
+        updatedAt: engine.clock.now(),
       };
-      this.#save(next);
-      this.#record(actor, next, "process.exec", { from: p.image, to: image, tools: tools.length });
-      this.#events.emit({
+      engine.save(next);
+      engine.record(actor, next, "process.exec", { from: p.image, to: image, tools: tools.length });
+      engine.events.emit({
         kind: "process.exec",
         payload: { pid, from: p.image, to: image, tools: tools.length },
       });
@@ -525,19 +373,15 @@ export class ProcessManager {
 
   /** Changes a process's working directory, contained to the workspace. */
   chdir(pid: string, path: string, actor: Actor = OPERATOR): AgentProcess {
-    return this.#op(() => {
+    const engine = this.#engine;
+    return engine.op(() => {
       const p = this.get(pid);
       this.#requireSelf(actor, pid, "chdir");
-      if (isFinal(p.status)) {
-        throw new IllegalTransitionError(
-          "illegal_transition",
-          `Cannot chdir process ${pid}: it is ${p.status}; nothing was changed`,
-        );
-      }
+      refuseFinished(p, "chdir");
       const cwd = containedDirectory(this.#fs, this.#workspace, p.cwd, path);
-      const next = { ...p, cwd, updatedAt: this.#clock.now() };
-      this.#save(next);
-      this.#record(actor, next, "process.chdir", { from: p.cwd, to: cwd });
+      const next = { ...p, cwd, updatedAt: engine.clock.now() };
+      engine.save(next);
+      engine.record(actor, next, "process.chdir", { from: p.cwd, to: cwd });
       return next;
     });
   }
@@ -552,39 +396,13 @@ export class ProcessManager {
     childPid: string | null,
     actor: Actor = OPERATOR,
   ): AgentProcess | undefined {
-    return this.#op(() => {
+    const engine = this.#engine;
+    return engine.op(() => {
       this.#requireSelf(actor, parentPid, "wait as");
-      const parent = this.get(parentPid);
-      const child = this.#finishedChild(parent, childPid);
-      if (child) this.#save({ ...child, reaped: true });
+      const child = engine.finishedChild(this.get(parentPid), childPid);
+      if (child) engine.save({ ...child, reaped: true });
       return child;
     });
-  }
-
-  /** A finished, uncollected child matching the wait, after checking the wait is legal. */
-  #finishedChild(parent: AgentProcess, childPid: string | null): AgentProcess | undefined {
-    if (childPid !== null) {
-      const child = this.find(childPid);
-      if (!child || child.parent !== parent.pid) {
-        throw new IllegalTransitionError(
-          "not_a_child",
-          `Process ${parent.pid} cannot wait for ${childPid}: it is not its child`,
-        );
-      }
-      return isFinal(child.status) ? child : undefined;
-    }
-    const children = this.#store.listProcesses({ parent: parent.pid, limit: 10_000 }).map((r) =>
-      this.get(r.pid)
-    );
-    const done = children.find((c) => isFinal(c.status) && !c.reaped);
-    if (done) return done;
-    if (!children.some((c) => !isFinal(c.status))) {
-      throw new IllegalTransitionError(
-        "no_children",
-        `Process ${parent.pid} has no child to wait for: none is alive and every finished one was collected`,
-      );
-    }
-    return undefined;
   }
 
   /**
@@ -594,7 +412,7 @@ export class ProcessManager {
    *   status does not accept; nothing is changed.
    */
   signal(pid: string, signal: Signal, actor: Actor = OPERATOR): AgentProcess {
-    return this.#op(() => {
+    return this.#engine.op(() => {
       const p = this.get(pid);
       if (actor.kind === "process" && p.parent !== actor.pid) {
         throw new IllegalTransitionError(
@@ -602,7 +420,7 @@ export class ProcessManager {
           `Process ${actor.pid} cannot signal ${pid}: it is not its child; nothing was changed`,
         );
       }
-      return this.#move(p, signal, actor, {});
+      return this.#engine.move(p, signal, actor);
     });
   }
 
@@ -612,10 +430,10 @@ export class ProcessManager {
     options: { readonly result?: string; readonly message?: string } = {},
     actor: Actor = OPERATOR,
   ): AgentProcess {
-    return this.#op(() => {
+    return this.#engine.op(() => {
       const p = this.get(pid);
       this.#requireSelf(actor, pid, "exit");
-      return this.#move(p, "exit", actor, {
+      return this.#engine.move(p, "exit", actor, {
         result: options.result ?? null,
         message: options.message ?? null,
       });
@@ -624,152 +442,9 @@ export class ProcessManager {
 
   /** Fails a process with a reason. */
   fail(pid: string, reason: string, actor: Actor = OPERATOR): AgentProcess {
-    return this.#op(() => this.#move(this.get(pid), "fail", actor, { message: reason }));
-  }
-
-  /**
-   * Applies one lifecycle event to a process and everything that follows from it.
-   * `extra` carries the exit result and message.
-   */
-  #move(
-    p: AgentProcess,
-    event: ProcessEvent,
-    actor: Actor,
-    extra: { result?: string | null; message?: string | null; wake?: WakeReason },
-  ): AgentProcess {
-    const target = transition(p.pid, p.status, event);
-    const now = this.#clock.now();
-    if (target === "deferred") {
-      const next = {
-        ...p,
-        deferred: [...p.deferred.filter((s) => s !== event), event as Signal].slice(-16),
-        updatedAt: now,
-      };
-      this.#save(next);
-      this.#record(actor, next, "process.signal", { signal: event, deferred: true });
-      if (event === "terminate") this.#notify((l) => l.terminated?.(p.pid));
-      return next;
-    }
-    let next: AgentProcess = { ...p, updatedAt: now };
-    switch (event) {
-      case "pause":
-        next = { ...next, status: "paused", resumeTo: p.status };
-        break;
-      case "resume": {
-        let to = p.resumeTo ?? "runnable";
-        if (to === "sleeping" && p.wait?.kind === "sleep" && p.wait.until <= now) to = "runnable";
-        next = {
-          ...next,
-          status: to,
-          resumeTo: null,
-          ...(to === "runnable" ? { wake: p.wake ?? { kind: "resumed" }, wait: null } : {}),
-        };
-        break;
-      }
-      case "cancel": {
-        const waited = p.wait?.kind ?? "sleep";
-        next = {
-          ...next,
-          status: "runnable",
-          wait: null,
-          pending: null,
-          wake: { kind: "cancelled", waited },
-        };
-        break;
-      }
-      case "interrupt":
-        next = {
-          ...next,
-          interrupts: p.interrupts + 1,
-          ...(target === "runnable"
-            ? { status: "runnable", wait: null, wake: { kind: "interrupted" } }
-            : {}),
-        };
-        break;
-      case "wake":
-        next = { ...next, status: "runnable", wait: null, wake: extra.wake ?? { kind: "timer" } };
-        break;
-      case "exit":
-      case "fail":
-      case "terminate":
-      case "kill":
-        next = {
-          ...next,
-          status: target as ProcessStatus,
-          resumeTo: null,
-          wait: null,
-          deferred: [],
-          finishedAt: now,
-          ...(event === "exit" ? { result: extra.result ?? null } : {}),
-          message: extra.message ??
-            (event === "terminate" ? `terminated by ${actorName(actor)}` : p.message),
-        };
-        break;
-      default:
-        if (target !== "same" && target !== "resume_to") next = { ...next, status: target };
-    }
-    this.#save(next);
-    const action = auditAction(event);
-    if (action) {
-      this.#record(actor, next, action, {
-        ...(action === "process.signal" ? { signal: event === "kill" ? "terminate" : event } : {}),
-        from: p.status,
-        to: next.status,
-        ...(event === "exit" ? { result: next.result } : {}),
-        ...(event === "fail" ? { reason: next.message } : {}),
-      });
-    }
-    this.#statusEvent(next, p.status, event);
-    if (next.status === "runnable") this.#notify((l) => l.runnable?.(p.pid));
-    if (next.status === "sleeping" && next.wait?.kind === "sleep") {
-      const until = next.wait.until;
-      this.#notify((l) => l.sleeping?.(p.pid, until));
-    }
-    if (isFinal(next.status)) this.#finished(next, actor);
-    return next;
-  }
-
-  /** Settles a finished process with its parent, wakes the parent, and ends its descendants. */
-  #finished(p: AgentProcess, actor: Actor): void {
-    for (const row of this.#store.listProcesses({ parent: p.pid, limit: 10_000 })) {
-      const child = this.get(row.pid);
-      if (!isFinal(child.status)) {
-        this.#move(child, "terminate", actor, { message: `parent ${p.pid} ${p.status}` });
-      }
-    }
-    if (p.parent === null) return;
-    const parent = this.find(p.parent);
-    if (!parent) return;
-    const now = this.#clock.now();
-    let next: AgentProcess = { ...parent, usage: settle(parent.usage, p), updatedAt: now };
-    const waits = (w: AgentProcess["wait"]) =>
-      w?.kind === "child" && (w.pid === null || w.pid === p.pid);
-    const wake: WakeReason = {
-      kind: "child_finished",
-      pid: p.pid,
-      status: p.status,
-      result: p.result,
-    };
-    if (parent.status === "waiting_child" && waits(parent.wait)) {
-      this.#save(next);
-      this.#save({ ...this.get(p.pid), reaped: true });
-      this.#move(this.get(parent.pid), "wake", { kind: "process", pid: p.pid }, { wake });
-      this.#audit.append({
-        actor: p.pid,
-        pid: parent.pid,
-        action: "process.wait_wake",
-        resource: `process:${parent.pid}`,
-        decision: "none",
-        authority: "lineage:child",
-        detail: { child: p.pid, status: p.status },
-      });
-      return;
-    }
-    if (parent.status === "paused" && parent.resumeTo === "waiting_child" && waits(parent.wait)) {
-      next = { ...next, resumeTo: "runnable", wait: null, wake };
-      this.#save({ ...this.get(p.pid), reaped: true });
-    }
-    this.#save(next);
+    return this.#engine.op(() =>
+      this.#engine.move(this.get(pid), "fail", actor, { message: reason })
+    );
   }
 
   /**
@@ -792,72 +467,49 @@ export class ProcessManager {
     if (!Number.isInteger(amount) || amount < 0) {
       throw new RangeError(`A budget charge must be a non-negative integer, got ${amount}`);
     }
+    const engine = this.#engine;
     let exhausted: BudgetExhaustedError | undefined;
-    const result = this.#op(() => {
+    const result = engine.op(() => {
       const p = this.get(pid);
-      if (isFinal(p.status)) {
-        throw new IllegalTransitionError(
-          "illegal_transition",
-          `Cannot charge process ${pid}: it is ${p.status}`,
-        );
-      }
-      const left = remaining(p, this.#clock.now());
-      const available = kind === "tool_calls" ? left.toolCalls : left.modelTokens;
-      if (amount > available) {
-        exhausted = this.#exhaust(
+      refuseFinished(p, "charge");
+      const left = remaining(p, engine.clock.now());
+      const tools = kind === "tool_calls";
+      if (amount > (tools ? left.toolCalls : left.modelTokens)) {
+        exhausted = engine.exhaust(
           p,
           kind,
-          kind === "tool_calls"
+          tools
             ? `used ${p.usage.toolCalls} of ${p.budgets.maxToolCalls} tool calls (${p.usage.delegatedToolCalls} lent to children)`
             : `used ${p.usage.modelTokens} of ${p.budgets.maxModelTokens} model tokens (${p.usage.delegatedModelTokens} lent to children); this turn needed ${amount}`,
         );
         return this.get(pid);
       }
-      const usage = kind === "tool_calls"
+      const usage = tools
         ? { ...p.usage, toolCalls: p.usage.toolCalls + amount }
         : { ...p.usage, modelTokens: p.usage.modelTokens + amount };
-      const next = { ...p, usage, updatedAt: this.#clock.now() };
-      this.#save(next);
+      const next = { ...p, usage, updatedAt: engine.clock.now() };
+      engine.save(next);
       return next;
     });
+    // The failure is committed to the batch before the caller hears about it.
     if (exhausted) throw exhausted;
     return result;
   }
 
-  /** Fails a process because a budget ran out, and returns the typed error describing it. */
-  #exhaust(p: AgentProcess, kind: BudgetKind, detail: string): BudgetExhaustedError {
-    const message = `budget_exhausted:${kind}: process ${p.pid} ${detail}`;
-    this.#audit.append({
-      actor: "runtime",
-      pid: p.pid,
-      action: "budget.exhausted",
-      resource: `process:${p.pid}`,
-      decision: "deny",
-      authority: `budget:${kind}`,
-      detail: { kind },
-    });
-    this.#move(p, "fail", RUNTIME, { message });
-    return new BudgetExhaustedError(
-      kind,
-      `Process ${p.pid} failed: its ${kind.replace("_", " ")} budget is exhausted (${detail})`,
+  #wallTime(p: AgentProcess): boolean {
+    const now = this.#engine.clock.now();
+    if (isFinal(p.status) || now < deadline(p)) return false;
+    this.#engine.exhaust(
+      p,
+      "wall_time",
+      `ran ${now - p.createdAt} ms of its ${p.budgets.maxWallTimeMs} ms`,
     );
+    return true;
   }
 
-  /**
-   * Fails the process if its wall-time deadline has passed.
-   * @returns the typed error when it did.
-   */
-  enforceWallTime(pid: string): BudgetExhaustedError | undefined {
-    return this.#op(() => {
-      const p = this.get(pid);
-      const now = this.#clock.now();
-      if (isFinal(p.status) || now < deadline(p)) return undefined;
-      return this.#exhaust(
-        p,
-        "wall_time",
-        `ran ${now - p.createdAt} ms of its ${p.budgets.maxWallTimeMs} ms`,
-      );
-    });
+  /** Fails the process if its wall-time deadline has passed; true when it did. */
+  enforceWallTime(pid: string): boolean {
+    return this.#engine.op(() => this.#wallTime(this.get(pid)));
   }
 
   /**
@@ -865,131 +517,107 @@ export class ProcessManager {
    * nothing) when the process is not runnable any more, or fails it when its deadline passed.
    */
   beginQuantum(pid: string): AgentProcess | undefined {
-    return this.#op(() => {
-      const p = this.find(pid);
-      if (!p || p.status !== "runnable") return undefined;
-      if (this.enforceWallTime(pid)) return undefined;
-      transition(pid, p.status, "schedule");
-      const next: AgentProcess = { ...p, status: "running", updatedAt: this.#clock.now() };
-      this.#save(next);
+    const engine = this.#engine;
+    return engine.op(() => {
+      const p = engine.find(pid);
+      if (!p || p.status !== "runnable" || this.#wallTime(p)) return undefined;
+      const next: AgentProcess = { ...p, status: "running", updatedAt: engine.clock.now() };
+      engine.save(next);
       return next;
     });
   }
 
   /**
-   * Ends a quantum: applies its result to a process still running, clears what the driver saw,
-   * then applies signals that arrived meanwhile, in order.
+   * Ends a quantum: applies its result to a process still running, clears what the driver saw
+   * (its wake reason and interrupts), then applies signals that arrived meanwhile, in order.
    */
   endQuantum(
     pid: string,
     result: QuantumResult,
     seen: Pick<AgentProcess, "interrupts" | "wake">,
   ): AgentProcess | undefined {
-    return this.#op(() => {
-      let p = this.find(pid);
-      if (!p) return undefined;
+    const engine = this.#engine;
+    return engine.op(() => {
+      const stored = engine.find(pid);
+      if (!stored) return undefined;
       const consumed = {
-        interrupts: Math.max(0, p.interrupts - seen.interrupts),
-        wake: seen.wake === null ? p.wake : null,
+        interrupts: Math.max(0, stored.interrupts - seen.interrupts),
+        wake: seen.wake === null ? stored.wake : null,
       };
-      if (p.status !== "running") {
-        if (!isFinal(p.status)) this.#save({ ...p, ...consumed });
-        return this.get(pid);
+      let p: AgentProcess = { ...stored, ...consumed };
+      if (stored.status !== "running") {
+        if (!isFinal(stored.status)) engine.save(p);
+        return p;
       }
-      p = { ...p, ...consumed };
-      const self: Actor = { kind: "process", pid };
       if (p.deferred.includes("terminate")) {
         // A terminate that arrived mid-quantum wins over whatever the quantum decided.
-        this.#save(p);
-        return this.#move({ ...p, status: "runnable" }, "terminate", OPERATOR, {
-          message: p.message ?? "terminated while running",
-        });
+        return engine.move(p, "kill", OPERATOR, { message: "terminated while running" });
       }
+      const self: Actor = { kind: "process", pid };
       switch (result.type) {
         case "yield":
-          p = this.#quantumMove(p, "yield", {});
+          p = engine.quantumMove(p, "yield", {});
           break;
         case "sleep":
-          p = this.#quantumMove(p, "sleep", { wait: { kind: "sleep", until: result.until } });
+          p = engine.quantumMove(p, "sleep", { wait: { kind: "sleep", until: result.until } });
           break;
         case "wait_human":
-          p = this.#quantumMove(p, "wait_human", {
+          p = engine.quantumMove(p, "wait_human", {
             wait: { kind: "human", request: result.request },
             pending: result.request,
           });
           break;
         case "wait_child": {
-          const child = this.#finishedChild(p, result.pid);
+          const child = engine.finishedChild(p, result.pid);
           if (child) {
-            this.#save({ ...child, reaped: true });
-            p = this.#quantumMove(p, "yield", {
-              wake: {
-                kind: "child_finished",
-                pid: child.pid,
-                status: child.status,
-                result: child.result,
-              },
-            });
+            engine.save({ ...child, reaped: true });
+            const wake = {
+              kind: "child_finished",
+              pid: child.pid,
+              status: child.status,
+              result: child.result,
+            } as const;
+            p = engine.quantumMove(p, "yield", { wake });
           } else {
-            p = this.#quantumMove(p, "wait_child", { wait: { kind: "child", pid: result.pid } });
+            p = engine.quantumMove(p, "wait_child", { wait: { kind: "child", pid: result.pid } });
           }
           break;
         }
         case "exit":
-          this.#save(p);
-          p = this.#move(p, "exit", self, {
+          p = engine.move(p, "exit", self, {
             result: result.result ?? null,
             message: result.message ?? null,
           });
           break;
         case "fail":
-          this.#save(p);
-          p = this.#move(p, "fail", self, { message: result.reason });
+          p = engine.move(p, "fail", self, { message: result.reason });
           break;
       }
       for (const signal of p.deferred) {
-        const current = this.get(pid);
-        if (isFinal(current.status)) break;
-        this.#save({ ...current, deferred: [] });
+        if (isFinal(p.status)) break;
         try {
-          p = this.#move({ ...current, deferred: [] }, signal, OPERATOR, {});
+          p = engine.move({ ...p, deferred: [] }, signal, OPERATOR);
         } catch (error) {
+          // A deferred signal the new status does not accept (cancel after a yield) is dropped.
           if (!(error instanceof IllegalTransitionError)) throw error;
-          // A deferred signal the new status does not accept (cancel after an exit) is dropped.
+          p = { ...p, deferred: [] };
+          engine.save(p);
         }
       }
-      return this.get(pid);
+      return p;
     });
   }
 
-  /** A quantum-boundary move (schedule, yield, sleep, wait): not audited, evented only when blocking. */
-  #quantumMove(p: AgentProcess, event: ProcessEvent, patch: Partial<AgentProcess>): AgentProcess {
-    const target = transition(p.pid, p.status, event);
-    const next: AgentProcess = {
-      ...p,
-      ...patch,
-      status: target as ProcessStatus,
-      updatedAt: this.#clock.now(),
-    };
-    this.#save(next);
-    if (event !== "yield") this.#statusEvent(next, p.status, event);
-    if (next.status === "runnable") this.#notify((l) => l.runnable?.(p.pid));
-    if (next.status === "sleeping" && next.wait?.kind === "sleep") {
-      const until = next.wait.until;
-      this.#notify((l) => l.sleeping?.(p.pid, until));
-    }
-    return next;
-  }
-
-  /** Wakes a sleeper whose time has come (a timer fired); false when it was not due or not asleep. */
+  /** Wakes a sleeper whose time has come (its timer fired); false when it was not due or not asleep. */
   wakeIfDue(pid: string): boolean {
-    return this.#op(() => {
-      const p = this.find(pid);
+    const engine = this.#engine;
+    return engine.op(() => {
+      const p = engine.find(pid);
       if (
         !p || p.status !== "sleeping" || p.wait?.kind !== "sleep" ||
-        p.wait.until > this.#clock.now()
+        p.wait.until > engine.clock.now()
       ) return false;
-      this.#move(p, "wake", { kind: "process", pid }, { wake: { kind: "timer" } });
+      engine.move(p, "wake", { kind: "process", pid }, { wake: { kind: "timer" } });
       return true;
     });
   }
@@ -999,18 +627,18 @@ export class ProcessManager {
    * Returns the pids it recovered.
    */
   recoverRunning(): string[] {
-    return this.#op(() => {
+    const engine = this.#engine;
+    return engine.op(() => {
       const recovered: string[] = [];
-      for (const row of this.#store.listProcesses({ statuses: ["running"], limit: 10_000 })) {
-        const p = this.get(row.pid);
-        const next: AgentProcess = {
+      for (const row of engine.store.listProcesses({ statuses: ["running"], limit: 10_000 })) {
+        const p = engine.must(row.pid);
+        engine.save({
           ...p,
           status: "runnable",
           message: "recovered after the runtime stopped mid-quantum",
-          updatedAt: this.#clock.now(),
-        };
-        this.#save(next);
-        this.#audit.append({
+          updatedAt: engine.clock.now(),
+        });
+        engine.audit.append({
           actor: "runtime",
           pid: p.pid,
           action: "process.recover",
@@ -1019,16 +647,16 @@ export class ProcessManager {
           authority: "runtime",
           detail: { from: "running", to: "runnable" },
         });
-        this.#notify((l) => l.runnable?.(p.pid));
+        engine.notify((l) => l.runnable?.(p.pid));
         recovered.push(p.pid);
       }
       return recovered;
     });
   }
 
-  /** Sets or clears the action a process has in flight (used by the action ledger, inside its step). */
+  /** Sets or clears the action a process has in flight (the action ledger calls it inside its step). */
   setPending(pid: string, action: string | null): void {
     const p = this.get(pid);
-    this.#save({ ...p, pending: action, updatedAt: this.#clock.now() });
+    this.#engine.save({ ...p, pending: action, updatedAt: this.#engine.clock.now() });
   }
 }

@@ -432,19 +432,33 @@ export class SqliteStore implements Store {
     this.#usable();
     return Number(this.#stmt("SELECT coalesce(max(seq), 0) AS n FROM events").get()?.n ?? 0);
   }
-  putProcess(row: ProcessRow): void {
-    this.#write(
-      `INSERT INTO processes (pid, parent, status, data, created, updated) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (pid) DO UPDATE SET parent = excluded.parent, status = excluded.status,
-         data = excluded.data, updated = excluded.updated`,
-      [row.pid, row.parent, row.status, row.data, row.created, row.updated],
-    );
+  putProcess(row: Omit<ProcessRow, "version">): number {
+    if (this.#depth === 0) return this.step(() => this.putProcess(row));
+    this.#usable();
+    try {
+      const written = this.#stmt(
+        `INSERT INTO processes (pid, parent, status, data, created, updated, version)
+         VALUES (?, ?, ?, ?, ?, ?, 1)
+         ON CONFLICT (pid) DO UPDATE SET parent = excluded.parent, status = excluded.status,
+           data = excluded.data, updated = excluded.updated, version = processes.version + 1
+         RETURNING version`,
+      ).get(row.pid, row.parent, row.status, row.data, row.created, row.updated);
+      return Number(written?.version);
+    } catch (error) {
+      throw this.#fail(error);
+    }
   }
 
   getProcess(pid: string): ProcessRow | undefined {
     this.#usable();
     const row = this.#stmt("SELECT * FROM processes WHERE pid = ?").get(pid);
     return row === undefined ? undefined : processRow(row);
+  }
+
+  getProcessVersion(pid: string): number | undefined {
+    this.#usable();
+    const row = this.#stmt("SELECT version FROM processes WHERE pid = ?").get(pid);
+    return row === undefined ? undefined : Number(row.version);
   }
 
   listProcesses(query: ProcessQuery): ProcessRow[] {
@@ -535,6 +549,7 @@ function processRow(r: Row): ProcessRow {
     data: String(r.data),
     created: Number(r.created),
     updated: Number(r.updated),
+    version: Number(r.version),
   };
 }
 

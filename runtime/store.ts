@@ -105,6 +105,8 @@ export interface ProcessRow {
   readonly data: string;
   readonly created: number;
   readonly updated: number;
+  /** 1 on insert, one more on every write. */
+  readonly version: number;
 }
 
 /** Which processes to list. */
@@ -182,9 +184,11 @@ export interface Store extends Disposable {
   /** The largest event `seq`, 0 when empty. */
   lastEventSeq(): number;
 
-  /** Inserts or replaces a process. */
-  putProcess(row: ProcessRow): void;
+  /** Inserts or replaces a process and returns its new version. */
+  putProcess(row: Omit<ProcessRow, "version">): number;
   getProcess(pid: string): ProcessRow | undefined;
+  /** The current version of a process row, without reading the row. */
+  getProcessVersion(pid: string): number | undefined;
   /** Processes in pid order. */
   listProcesses(query: ProcessQuery): ProcessRow[];
   /** How many children of `parent` are not in one of the `finished` statuses. */

@@ -335,8 +335,19 @@ const CASES: readonly Case[] = [
       store.putProcess(p("pid_c", "pid_a", "exited"));
       store.putProcess(p("pid_d", "pid_b", "runnable"));
       store.putProcess(p("pid_a", null, "running", 2));
-      assert.deepEqual(store.getProcess("pid_a"), p("pid_a", null, "running", 2));
+      assert.deepEqual(store.getProcess("pid_a"), {
+        ...p("pid_a", null, "running", 2),
+        version: 2,
+      });
       assert.equal(store.getProcess("pid_zz"), undefined);
+      assert.equal(store.getProcessVersion("pid_a"), 2);
+      assert.equal(store.getProcessVersion("pid_b"), 1);
+      assert.equal(store.getProcessVersion("pid_zz"), undefined);
+      assert.equal(
+        store.putProcess(p("pid_b", "pid_a", "sleeping", 3)),
+        2,
+        "every write bumps the version",
+      );
       const pids = (q: Parameters<Store["listProcesses"]>[0]) =>
         store.listProcesses(q).map((r) => r.pid);
       assert.deepEqual(pids({ limit: 10 }), ["pid_a", "pid_b", "pid_c", "pid_d"]);
