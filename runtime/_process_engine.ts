@@ -22,6 +22,7 @@ import {
 } from "./process.ts";
 import { settle } from "./process_budget.ts";
 import { type ProcessEvent, transition } from "./process_transitions.ts";
+import type { RuntimeCore } from "./runtime_core.ts";
 import type { Store } from "./store.ts";
 
 /**
@@ -41,15 +42,6 @@ export interface ProcessListener {
   sleeping?(pid: string, until: number): void;
   /** A running process was terminated: abort its quantum. */
   terminated?(pid: string): void;
-}
-
-/** What the engine needs. */
-export interface EngineOptions {
-  readonly store: Store;
-  readonly audit: AuditLog;
-  readonly events: EventLog;
-  readonly clock: Clock;
-  readonly ids: IdSource;
 }
 
 /** Extra facts a move carries: the exit result, a message, a wake reason. */
@@ -98,7 +90,7 @@ export class ProcessEngine {
   #depth = 0;
 
   /** Binds the engine to a runtime's store and logs. */
-  constructor(options: EngineOptions) {
+  constructor(options: RuntimeCore) {
     this.store = options.store;
     this.audit = options.audit;
     this.events = options.events;

@@ -17,6 +17,7 @@ import type { EventLog } from "./event_log.ts";
 import type { IdSource } from "./ids.ts";
 import { isFinal } from "./process.ts";
 import type { ProcessManager } from "./process_manager.ts";
+import type { RuntimeCore } from "./runtime_core.ts";
 import type { ActionRow, Store } from "./store.ts";
 
 /** Where an action is in its life. */
@@ -61,12 +62,7 @@ export interface ActionRequest {
 }
 
 /** What the ledger needs. */
-export interface ActionLedgerOptions {
-  readonly store: Store;
-  readonly audit: AuditLog;
-  readonly events: EventLog;
-  readonly clock: Clock;
-  readonly ids: IdSource;
+export interface ActionLedgerOptions extends RuntimeCore {
   readonly processes: ProcessManager;
 }
 

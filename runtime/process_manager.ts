@@ -14,16 +14,12 @@
  */
 import { type Actor, ProcessEngine, type ProcessListener } from "./_process_engine.ts";
 import { containedDirectory } from "./_workspace_path.ts";
-import type { AuditLog } from "./audit_log.ts";
-import type { Clock } from "./clock.ts";
-import type { EventLog } from "./event_log.ts";
 import {
   BudgetExhaustedError,
   IllegalTransitionError,
   NotFoundError,
   ValidationError,
 } from "./errors.ts";
-import type { IdSource } from "./ids.ts";
 import {
   type AgentProcess,
   Budgets,
@@ -34,7 +30,7 @@ import {
 } from "./process.ts";
 import { childBudgets, deadline, remaining, reserve } from "./process_budget.ts";
 import type { FilesystemProvider } from "./providers/filesystem.ts";
-import type { Store } from "./store.ts";
+import type { RuntimeCore } from "./runtime_core.ts";
 
 export type { Actor, ProcessListener } from "./_process_engine.ts";
 
@@ -79,12 +75,7 @@ export type QuantumResult =
   | { readonly type: "fail"; readonly reason: string };
 
 /** What the process manager needs. */
-export interface ProcessManagerOptions {
-  readonly store: Store;
-  readonly audit: AuditLog;
-  readonly events: EventLog;
-  readonly clock: Clock;
-  readonly ids: IdSource;
+export interface ProcessManagerOptions extends RuntimeCore {
   readonly filesystem: FilesystemProvider;
   /** The workspace's real path; every cwd is contained in it. */
   readonly workspace: string;

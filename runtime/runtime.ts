@@ -15,7 +15,7 @@ import { ProcessManager } from "./process_manager.ts";
 import { type FilesystemProvider, hostFilesystem } from "./providers/filesystem.ts";
 import { type ProcessDriver, Scheduler } from "./scheduler.ts";
 import type { EnvReader } from "./state_paths.ts";
-import type { Store } from "./store.ts";
+import type { RuntimeCore } from "./runtime_core.ts";
 import { LIBOS_VERSION } from "./version.ts";
 
 /** How to build a runtime. Every dependency with a side effect can be injected. */
@@ -35,16 +35,13 @@ export interface RuntimeOptions {
   readonly filesystem?: FilesystemProvider;
   /** Budgets of top-level processes when a spawn does not say. */
   readonly defaultBudgets?: Budgets;
+  /** Create the database when it does not exist (default true); false makes that a `not_found` error. */
+  readonly create?: boolean;
 }
 
 /** A running libos instance. Close it with `await using` or {@link Runtime.close}. */
-export interface Runtime extends AsyncDisposable {
+export interface Runtime extends RuntimeCore, AsyncDisposable {
   readonly location: DatabaseLocation;
-  readonly store: Store;
-  readonly audit: AuditLog;
-  readonly events: EventLog;
-  readonly clock: Clock;
-  readonly ids: IdSource;
   readonly processes: ProcessManager;
   readonly ledger: ActionLedger;
   /** A scheduler that runs this runtime's processes with `driver`. */
@@ -70,7 +67,7 @@ export function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
     cwd: options.cwd ?? Deno.cwd(),
   });
   const store = openDatabase(location, {
-    create: true,
+    create: options.create ?? true,
     ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
   });
   let audit: AuditLog | undefined;
@@ -101,24 +98,14 @@ export function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
   }
   const auditLog = audit;
   const eventLog = events;
+  const core: RuntimeCore = { store, audit: auditLog, events: eventLog, clock, ids };
   const processes = new ProcessManager({
-    store,
-    audit: auditLog,
-    events: eventLog,
-    clock,
-    ids,
+    ...core,
     filesystem: options.filesystem ?? hostFilesystem(),
     workspace: location.workspace,
     ...(options.defaultBudgets === undefined ? {} : { defaultBudgets: options.defaultBudgets }),
   });
-  const ledger = new ActionLedger({
-    store,
-    audit: auditLog,
-    events: eventLog,
-    clock,
-    ids,
-    processes,
-  });
+  const ledger = new ActionLedger({ ...core, processes });
   const schedulers = new Set<Scheduler>();
   let closed = false;
   const close = (): Promise<void> => {
@@ -136,12 +123,8 @@ export function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
     return Promise.resolve();
   };
   return Promise.resolve({
+    ...core,
     location,
-    store,
-    audit: auditLog,
-    events: eventLog,
-    clock,
-    ids,
     processes,
     ledger,
     scheduler(driver, schedulerOptions = {}) {

@@ -184,7 +184,12 @@ export class Scheduler implements Disposable {
       });
       for (const p of page) {
         if (p.status === "runnable") runnable.push(p);
-        else if (p.wait?.kind === "sleep") this.#arm(p.pid, p.wait.until);
+        else if (p.wait?.kind === "sleep") {
+          // A sleep that ended while nothing ran wakes now; the rest get timers.
+          if (p.wait.until > this.#clock.now() || !this.#processes.wakeIfDue(p.pid)) {
+            this.#arm(p.pid, p.wait.until);
+          }
+        }
       }
       if (page.length < 1000) break;
       after = page[page.length - 1]!.pid;

@@ -8,68 +8,9 @@ import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { sha256Hex } from "../runtime/canonical_json.ts";
 import { permissionFlags } from "../runtime/cli/bootstrap.ts";
-import { runCli } from "../runtime/cli/mod.ts";
+import { type Run, sandbox, tamper } from "./_cli_sandbox.ts";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
-
-interface Run {
-  readonly status: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-interface Sandbox extends Disposable {
-  readonly workspace: string;
-  readonly state: string;
-  /** Runs the CLI in this process. */
-  cli(...args: string[]): Promise<Run>;
-  /** Parses stdout of a `--json` run. */
-  json(...args: string[]): Promise<Run & { readonly doc: Record<string, unknown> }>;
-  /** The workspace's default database file. */
-  dbPath(): string;
-}
-
-function sandbox(): Sandbox {
-  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-cli-" }));
-  const workspace = join(root, "ws");
-  const state = join(root, "state");
-  Deno.mkdirSync(workspace);
-  const env = {
-    get: (name: string) =>
-      ({ XDG_STATE_HOME: state, HOME: join(root, "home") } as Record<string, string>)[name],
-  };
-  const s: Sandbox = {
-    workspace,
-    state,
-    async cli(...args) {
-      let stdout = "";
-      let stderr = "";
-      const status = await runCli(args, {
-        stdout: (t) => stdout += t,
-        stderr: (t) => stderr += t,
-        env,
-        cwd: workspace,
-      });
-      return { status, stdout, stderr };
-    },
-    async json(...args) {
-      const run = await s.cli(...args, "--json");
-      return { ...run, doc: JSON.parse(run.stdout) };
-    },
-    dbPath: () => join(state, "libos", `${sha256Hex(workspace)}.db`),
-    [Symbol.dispose]() {
-      Deno.removeSync(root, { recursive: true });
-    },
-  };
-  return s;
-}
-
-function tamper(dbPath: string, sql: string): void {
-  const raw = new DatabaseSync(dbPath);
-  raw.exec("DROP TRIGGER IF EXISTS audit_no_update; DROP TRIGGER IF EXISTS audit_no_delete;");
-  raw.exec(sql);
-  raw.close();
-}
 
 Deno.test("libos init creates the workspace database (0600) and head file in the state directory, and is idempotent", async () => {
   using s = sandbox();

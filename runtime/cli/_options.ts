@@ -39,6 +39,15 @@ export const OPTION_SPECS = {
   limit: { type: "string" },
   desc: { type: "boolean" },
   seed: { type: "string" },
+  goal: { type: "string" },
+  image: { type: "string" },
+  tool: { type: "string", multiple: true },
+  cwd: { type: "string" },
+  status: { type: "string", multiple: true },
+  all: { type: "boolean" },
+  message: { type: "string" },
+  result: { type: "string" },
+  "max-quanta": { type: "string" },
 } as const;
 
 /** The name of an option. */
@@ -50,7 +59,9 @@ export const GLOBAL_OPTIONS: readonly OptionName[] = ["workspace", "db", "json",
 /** Parsed command line: the command words and the option values. */
 export interface ParsedArgs {
   readonly positionals: readonly string[];
-  readonly values: { readonly [K in OptionName]?: string | boolean };
+  readonly values: { readonly [K in OptionName]?: string | boolean | readonly string[] };
+  /** The command's own positional arguments (after the command words). */
+  readonly args: readonly string[];
 }
 
 /**
@@ -65,7 +76,7 @@ export function parseCommandLine(args: readonly string[]): ParsedArgs {
       allowPositionals: true,
       strict: true,
     });
-    return { positionals, values: { ...values } };
+    return { positionals, values: { ...values }, args: [] };
   } catch (error) {
     throw new UsageError(`${describeParseError(error)}; run "libos --help" for the options`, {
       cause: error,
@@ -105,6 +116,12 @@ export function wantsJson(args: readonly string[]): boolean {
 export function stringOption(parsed: ParsedArgs, name: OptionName): string | undefined {
   const value = parsed.values[name];
   return typeof value === "string" ? value : undefined;
+}
+
+/** Every value of a repeatable string option. */
+export function listOption(parsed: ParsedArgs, name: OptionName): readonly string[] {
+  const value = parsed.values[name];
+  return Array.isArray(value) ? value : typeof value === "string" ? [value] : [];
 }
 
 /** A boolean option's value. */
@@ -178,6 +195,8 @@ export interface Command {
   readonly usage: string;
   /** Options the command takes beyond the globals. */
   readonly options: readonly OptionName[];
+  /** Names of its positional arguments, all required (e.g. `["PID", "SIGNAL"]`). */
+  readonly positionals?: readonly string[];
   /** Runs the command and returns the exit status. */
   run(parsed: ParsedArgs, io: CliIo): number | Promise<number>;
 }

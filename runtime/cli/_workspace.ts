@@ -6,6 +6,9 @@
 import { AuditLog } from "../audit_log.ts";
 import { systemClock } from "../clock.ts";
 import { type DatabaseLocation, locateDatabase, openDatabase } from "../database.ts";
+import { UsageError } from "../errors.ts";
+import { createRuntime, type Runtime } from "../runtime.ts";
+import { MEMORY_DB } from "../state_paths.ts";
 import type { Store } from "../store.ts";
 import { type CliIo, type ParsedArgs, stringOption } from "./_options.ts";
 
@@ -48,4 +51,25 @@ export function openAudit(location: DatabaseLocation, create: boolean): OpenedAu
       store.close();
     },
   };
+}
+
+/**
+ * Builds a runtime for a command from `--workspace` and `--db`.
+ * @throws {UsageError} for `--db :memory:`, which would lose everything when the command ends.
+ */
+export function openRuntime(parsed: ParsedArgs, io: CliIo, create: boolean): Promise<Runtime> {
+  const workspace = stringOption(parsed, "workspace");
+  const db = stringOption(parsed, "db");
+  if (db === MEMORY_DB) {
+    throw new UsageError(
+      `--db :memory: is only accepted where one invocation does everything (demo, agent, tests); pass a file path or omit --db`,
+    );
+  }
+  return createRuntime({
+    ...(workspace === undefined ? {} : { workspace }),
+    ...(db === undefined ? {} : { db }),
+    env: io.env,
+    cwd: io.cwd,
+    create,
+  });
 }

@@ -10,6 +10,15 @@ import { auditQueryCommand, auditVerifyCommand } from "./audit_command.ts";
 import { demoCommand } from "./demo_command.ts";
 import { initCommand } from "./init_command.ts";
 import {
+  cdCommand,
+  exitCommand,
+  psCommand,
+  runCommand,
+  signalCommand,
+  spawnCommand,
+  stepCommand,
+} from "./process_commands.ts";
+import {
   type CliIo,
   type Command,
   flagOption,
@@ -23,6 +32,13 @@ export type { CliIo } from "./_options.ts";
 
 const COMMANDS: readonly Command[] = [
   initCommand,
+  spawnCommand,
+  psCommand,
+  runCommand,
+  stepCommand,
+  signalCommand,
+  cdCommand,
+  exitCommand,
   auditQueryCommand,
   auditVerifyCommand,
   demoCommand,
@@ -84,15 +100,23 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
       io.stdout(`${command.usage}\n\n${GLOBAL_HELP}\n`);
       return EXIT_OK;
     }
-    if (rest.length > 0) {
+    const expected = command.positionals ?? [];
+    if (rest.length < expected.length) {
+      throw new UsageError(
+        `"libos ${command.name}" needs ${
+          expected.slice(rest.length).join(" ")
+        }; run "libos ${command.name} --help"`,
+      );
+    }
+    if (rest.length > expected.length) {
       throw new UsageError(
         `"libos ${command.name}" takes no argument ${
-          JSON.stringify(rest[0])
+          JSON.stringify(rest[expected.length])
         }; run "libos ${command.name} --help"`,
       );
     }
     onlyOptions(parsed, command.name, command.options);
-    return await command.run(parsed, io);
+    return await command.run({ ...parsed, args: rest }, io);
   } catch (error) {
     return reportError(io, error, json);
   }

@@ -1,0 +1,274 @@
+/**
+ * Process commands: `spawn`, `ps`, `signal`, `cd`, `exit`, and the scheduler's `run` and `step`.
+ * Every change is made as the operator, audited, and visible to a runtime running elsewhere on
+ * the same database at its next quantum boundary.
+ *
+ * @module
+ */
+import { LibosError, UsageError } from "../errors.ts";
+import { type AgentProcess, isFinal, ProcessStatus, Signal } from "../process.ts";
+import type { ProcessDriver } from "../scheduler.ts";
+import {
+  type CliIo,
+  type Command,
+  flagOption,
+  listOption,
+  type ParsedArgs,
+  stringOption,
+} from "./_options.ts";
+import { EXIT_FAILED, EXIT_OK, field, printJson } from "./_output.ts";
+import { openRuntime } from "./_workspace.ts";
+
+const DEFAULT_IMAGE = "base-agent:v0";
+
+function processLine(p: AgentProcess): string {
+  return [
+    p.pid,
+    p.parent ?? "-",
+    p.status.padEnd(13),
+    field(p.image, 40),
+    field(p.cwd, 60),
+    field(p.goal, 60),
+  ].join("  ");
+}
+
+function say(
+  io: CliIo,
+  parsed: ParsedArgs,
+  db: string,
+  document: Record<string, unknown>,
+  text: string,
+): number {
+  if (flagOption(parsed, "json")) printJson(io, { db, ...document });
+  else io.stdout(text + "\n");
+  return EXIT_OK;
+}
+
+async function spawn(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const goal = stringOption(parsed, "goal");
+  if (goal === undefined) throw new UsageError(`"libos spawn" needs --goal TEXT`);
+  await using runtime = await openRuntime(parsed, io, true);
+  const cwd = stringOption(parsed, "cwd");
+  const p = runtime.processes.spawn({
+    goal,
+    image: stringOption(parsed, "image") ?? DEFAULT_IMAGE,
+    tools: listOption(parsed, "tool"),
+    ...(cwd === undefined ? {} : { cwd }),
+  });
+  return say(
+    io,
+    parsed,
+    runtime.location.path,
+    { process: p },
+    `Spawned ${p.pid} (${p.status}, image ${field(p.image)})`,
+  );
+}
+
+async function ps(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const statuses = listOption(parsed, "status").map((s) => {
+    const status = ProcessStatus.safeParse(s);
+    if (!status.success) {
+      throw new UsageError(
+        `--status must be one of ${ProcessStatus.options.join(", ")}, got ${JSON.stringify(s)}`,
+      );
+    }
+    return status.data;
+  });
+  await using runtime = await openRuntime(parsed, io, false);
+  const all = runtime.processes.list({ limit: 10_000, ...(statuses.length ? { statuses } : {}) });
+  const shown = statuses.length || flagOption(parsed, "all")
+    ? all
+    : all.filter((p) => !isFinal(p.status));
+  const header = "PID               PARENT            STATUS         IMAGE  CWD  GOAL";
+  return say(
+    io,
+    parsed,
+    runtime.location.path,
+    { processes: shown },
+    shown.length === 0
+      ? `No ${statuses.length || flagOption(parsed, "all") ? "" : "live "}processes (database ${
+        field(runtime.location.path, 4096)
+      }).`
+      : [header, ...shown.map(processLine)].join("\n"),
+  );
+}
+
+async function signal(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const [pid, name] = parsed.args;
+  const sig = Signal.safeParse(name);
+  if (!sig.success) {
+    throw new UsageError(
+      `SIGNAL must be one of ${Signal.options.join(", ")}, got ${JSON.stringify(name)}`,
+    );
+  }
+  await using runtime = await openRuntime(parsed, io, false);
+  const before = runtime.processes.get(pid!);
+  const after = runtime.processes.signal(pid!, sig.data);
+  const deferred = after.status === "running" && after.deferred.includes(sig.data);
+  return say(
+    io,
+    parsed,
+    runtime.location.path,
+    { process: after, deferred },
+    deferred
+      ? `${pid}: ${sig.data} will apply when its running quantum ends`
+      : `${pid}: ${before.status} -> ${after.status}`,
+  );
+}
+
+async function cd(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const [pid, path] = parsed.args;
+  await using runtime = await openRuntime(parsed, io, false);
+  const p = runtime.processes.chdir(pid!, path!);
+  return say(
+    io,
+    parsed,
+    runtime.location.path,
+    { process: p },
+    `${pid}: cwd ${field(p.cwd, 4096)}`,
+  );
+}
+
+async function exit(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const [pid] = parsed.args;
+  const message = stringOption(parsed, "message");
+  const result = stringOption(parsed, "result");
+  await using runtime = await openRuntime(parsed, io, false);
+  const p = runtime.processes.exit(pid!, {
+    ...(message === undefined ? {} : { message }),
+    ...(result === undefined ? {} : { result }),
+  });
+  return say(
+    io,
+    parsed,
+    runtime.location.path,
+    { process: p },
+    `${pid}: exited${p.result ? ` with result ${field(p.result)}` : ""}`,
+  );
+}
+
+/** Until the model executor exists there is no driver that can make a model turn. */
+const NO_MODEL: ProcessDriver = {
+  runQuantum: () =>
+    Promise.reject(new LibosError("no_model", "operator", "No model is configured")),
+};
+
+async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  await using runtime = await openRuntime(parsed, io, false);
+  using scheduler = runtime.scheduler(NO_MODEL);
+  const recovery = scheduler.recover();
+  const waiting = scheduler.ready;
+  const db = runtime.location.path;
+  const lines = [
+    `Recovered ${recovery.recovered.length} process(es) left running and ${recovery.outcomeUnknown.length} action(s) whose outcome is unknown (reported to their processes).`,
+  ];
+  if (waiting.length === 0) {
+    return say(io, parsed, db, {
+      ran: 0,
+      recovered: recovery.recovered,
+      outcomeUnknown: recovery.outcomeUnknown.map((a) => a.id),
+      runnable: [],
+    }, [...lines, "Nothing is runnable."].join("\n"));
+  }
+  const message =
+    `${waiting.length} process(es) are runnable and need a model turn, but this build has no model executor (it arrives with the model-executor issue); nothing was run`;
+  if (flagOption(parsed, "json")) {
+    printJson(io, {
+      db,
+      ran: 0,
+      recovered: recovery.recovered,
+      outcomeUnknown: recovery.outcomeUnknown.map((a) => a.id),
+      runnable: waiting,
+      error: { code: "no_model", message },
+    });
+  } else {
+    io.stdout(lines.join("\n") + "\n");
+    io.stderr(`libos: ${message}\n`);
+  }
+  return EXIT_FAILED;
+}
+
+const RUN_NOTE =
+  `Before running anything it recovers from a stopped runtime: actions left executing become
+outcome_unknown (reported to their process, never re-run), processes left running become
+runnable, sleepers whose time has come wake. Model turns need the model executor, which this
+build does not have yet: with runnable processes it says so and exits 1.`;
+
+/** The `spawn` command. */
+export const spawnCommand: Command = {
+  name: "spawn",
+  summary: "create a top-level process",
+  usage: `Usage: libos spawn --goal TEXT [--image ID] [--tool NAME]... [--cwd DIR] [--json]
+
+Creates a runnable top-level process (default image ${DEFAULT_IMAGE}) with the default budgets.`,
+  options: ["goal", "image", "tool", "cwd"],
+  run: spawn,
+};
+
+/** The `ps` command. */
+export const psCommand: Command = {
+  name: "ps",
+  summary: "list processes",
+  usage: `Usage: libos ps [--status STATUS]... [--all] [--json]
+
+Lists live processes; --all includes finished ones; --status filters (repeatable).`,
+  options: ["status", "all"],
+  run: ps,
+};
+
+/** The `signal` command. */
+export const signalCommand: Command = {
+  name: "signal",
+  summary: "pause, resume, cancel, interrupt or terminate a process",
+  usage: `Usage: libos signal PID SIGNAL [--json]
+
+SIGNAL is pause, resume, cancel, interrupt or terminate. A finished process refuses every signal
+and keeps its result. A running process gets the signal when its quantum ends (terminate also
+aborts the quantum).`,
+  options: [],
+  positionals: ["PID", "SIGNAL"],
+  run: signal,
+};
+
+/** The `cd` command. */
+export const cdCommand: Command = {
+  name: "cd",
+  summary: "change a process's working directory (inside the workspace)",
+  usage: `Usage: libos cd PID PATH [--json]
+
+PATH is resolved from the process's current directory and must stay inside the workspace
+(neither .. nor a symlink may lead out).`,
+  options: [],
+  positionals: ["PID", "PATH"],
+  run: cd,
+};
+
+/** The `exit` command. */
+export const exitCommand: Command = {
+  name: "exit",
+  summary: "end a process, with an optional message and result link",
+  usage: `Usage: libos exit PID [--message TEXT] [--result REF] [--json]
+
+Ends the process (and its live descendants). The result link is kept for its parent's wait.`,
+  options: ["message", "result"],
+  positionals: ["PID"],
+  run: exit,
+};
+
+/** The `run` command. */
+export const runCommand: Command = {
+  name: "run",
+  summary: "recover and run runnable processes until idle",
+  usage: `Usage: libos run [--json]\n\n${RUN_NOTE}`,
+  options: [],
+  run,
+};
+
+/** The `step` command. */
+export const stepCommand: Command = {
+  name: "step",
+  summary: "recover and run one quantum",
+  usage: `Usage: libos step [--json]\n\n${RUN_NOTE}`,
+  options: [],
+  run,
+};

@@ -1,0 +1,70 @@
+/**
+ * A scratch workspace and state directory for CLI tests, with `runCli` wired to them.
+ */
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { sha256Hex } from "../runtime/canonical_json.ts";
+import { runCli } from "../runtime/cli/mod.ts";
+
+/** What one CLI invocation printed and returned. */
+export interface Run {
+  readonly status: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** A scratch workspace with the CLI wired to it. */
+export interface Sandbox extends Disposable {
+  readonly workspace: string;
+  readonly state: string;
+  /** Runs the CLI in this process. */
+  cli(...args: string[]): Promise<Run>;
+  /** Parses stdout of a `--json` run. */
+  json(...args: string[]): Promise<Run & { readonly doc: Record<string, unknown> }>;
+  /** The workspace's default database file. */
+  dbPath(): string;
+}
+
+/** Makes a sandbox; dispose it to remove everything. */
+export function sandbox(): Sandbox {
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-cli-" }));
+  const workspace = join(root, "ws");
+  const state = join(root, "state");
+  Deno.mkdirSync(workspace);
+  const env = {
+    get: (name: string) =>
+      ({ XDG_STATE_HOME: state, HOME: join(root, "home") } as Record<string, string>)[name],
+  };
+  const s: Sandbox = {
+    workspace,
+    state,
+    async cli(...args) {
+      let stdout = "";
+      let stderr = "";
+      const status = await runCli(args, {
+        stdout: (t) => stdout += t,
+        stderr: (t) => stderr += t,
+        env,
+        cwd: workspace,
+      });
+      return { status, stdout, stderr };
+    },
+    async json(...args) {
+      const run = await s.cli(...args, "--json");
+      return { ...run, doc: JSON.parse(run.stdout) };
+    },
+    dbPath: () => join(state, "libos", `${sha256Hex(workspace)}.db`),
+    [Symbol.dispose]() {
+      Deno.removeSync(root, { recursive: true });
+    },
+  };
+  return s;
+}
+
+/** Runs raw SQL on a database with the audit triggers dropped, as a tamperer would. */
+export function tamper(dbPath: string, sql: string): void {
+  const raw = new DatabaseSync(dbPath);
+  raw.exec("DROP TRIGGER IF EXISTS audit_no_update; DROP TRIGGER IF EXISTS audit_no_delete;");
+  raw.exec(sql);
+  raw.close();
+}

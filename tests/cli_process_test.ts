@@ -1,0 +1,115 @@
+/**
+ * The process commands of the `libos` command line: spawn, ps, signal, cd, exit, run, step.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { AgentProcess } from "../runtime/process.ts";
+import { sandbox } from "./_cli_sandbox.ts";
+
+Deno.test("libos spawn creates a runnable process that ps lists, and every change is audited", async () => {
+  using s = sandbox();
+  const spawned = await s.json(
+    "spawn",
+    "--goal",
+    "fix the failing test",
+    "--image",
+    "coding-agent:v0",
+    "--tool",
+    "read_text_file",
+    "--tool",
+    "echo",
+  );
+  assert.equal(spawned.status, 0, spawned.stdout);
+  const p = spawned.doc.process as AgentProcess;
+  assert.match(p.pid, /^pid_[0-9a-f]{12}$/);
+  assert.equal(p.status, "runnable");
+  assert.deepEqual(p.tools, ["read_text_file", "echo"]);
+  const ps = await s.json("ps");
+  assert.deepEqual((ps.doc.processes as AgentProcess[]).map((x) => x.pid), [p.pid]);
+  const human = await s.cli("ps");
+  assert.match(human.stdout, new RegExp(`${p.pid}\\s+-\\s+runnable`));
+  const audit = await s.json("audit", "query", "--pid", p.pid);
+  assert.deepEqual(
+    (audit.doc.records as { action: string; actor: string }[]).map((r) => [r.action, r.actor]),
+    [["process.spawn", "operator"]],
+  );
+});
+
+Deno.test("libos signal pauses and resumes; a finished process refuses every signal and keeps its result", async () => {
+  using s = sandbox();
+  const pid = ((await s.json("spawn", "--goal", "g")).doc.process as AgentProcess).pid;
+  assert.match((await s.cli("signal", pid, "pause")).stdout, /runnable -> paused/);
+  assert.match((await s.cli("signal", pid, "resume")).stdout, /paused -> runnable/);
+  const exited = await s.json("exit", pid, "--result", "obj_final", "--message", "done by hand");
+  assert.equal((exited.doc.process as AgentProcess).status, "exited");
+  for (const signal of ["resume", "pause", "terminate", "cancel", "interrupt"]) {
+    const refused = await s.json("signal", pid, signal);
+    assert.equal(refused.status, 1, signal);
+    assert.equal((refused.doc.error as { code: string }).code, "illegal_transition");
+  }
+  const after = (await s.json("ps", "--all")).doc.processes as AgentProcess[];
+  assert.equal(after[0]?.result, "obj_final");
+  assert.equal(after[0]?.message, "done by hand");
+  assert.equal(
+    (await s.json("ps")).doc.processes instanceof Array &&
+      ((await s.json("ps")).doc.processes as unknown[]).length,
+    0,
+    "ps hides finished processes by default",
+  );
+});
+
+Deno.test("libos cd keeps a process inside the workspace (attack: symlink out of the workspace)", async () => {
+  using s = sandbox();
+  Deno.mkdirSync(join(s.workspace, "pkg"));
+  Deno.symlinkSync("/etc", join(s.workspace, "out"));
+  const pid = ((await s.json("spawn", "--goal", "g")).doc.process as AgentProcess).pid;
+  assert.match((await s.cli("cd", pid, "pkg")).stdout, /cwd pkg/);
+  for (const path of ["../..", "/etc", "../out", "/"]) {
+    const refused = await s.json("cd", pid, path);
+    assert.equal(refused.status, 1, path);
+    assert.equal((refused.doc.error as { code: string }).code, "outside_workspace", path);
+  }
+  const ps = (await s.json("ps")).doc.processes as AgentProcess[];
+  assert.equal(ps[0]?.cwd, "pkg");
+});
+
+Deno.test("libos process commands refuse bad input with usage errors and unknown pids with not_found", async () => {
+  using s = sandbox();
+  await s.cli("init");
+  const cases: [string[], number, string][] = [
+    [["spawn"], 2, "usage"],
+    [["signal", "pid_000000000000"], 2, "usage"],
+    [["signal", "pid_000000000000", "explode"], 2, "usage"],
+    [["signal", "pid_000000000000", "pause"], 1, "not_found"],
+    [["cd", "pid_000000000000", "x"], 1, "not_found"],
+    [["exit", "pid_000000000000", "extra"], 2, "usage"],
+    [["ps", "--status", "sleepy"], 2, "usage"],
+    [["spawn", "--goal", "g", "--image", "../../etc/passwd"], 1, "validation_failed"],
+    [["spawn", "--goal", "g", "--db", ":memory:"], 2, "usage"],
+  ];
+  for (const [args, status, code] of cases) {
+    const run = await s.json(...args);
+    assert.equal(run.status, status, args.join(" "));
+    assert.equal((run.doc.error as { code: string }).code, code, args.join(" "));
+  }
+});
+
+Deno.test("libos run recovers, then says plainly that runnable processes need a model it does not have", async () => {
+  using s = sandbox();
+  const nothing = await s.json("run");
+  assert.equal(nothing.status, 1, "no database yet");
+  await s.cli("init");
+  const idle = await s.json("run");
+  assert.equal(idle.status, 0);
+  assert.deepEqual(idle.doc.runnable, []);
+  const pid = ((await s.json("spawn", "--goal", "g")).doc.process as AgentProcess).pid;
+  for (const command of ["run", "step"]) {
+    const run = await s.json(command);
+    assert.equal(run.status, 1, command);
+    assert.deepEqual(run.doc.runnable, [pid]);
+    assert.equal((run.doc.error as { code: string }).code, "no_model");
+    assert.equal(run.doc.ran, 0);
+  }
+  const ps = (await s.json("ps")).doc.processes as AgentProcess[];
+  assert.equal(ps[0]?.status, "runnable", "nothing was run and nothing was failed");
+});
