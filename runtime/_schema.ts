@@ -26,9 +26,9 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
 
       CREATE TABLE audit (
-        seq          INTEGER PRIMARY KEY,
+        seq          INTEGER PRIMARY KEY CHECK (seq >= 1),
         chain        TEXT    NOT NULL,
-        chain_seq    INTEGER NOT NULL,
+        chain_seq    INTEGER NOT NULL CHECK (chain_seq >= 1),
         time         INTEGER NOT NULL,
         actor        TEXT    NOT NULL,
         pid          TEXT,

@@ -17,6 +17,8 @@ export interface ConnectionOptions {
   readonly busyTimeoutMs: number;
   readonly synchronous: "NORMAL" | "FULL";
   readonly migrations: readonly Migration[];
+  /** Open an existing, up-to-date database without writing anything (no WAL switch, no migration). */
+  readonly readOnly?: boolean;
 }
 
 /** An open, migrated writer connection. */
@@ -33,13 +35,25 @@ interface SqliteFailure {
   readonly message?: unknown;
 }
 
+/** SQLite's own messages, for errors `node:sqlite` raises without an `errcode` (from `exec`). */
+const MESSAGE_CODES: readonly [RegExp, number][] = [
+  [/database (table )?is locked|database is busy/i, 5],
+  [/database disk image is malformed|corrupt/i, 11],
+  [/file is not a database/i, 26],
+  [/database or disk is full/i, 13],
+  [/constraint failed/i, 19],
+];
+
 /** The primary SQLite result code of a `node:sqlite` error, or undefined for other errors. */
 export function sqliteCode(error: unknown): number | undefined {
   if (typeof error !== "object" || error === null) return undefined;
-  const code = (error as SqliteFailure).errcode;
-  return typeof code === "number" ? code & 0xff : undefined;
+  const { errcode, code, message } = error as SqliteFailure & { code?: unknown };
+  if (typeof errcode === "number") return errcode & 0xff;
+  if (code !== "ERR_SQLITE_ERROR" || typeof message !== "string") return undefined;
+  return MESSAGE_CODES.find(([pattern]) => pattern.test(message))?.[1] ?? 1;
 }
 
+/** The most specific text a failure carries. */
 export function describe(error: unknown): string {
   if (typeof error === "object" && error !== null) {
     const { errstr, message } = error as SqliteFailure;
@@ -71,6 +85,11 @@ export function storeFailure(error: unknown, path: string, busyTimeoutMs: number
       return make(
         "store_foreign",
         `File "${path}" is not a libos database (${why}); it was not modified. Pass another --db`,
+      );
+    case 13: // SQLITE_FULL
+      return make(
+        "store_io",
+        `Database "${path}" could not be written: the disk is full (${why}); free some space, then retry`,
       );
     case 19: // SQLITE_CONSTRAINT
       return make(
@@ -128,12 +147,70 @@ function readHeader(path: string): HeaderFacts {
   return { empty: false };
 }
 
-interface Inspection {
-  readonly fresh: boolean;
+/** The schema objects (type, name, table, SQL) of a database, in a stable order. */
+function schemaOf(db: DatabaseSync): string[] {
+  return db.prepare("SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY type, name").all()
+    .map((r) => JSON.stringify([r.type, r.name, r.tbl_name, r.sql]));
 }
 
-/** Looks at an existing database through a read-only connection and refuses what it cannot use. */
-function inspect(path: string, busyTimeoutMs: number, latest: number): Inspection {
+/** The schema a database at `version` must have: the migrations up to it, applied to a scratch database. */
+function expectedSchema(migrations: readonly Migration[], version: number): string[] {
+  const scratch = new DatabaseSync(":memory:");
+  try {
+    for (const migration of migrations) {
+      if (migration.version <= version) scratch.exec(migration.sql);
+    }
+    return schemaOf(scratch);
+  } finally {
+    scratch.close();
+  }
+}
+
+/**
+ * Refuses a database whose schema is not exactly what libos's migrations create at its version:
+ * a planted trigger (one that silently drops audit records, say), a view, a dropped or altered
+ * table. `sqlite_schema` keeps each object's SQL text, so the comparison is exact.
+ */
+function checkSchema(
+  db: DatabaseSync,
+  path: string,
+  migrations: readonly Migration[],
+  version: number,
+): void {
+  const actual = schemaOf(db);
+  const expected = expectedSchema(migrations, version);
+  const extra = actual.filter((o) => !expected.includes(o)).map((o) => JSON.parse(o) as string[]);
+  const missing = expected.filter((o) => !actual.includes(o)).map((o) => JSON.parse(o) as string[]);
+  if (extra.length === 0 && missing.length === 0) return;
+  const name = (o: string[]) => `${o[0]} ${o[1]}`;
+  throw new StoreError(
+    "store_corrupt",
+    `Database "${path}" does not have the schema libos ${
+      version === 0 ? "expects of an empty database" : `v${version} creates`
+    } (${
+      [
+        ...extra.map((o) => `unexpected or altered ${name(o)}`),
+        ...missing.map((o) => `missing ${name(o)}`),
+      ].slice(0, 3).join("; ")
+    }); it was not modified. Move it aside and run "libos init", or restore it from a backup`,
+  );
+}
+
+/** What the read-only inspection found. */
+interface Inspection {
+  readonly version: number;
+}
+
+/**
+ * Looks at an existing database through a read-only connection and refuses what it cannot use:
+ * another application's database, a newer schema, or a schema that is not exactly libos's own.
+ */
+function inspect(
+  path: string,
+  busyTimeoutMs: number,
+  migrations: readonly Migration[],
+): Inspection {
+  const latest = migrations.length;
   let db: DatabaseSync | undefined;
   try {
     db = new DatabaseSync(path, { readOnly: true, timeout: busyTimeoutMs });
@@ -149,9 +226,10 @@ function inspect(path: string, busyTimeoutMs: number, latest: number): Inspectio
           `Database "${path}" has schema version ${version}, newer than this libos understands (${latest}); it was not modified. Upgrade libos or pass another --db`,
         );
       }
-      return { fresh: false };
+      checkSchema(db, path, migrations, version);
+      return { version };
     }
-    if (appId === 0 && version === 0 && objects === 0) return { fresh: true };
+    if (appId === 0 && version === 0 && objects === 0) return { version: 0 };
     throw new StoreError(
       "store_foreign",
       `File "${path}" is a SQLite database of another application (application_id ${appId}, ${objects} schema objects); it was not modified. Pass another --db`,
@@ -163,15 +241,42 @@ function inspect(path: string, busyTimeoutMs: number, latest: number): Inspectio
   }
 }
 
+/** Opens an up-to-date database read-only: nothing is switched, migrated or written. */
+function openReadOnly(options: ConnectionOptions): Connection {
+  const { path, busyTimeoutMs, migrations } = options;
+  if (path === MEMORY_DB) {
+    throw new TypeError("A read-only store needs a database file, not :memory:");
+  }
+  if (readHeader(path).empty) {
+    throw new StoreError("store_outdated", `Database "${path}" is empty; run "libos init" first`);
+  }
+  const { version } = inspect(path, busyTimeoutMs, migrations);
+  if (version < migrations.length) {
+    throw new StoreError(
+      "store_outdated",
+      `Database "${path}" has schema version ${version}, older than this libos's ${migrations.length}; run "libos init" to upgrade it (read-only commands do not write)`,
+    );
+  }
+  let db: DatabaseSync | undefined;
+  try {
+    db = new DatabaseSync(path, { readOnly: true, timeout: busyTimeoutMs });
+    db.exec(`PRAGMA busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
+    return { db, version };
+  } catch (error) {
+    db?.close();
+    throw storeFailure(error, path, busyTimeoutMs);
+  }
+}
+
 /**
  * Opens (creating with mode 0600 when missing) and migrates a database.
  * @throws {StoreError} `store_corrupt`, `store_locked`, `store_newer_schema`, `store_foreign` or
  *   `store_io`; in each case the file is left as it was.
  */
 export function openConnection(options: ConnectionOptions): Connection {
+  if (options.readOnly) return openReadOnly(options);
   const busyTimeoutMs = options.busyTimeoutMs;
   const migrations = options.migrations;
-  const latest = migrations.length;
   const path = options.path;
   const memory = path === MEMORY_DB;
   if (!memory) {
@@ -193,7 +298,7 @@ export function openConnection(options: ConnectionOptions): Connection {
         });
       }
     } else if (!readHeader(path).empty) {
-      inspect(path, busyTimeoutMs, latest);
+      inspect(path, busyTimeoutMs, migrations);
     }
   }
   let db: DatabaseSync | undefined;
@@ -246,6 +351,7 @@ function migrate(db: DatabaseSync, path: string, migrations: readonly Migration[
       db.exec(`PRAGMA user_version = ${migration.version}`);
     }
     if (appId !== APPLICATION_ID) db.exec(`PRAGMA application_id = ${APPLICATION_ID}`);
+    checkSchema(db, path, migrations, latest);
     db.exec("COMMIT");
     return latest;
   } catch (error) {

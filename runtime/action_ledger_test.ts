@@ -12,8 +12,9 @@ async function withRuntime(
 ): Promise<void> {
   const dir = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-ledger-" }));
   try {
+    Deno.mkdirSync(join(dir, "ws"));
     const runtime = await createRuntime({
-      workspace: dir,
+      workspace: join(dir, "ws"),
       db: join(dir, "state.db"),
       clock: new FakeClock(),
       ids: seededIds(seed),

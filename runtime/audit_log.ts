@@ -10,7 +10,7 @@
  * @module
  */
 import { z } from "zod";
-import { type HeadFile, readHeadFile, writeHeadFile } from "./audit_head.ts";
+import { type ChainHead, type HeadFile, readHeadFile, writeHeadFile } from "./audit_head.ts";
 import { canonicalJson, type JsonValue, sha256Hex } from "./canonical_json.ts";
 import type { Clock } from "./clock.ts";
 import { AuditError, ValidationError } from "./errors.ts";
@@ -29,22 +29,34 @@ export type AuditDecision = z.infer<typeof AuditDecision>;
 
 const MAX_DETAIL_CHARS = 16_384;
 
+/**
+ * Text SQLite stores exactly as hashed: no NUL (`node:sqlite` cuts the string there) and no
+ * unpaired surrogate (it would be stored as U+FFFD), either of which would make an honest record
+ * fail verification forever.
+ */
+function text(min: number, max: number) {
+  return z.string().min(min).max(max).refine(
+    (s) => !s.includes("\0") && s.isWellFormed(),
+    "must not contain NUL or unpaired surrogate characters",
+  );
+}
+
 /** What a caller supplies to {@link AuditLog.append}. */
 export const AuditEntry = z.object({
   /** Who acted: a pid, `operator`, `human:<id>`, `runtime`. */
-  actor: z.string().min(1).max(200),
+  actor: text(1, 200),
   /** The process on whose behalf the action happened, when there is one. */
-  pid: z.string().min(1).max(200).optional(),
+  pid: text(1, 200).optional(),
   /** What happened, as `area.verb`: `fs.write`, `process.spawn`, `store.init`. */
   action: z.string().regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$/, "action must look like area.verb")
     .max(100),
   /** The resource acted on, e.g. `filesystem:workspace:src/app.ts`; empty when none. */
-  resource: z.string().max(4096),
+  resource: text(0, 4096),
   decision: AuditDecision,
   /** What allowed or denied it: `cap:<id>`, `rule:<file>#<n>`, `human:<request>`, `default`. */
-  authority: z.string().min(1).max(500),
+  authority: text(1, 500),
   inputDigest: z.string().regex(/^sha256:[0-9a-f]{64}$/).optional(),
-  correlation: z.string().min(1).max(200).optional(),
+  correlation: text(1, 200).optional(),
   /** The `seq` of the record this one follows from (an earlier record). */
   parent: z.number().int().positive().optional(),
   detail: z.record(z.string(), z.json()).optional(),
@@ -67,7 +79,9 @@ export interface AuditProblem {
     | "truncated"
     | "head_mismatch"
     | "head_missing"
-    | "head_invalid";
+    | "head_invalid"
+    | "unanchored_chain"
+    | "unchained_records";
   readonly chain: string | null;
   /** Global `seq` of the first bad record, when it still exists. */
   readonly seq: number | null;
@@ -152,10 +166,14 @@ export class AuditLog implements Disposable {
   readonly #database: string;
   readonly #chain: string;
   readonly #unsubscribe: () => void;
-  /** Whether this log may write the head file: it exists, or this chain was empty at open. */
-  #mayAnchor: boolean;
+  /**
+   * Whether commits advance the head file: `fresh` (no head yet and an empty chain: the first
+   * commit creates it), `active` (the head matched the database), `off` (no head file possible,
+   * or it is missing, unreadable or contradicted by the database — evidence that only an
+   * explicit re-anchor may clear, never a routine commit).
+   */
+  #anchor: "fresh" | "active" | "off";
   #dirty = false;
-  #replaceHead = false;
   #headError: unknown;
 
   /** Binds the log to a store; the head file is rewritten after every commit that added records. */
@@ -165,21 +183,28 @@ export class AuditLog implements Disposable {
     this.#headPath = options.headPath;
     this.#database = options.database;
     this.#chain = options.chain ?? MAIN_CHAIN;
-    // A head file that vanished while records exist is evidence; recreating it would launder a
-    // truncation. Only a fresh chain, or an existing head file, is (re)anchored automatically.
-    this.#mayAnchor = this.#headPath !== null &&
-      (store.auditTail(this.#chain) === undefined || this.#headExists());
-    this.#unsubscribe = store.onCommit(() => this.#anchorAfterCommit());
-  }
-
-  #headExists(): boolean {
-    if (this.#headPath === null) return false;
-    try {
-      Deno.statSync(this.#headPath);
-      return true;
-    } catch {
-      return false;
+    this.#anchor = "off";
+    if (this.#headPath !== null) {
+      try {
+        const head = readHeadFile(this.#headPath);
+        if (head === undefined) {
+          // A head that vanished while records exist is evidence; recreating it would launder a
+          // truncation. Only an empty database starts a head of its own.
+          if (store.countAudit() === 0) this.#anchor = "fresh";
+          else {this.#headError = new AuditError(
+              "audit_head_missing",
+              `The audit head file "${this.#headPath}" is missing although the database holds records`,
+            );}
+        } else {
+          const problem = this.#contradiction(head);
+          if (problem) this.#headError = new AuditError("audit_tampered", problem.message);
+          else this.#anchor = "active";
+        }
+      } catch (error) {
+        this.#headError = error;
+      }
     }
+    this.#unsubscribe = store.onCommit(() => this.#anchorAfterCommit());
   }
 
   /** The chain this log appends to. */
@@ -192,14 +217,14 @@ export class AuditLog implements Disposable {
     return this.#headPath;
   }
 
-  /** The last error writing the head file, if the most recent attempt failed. */
+  /** Why the head file is not being kept up to date, when it is not. */
   get headError(): unknown {
     return this.#headError;
   }
 
-  /** Whether commits keep the head file up to date (false when it went missing under records). */
+  /** Whether commits keep the head file up to date. */
   get anchoring(): boolean {
-    return this.#mayAnchor;
+    return this.#anchor !== "off";
   }
 
   /**
@@ -292,14 +317,31 @@ export class AuditLog implements Disposable {
       }
       chains.push({ chain, records: expected - 1, tailSeq: lastSeq, tailHash: prev });
     }
+    const stored = this.#store.countAudit();
+    if (stored !== records) {
+      return {
+        ok: false,
+        records,
+        problem: {
+          kind: "unchained_records",
+          chain: null,
+          seq: null,
+          chainSeq: null,
+          message:
+            `The audit table holds ${stored} records but its chains account for ${records}: ${
+              stored - records
+            } record(s) were inserted outside any chain position`,
+        },
+      };
+    }
     if (!options.head) return { ok: true, records, chains, head: "skipped" };
-    const problem = this.#checkHead(chains);
+    const problem = this.#checkHead();
     return problem
       ? { ok: false, records, problem }
       : { ok: true, records, chains, head: "verified" };
   }
 
-  #checkHead(chains: readonly VerifiedChain[]): AuditProblem | undefined {
+  #checkHead(): AuditProblem | undefined {
     const whole = (kind: "head_missing" | "head_invalid", message: string): AuditProblem => ({
       kind,
       chain: null,
@@ -325,12 +367,43 @@ export class AuditLog implements Disposable {
         `Cannot detect truncation: the audit head file "${this.#headPath}" is missing. Run "libos audit verify --no-head"; if the chain verifies and no records are known to be missing, re-anchor with "libos init --reanchor"`,
       );
     }
-    const byName = new Map(chains.map((c) => [c.chain, c]));
+    const contradiction = this.#contradiction(head);
+    if (contradiction) return contradiction;
+    for (const chain of this.#store.auditChains()) {
+      if ((head.chains[chain]?.chainSeq ?? 0) < 1) {
+        return {
+          kind: "unanchored_chain",
+          chain,
+          seq: null,
+          chainSeq: 1,
+          message:
+            `Audit chain "${chain}" is not anchored by the head file: its records were added without the runtime's knowledge, or before a crash; re-anchor with "libos init --reanchor" only if you know where they came from`,
+        };
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * Where the database contradicts a head file: another database's head, a chain cut below its
+   * anchored record, or an anchored record whose hash changed.
+   */
+  #contradiction(head: HeadFile): AuditProblem | undefined {
+    if (head.database !== this.#database) {
+      return {
+        kind: "head_invalid",
+        chain: null,
+        seq: null,
+        chainSeq: null,
+        message:
+          `The audit head file "${this.#headPath}" belongs to database "${head.database}", not "${this.#database}"`,
+      };
+    }
     for (const [chain, anchored] of Object.entries(head.chains)) {
-      if (anchored.chainSeq === 0) continue;
-      const actual = byName.get(chain);
-      if (!actual || actual.records < anchored.chainSeq) {
-        const kept = actual?.records ?? 0;
+      if (anchored.chainSeq < 1) continue;
+      const row = this.#store.scanAudit(chain, anchored.chainSeq - 1, 1)[0];
+      if (!row || row.chainSeq !== anchored.chainSeq) {
+        const kept = this.#store.auditTail(chain)?.chainSeq ?? 0;
         return {
           kind: "truncated",
           chain,
@@ -342,12 +415,11 @@ export class AuditLog implements Disposable {
             }..#${anchored.chainSeq} were removed`,
         };
       }
-      const row = this.#store.scanAudit(chain, anchored.chainSeq - 1, 1)[0];
-      if (!row || row.hash !== anchored.hash || row.seq !== anchored.seq) {
+      if (row.hash !== anchored.hash || row.seq !== anchored.seq) {
         return {
           kind: "head_mismatch",
           chain,
-          seq: row?.seq ?? null,
+          seq: row.seq,
           chainSeq: anchored.chainSeq,
           message:
             `Audit chain "${chain}" was rewritten: record #${anchored.chainSeq} does not have the hash the head file anchored (${
@@ -359,7 +431,7 @@ export class AuditLog implements Disposable {
     return undefined;
   }
 
-  /** Writes the current chain tails to the head file now, replacing what it held. */
+  /** Writes the current end of the chains to the head file now, replacing what it held. */
   reanchor(): void {
     if (this.#headPath === null) {
       throw new AuditError(
@@ -367,48 +439,58 @@ export class AuditLog implements Disposable {
         `Database "${this.#database}" lives in memory and has no head file to anchor`,
       );
     }
-    this.#mayAnchor = true;
-    this.#replaceHead = true;
-    this.#dirty = true;
-    this.#writeHead();
-  }
-
-  #anchorAfterCommit(): void {
-    if (!this.#dirty || !this.#mayAnchor) return;
-    try {
-      this.#writeHead();
-      this.#headError = undefined;
-    } catch (error) {
-      // The commit itself succeeded; a stale head only weakens truncation detection, and
-      // `headError` lets the host report it.
-      this.#headError = error;
-    }
-  }
-
-  #writeHead(): void {
-    const path = this.#headPath;
-    if (path === null) return;
-    const previous = this.#replaceHead ? undefined : readHeadFile(path);
-    const chains: Record<string, { chainSeq: number; seq: number; hash: string }> = {
-      ...(previous?.chains ?? {}),
-    };
+    const chains: Record<string, ChainHead> = {};
     for (const chain of this.#store.auditChains()) {
       const tail = this.#store.auditTail(chain);
-      if (!tail) continue;
-      const known = chains[chain];
-      // Never move a head backwards: a head ahead of the database is exactly what truncation
-      // looks like, and only an explicit re-anchor may clear it.
-      if (known && known.chainSeq >= tail.chainSeq) continue;
-      chains[chain] = { chainSeq: tail.chainSeq, seq: tail.seq, hash: tail.hash };
+      if (tail) chains[chain] = { chainSeq: tail.chainSeq, seq: tail.seq, hash: tail.hash };
     }
-    writeHeadFile(path, {
+    this.#write(chains);
+    this.#anchor = "active";
+    this.#headError = undefined;
+  }
+
+  #write(chains: Record<string, ChainHead>): void {
+    writeHeadFile(this.#headPath!, {
       version: 1,
       database: this.#database,
       time: Math.trunc(this.#clock.now()),
       chains,
     });
     this.#dirty = false;
-    this.#replaceHead = false;
+  }
+
+  /**
+   * After a commit: advance the head to the chain's new end — but only over a head the database
+   * still agrees with. A head that vanished, or that the database now contradicts (records cut
+   * or rewritten since it was written), stops anchoring for good: advancing past it would turn
+   * tampering into a valid-looking chain.
+   */
+  #anchorAfterCommit(): void {
+    if (!this.#dirty || this.#anchor === "off") return;
+    try {
+      const previous = readHeadFile(this.#headPath!);
+      if (previous === undefined && this.#anchor === "active") {
+        throw new AuditError(
+          "audit_head_missing",
+          `The audit head file "${this.#headPath}" disappeared while the runtime was using it`,
+        );
+      }
+      if (previous !== undefined) {
+        const problem = this.#contradiction(previous);
+        if (problem) throw new AuditError("audit_tampered", problem.message);
+      }
+      const chains: Record<string, ChainHead> = { ...(previous?.chains ?? {}) };
+      for (const chain of [...Object.keys(chains), this.#chain]) {
+        const tail = this.#store.auditTail(chain);
+        if (tail) chains[chain] = { chainSeq: tail.chainSeq, seq: tail.seq, hash: tail.hash };
+      }
+      this.#write(chains);
+      this.#anchor = "active";
+    } catch (error) {
+      // The commit itself succeeded; the head stays where it was, as evidence.
+      this.#anchor = "off";
+      this.#headError = error;
+    }
   }
 
   /** Stops following commits. */

@@ -55,8 +55,11 @@ function fixture(records = 0): Fixture {
       f.audit[Symbol.dispose]();
       f.store.close();
       const raw = new DatabaseSync(dbPath);
+      // A careful tamperer puts the append-only triggers back exactly as they were.
+      const triggers = raw.prepare("SELECT sql FROM sqlite_schema WHERE type = 'trigger'").all();
       raw.exec("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;");
       raw.exec(sql);
+      for (const t of triggers) raw.exec(String(t.sql));
       raw.close();
       Object.assign(f, open());
     },
@@ -340,4 +343,143 @@ Deno.test("AuditLog on an in-memory database verifies its chain but cannot ancho
   assert.equal(withHead.problem.kind, "head_missing");
   assert.throws(() => audit.reanchor(), AuditError);
   store.close();
+});
+
+Deno.test("AuditLog does not advance its head over a cut chain (attack: truncate, then let the runtime keep appending)", () => {
+  using f = fixture(10);
+  f.tamper("DELETE FROM audit WHERE seq > 7");
+  assert.equal(f.audit.anchoring, false, "the contradiction is noticed at open");
+  for (let i = 0; i < 4; i++) f.audit.append(entry(20 + i));
+  f.store.flush();
+  const result = f.audit.verify({ head: true });
+  assert.ok(!result.ok, "appending past the old head must not make the cut chain valid again");
+  assert.equal(result.problem.kind, "head_mismatch");
+  assert.equal(
+    readHeadFile(f.headPath)!.chains.main!.chainSeq,
+    10,
+    "the head stayed where it was, as evidence",
+  );
+});
+
+Deno.test("AuditLog notices a cut made by another connection while it runs, and stops anchoring", () => {
+  using f = fixture(10);
+  const raw = new DatabaseSync(f.dbPath);
+  const triggers = raw.prepare("SELECT sql FROM sqlite_schema WHERE type = 'trigger'").all();
+  raw.exec(
+    "DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete; DELETE FROM audit WHERE seq > 7;",
+  );
+  for (const t of triggers) raw.exec(String(t.sql));
+  raw.close();
+  for (let i = 0; i < 3; i++) f.audit.append(entry(30 + i));
+  f.store.flush();
+  assert.equal(f.audit.anchoring, false);
+  assert.ok(f.audit.headError instanceof AuditError);
+  const result = f.audit.verify({ head: true });
+  assert.ok(!result.ok);
+  assert.equal(result.problem.kind, "head_mismatch");
+});
+
+Deno.test("AuditLog does not recreate a head file deleted while it runs (attack: delete the head mid-run)", () => {
+  using f = fixture(3);
+  Deno.removeSync(f.headPath);
+  f.audit.append(entry(4));
+  f.store.flush();
+  assert.equal(readHeadFile(f.headPath), undefined);
+  assert.equal(f.audit.anchoring, false);
+  const result = f.audit.verify({ head: true });
+  assert.ok(!result.ok);
+  assert.equal(result.problem.kind, "head_missing");
+});
+
+Deno.test("AuditLog.verify() flags a chain the head file does not anchor (attack: insert a forged second chain)", () => {
+  using f = fixture(3);
+  const body = {
+    seq: 4,
+    chain: "worker2",
+    chainSeq: 1,
+    time: 1,
+    actor: "human:1",
+    pid: null,
+    action: "approval.grant",
+    resource: "filesystem:/etc/shadow",
+    decision: "allow",
+    authority: "human:1",
+    inputDigest: null,
+    correlation: null,
+    parent: null,
+    detail: null,
+  };
+  const hash = auditHash(GENESIS_HASH, body);
+  const raw = new DatabaseSync(f.dbPath);
+  raw.prepare(
+    "INSERT INTO audit (seq, chain, chain_seq, time, actor, pid, action, resource, decision, authority, input_digest, correlation, parent, detail, prev, hash) VALUES (4, 'worker2', 1, 1, 'human:1', NULL, 'approval.grant', 'filesystem:/etc/shadow', 'allow', 'human:1', NULL, NULL, NULL, NULL, ?, ?)",
+  ).run(GENESIS_HASH, hash);
+  raw.close();
+  f.reopen();
+  f.audit.append(entry(5));
+  f.store.flush();
+  const result = f.audit.verify({ head: true });
+  assert.ok(!result.ok);
+  assert.equal(result.problem.kind, "unanchored_chain");
+  assert.equal(result.problem.chain, "worker2");
+  assert.equal(
+    readHeadFile(f.headPath)!.chains.worker2,
+    undefined,
+    "a routine commit never anchors a chain it did not write",
+  );
+});
+
+Deno.test("AuditLog.verify() counts records outside every chain position (attack: insert rows the chain walk skips)", () => {
+  using f = fixture(3);
+  const raw = new DatabaseSync(f.dbPath);
+  assert.throws(
+    () =>
+      raw.exec(
+        `INSERT INTO audit VALUES (9, 'main', 0, 1, 'a', NULL, 'x.y', '', 'allow', 'a', NULL, NULL, NULL, NULL, '${GENESIS_HASH}', '${GENESIS_HASH}')`,
+      ),
+    /CHECK constraint/,
+  );
+  raw.exec("PRAGMA ignore_check_constraints = ON");
+  raw.exec(
+    `INSERT INTO audit VALUES (9, 'main', 0, 1, 'a', NULL, 'x.y', '', 'allow', 'a', NULL, NULL, NULL, NULL, '${GENESIS_HASH}', '${GENESIS_HASH}')`,
+  );
+  raw.close();
+  f.reopen();
+  const result = f.audit.verify({ head: false });
+  assert.ok(!result.ok);
+  assert.equal(result.problem.kind, "unchained_records");
+});
+
+Deno.test("AuditLog.append() refuses NUL and unpaired surrogates, which SQLite would not store as hashed (attack: poison the chain)", () => {
+  using f = fixture(1);
+  for (const resource of ["file\u0000.txt", "file\uD800.txt", "\uDC00"]) {
+    assert.throws(
+      () => f.audit.append(entry(2, { resource })),
+      ValidationError,
+      JSON.stringify(resource),
+    );
+  }
+  assert.throws(() => f.audit.append(entry(2, { actor: "a\u0000b" })), ValidationError);
+  f.audit.append(
+    entry(2, {
+      resource: "emoji 😀 ok",
+      detail: { raw: "\uD800 and \u0000 inside details are escaped JSON" },
+    }),
+  );
+  f.store.flush();
+  assert.ok(f.audit.verify({ head: true }).ok);
+  assert.equal(f.store.lastAuditSeq(), 2);
+});
+
+Deno.test("AuditLog.verify() refuses a head file of another database, or one that anchors nothing", () => {
+  using f = fixture(2);
+  const real = readHeadFile(f.headPath)!;
+  writeHeadFile(f.headPath, { ...real, database: "/elsewhere/other.db" });
+  const foreign = f.audit.verify({ head: true });
+  assert.ok(!foreign.ok);
+  assert.equal(foreign.problem.kind, "head_invalid");
+  writeHeadFile(f.headPath, { ...real, chains: {} });
+  const empty = f.audit.verify({ head: true });
+  assert.ok(!empty.ok);
+  assert.equal(empty.problem.kind, "unanchored_chain");
 });

@@ -4,8 +4,8 @@
  *
  * @module
  */
-import { isAbsolute, resolve } from "node:path";
-import { NotFoundError, UsageError } from "./errors.ts";
+import { isAbsolute, relative, resolve } from "node:path";
+import { NotFoundError, UsageError, ValidationError } from "./errors.ts";
 import { SqliteStore } from "./sqlite_store.ts";
 import {
   databaseRealPath,
@@ -62,12 +62,13 @@ export function locateDatabase(options: LocateOptions): DatabaseLocation {
     throw new UsageError(`--db needs a file path or :memory:`);
   }
   const stateDir = stateDirectory(options.env);
-  if (options.createStateDirectory) ensureStateDirectory(stateDir);
   const requested = options.db === undefined
     ? defaultDatabasePath(stateDir, workspace)
     : isAbsolute(options.db)
     ? options.db
     : resolve(options.cwd, options.db);
+  refuseInsideWorkspace(workspace, requested, options.db === undefined);
+  if (options.createStateDirectory) ensureStateDirectory(stateDir);
   let path: string;
   try {
     path = databaseRealPath(requested, options.cwd);
@@ -77,12 +78,29 @@ export function locateDatabase(options: LocateOptions): DatabaseLocation {
     if (options.db !== undefined) throw error;
     path = requested;
   }
+  refuseInsideWorkspace(workspace, path, options.db === undefined);
   return {
     workspace,
     path,
     headPath: headFilePath(stateDir, path),
     isDefault: options.db === undefined,
   };
+}
+
+/**
+ * An agent with write access to its workspace must never reach the database that holds its own
+ * capabilities and audit (the reference prototype kept it there).
+ */
+function refuseInsideWorkspace(workspace: string, path: string, isDefault: boolean): void {
+  const relation = relative(workspace, path);
+  if (relation.startsWith("..") || isAbsolute(relation)) return;
+  const message =
+    `The database "${path}" would be inside the workspace "${workspace}", where an agent that can write files could rewrite its own capabilities and audit; ${
+      isDefault
+        ? "set XDG_STATE_HOME to a directory outside the workspace"
+        : "pass a --db outside the workspace"
+    }`;
+  throw isDefault ? new ValidationError(message) : new UsageError(message);
 }
 
 /** Whether a database file already exists at the location. */
@@ -101,6 +119,8 @@ export function databaseExists(location: DatabaseLocation): boolean {
 export interface OpenDatabaseOptions {
   /** Create the database when missing (`libos init`, runs); otherwise a missing file is an error. */
   readonly create: boolean;
+  /** Open an existing, up-to-date database without writing anything. */
+  readonly readOnly?: boolean;
   readonly busyTimeoutMs?: number;
 }
 
@@ -120,6 +140,7 @@ export function openDatabase(
   }
   return SqliteStore.open({
     path: location.path,
+    readOnly: options.readOnly ?? false,
     ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
   });
 }

@@ -67,7 +67,10 @@ export type StoreErrorCode =
   | "store_io"
   | "store_closed"
   | "store_failed"
-  | "store_conflict";
+  | "store_conflict"
+  | "store_outdated"
+  | "store_readonly"
+  | "store_listener_failed";
 
 /** A database that cannot be opened or written; the file is left exactly as it was. */
 export class StoreError extends LibosError {
@@ -139,6 +142,14 @@ export interface ErrorInfo {
 /** Describes any thrown value as `{code, message}`; unknown errors get the code `internal`. */
 export function errorInfo(error: unknown): ErrorInfo {
   if (error instanceof LibosError) return { code: error.code, message: error.message };
+  if (error instanceof Deno.errors.NotCapable) {
+    return {
+      code: "permission_denied",
+      message: `${
+        error.message.replace(/, run again with .*$/, "")
+      }: libos runs with access only to the workspace, its state directory, the temporary directory and an explicit --db; use paths inside those`,
+    };
+  }
   if (error instanceof Error) {
     return { code: "internal", message: `${error.name}: ${error.message}` };
   }

@@ -62,6 +62,8 @@ export class EventLog implements Disposable {
     this.#clock = options.clock;
     this.#redact = options.redact;
     this.session = options.session;
+    // Commit first, so the starting cursor never counts events a later rollback could take back.
+    store.flush();
     this.#committed = store.lastEventSeq();
     this.#unsubscribe = store.onCommit(() => {
       this.#committed = this.#store.lastEventSeq();
@@ -144,12 +146,6 @@ export class EventLog implements Disposable {
   async *#follow(options: SubscribeOptions, start: number): AsyncIterableIterator<EventEnvelope> {
     let cursor = start;
     const signal = options.signal;
-    const aborted = signal
-      ? new Promise<void>((resolve) => {
-        if (signal.aborted) resolve();
-        else signal.addEventListener("abort", () => resolve(), { once: true });
-      })
-      : undefined;
     while (!this.#closed && !signal?.aborted) {
       const rows = this.#store.readEvents({
         after: cursor,
@@ -161,8 +157,7 @@ export class EventLog implements Disposable {
       if (rows.length === 0) {
         // Kinds or sessions filtered out still move the cursor, so the next read starts later.
         cursor = Math.max(cursor, this.#committed);
-        const woken = this.#wake.promise;
-        await (aborted ? Promise.race([woken, aborted]) : woken);
+        await this.#nextWake(signal);
         continue;
       }
       for (const row of rows) {
@@ -171,6 +166,24 @@ export class EventLog implements Disposable {
         if (this.#closed || signal?.aborted) return;
       }
     }
+  }
+
+  /**
+   * Resolves at the next commit (or close), or when `signal` aborts. The abort listener lives
+   * only as long as this one wait, so a long subscription does not pile up reactions on a
+   * promise that never settles.
+   */
+  #nextWake(signal: AbortSignal | undefined): Promise<void> {
+    const woken = this.#wake.promise;
+    if (!signal) return woken;
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      signal.addEventListener("abort", done, { once: true });
+      woken.then(done);
+    });
   }
 
   /** Ends every subscription and stops following commits. */

@@ -7,6 +7,7 @@
 import { AuditLog } from "./audit_log.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { type DatabaseLocation, locateDatabase, openDatabase } from "./database.ts";
+import { LibosError } from "./errors.ts";
 import { EventLog } from "./event_log.ts";
 import { ActionLedger } from "./action_ledger.ts";
 import { type IdSource, randomIds } from "./ids.ts";
@@ -37,6 +38,8 @@ export interface RuntimeOptions {
   readonly defaultBudgets?: Budgets;
   /** Create the database when it does not exist (default true); false makes that a `not_found` error. */
   readonly create?: boolean;
+  /** Open an existing database without writing anything (no session events, no migration). */
+  readonly readOnly?: boolean;
 }
 
 /** A running libos instance. Close it with `await using` or {@link Runtime.close}. */
@@ -56,18 +59,29 @@ export interface Runtime extends RuntimeCore, AsyncDisposable {
  * @throws {StoreError} when the database cannot be opened; nothing is modified.
  */
 export function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
+  // Failures arrive as a rejected promise, never as a synchronous throw.
+  try {
+    return Promise.resolve(build(options));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+function build(options: RuntimeOptions): Runtime {
   const clock = options.clock ?? systemClock();
   const ids = options.ids ?? randomIds();
   const location = locateDatabase({
     ...(options.workspace === undefined ? {} : { workspace: options.workspace }),
     ...(options.db === undefined ? {} : { db: options.db }),
     allowMemory: true,
-    createStateDirectory: true,
+    createStateDirectory: !(options.readOnly ?? false),
     env: options.env ?? Deno.env,
     cwd: options.cwd ?? Deno.cwd(),
   });
+  const readOnly = options.readOnly ?? false;
   const store = openDatabase(location, {
-    create: options.create ?? true,
+    create: !readOnly && (options.create ?? true),
+    readOnly,
     ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
   });
   let audit: AuditLog | undefined;
@@ -75,20 +89,24 @@ export function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
   try {
     audit = new AuditLog(store, { clock, headPath: location.headPath, database: location.path });
     events = new EventLog(store, { clock, session: options.session ?? ids.next("ses") });
-    events.emit({
-      kind: "session.started",
-      payload: { workspace: location.workspace, database: location.path, libos: LIBOS_VERSION },
-    });
-    if (!audit.anchoring && location.headPath !== null) {
+    if (!readOnly) {
       events.emit({
-        kind: "notice",
-        payload: {
-          level: "warn",
-          code: "audit_head_missing",
-          message:
-            `The audit head file "${location.headPath}" is missing although the database holds records; truncation cannot be detected. Run "libos audit verify --no-head", then "libos init --reanchor"`,
-        },
+        kind: "session.started",
+        payload: { workspace: location.workspace, database: location.path, libos: LIBOS_VERSION },
       });
+      if (!audit.anchoring && location.headPath !== null) {
+        const why = audit.headError;
+        events.emit({
+          kind: "notice",
+          payload: {
+            level: "warn",
+            code: why instanceof LibosError ? why.code : "audit_head_invalid",
+            message: `The audit head file "${location.headPath}" is not being kept up to date (${
+              why instanceof Error ? why.message : String(why)
+            }); run "libos audit verify" to see why, and "libos init --reanchor" once you know`,
+          },
+        });
+      }
     }
   } catch (error) {
     events?.close();
@@ -113,16 +131,20 @@ export function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
     closed = true;
     for (const scheduler of schedulers) scheduler[Symbol.dispose]();
     try {
-      eventLog.emit({ kind: "session.ended", payload: { reason: "closed" } });
-      store.flush();
-    } finally {
-      eventLog.close();
-      auditLog[Symbol.dispose]();
-      store.close();
+      try {
+        if (!readOnly) eventLog.emit({ kind: "session.ended", payload: { reason: "closed" } });
+        store.flush();
+      } finally {
+        eventLog.close();
+        auditLog[Symbol.dispose]();
+        store.close();
+      }
+    } catch (error) {
+      return Promise.reject(error);
     }
     return Promise.resolve();
   };
-  return Promise.resolve({
+  return {
     ...core,
     location,
     processes,
@@ -134,5 +156,5 @@ export function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
     },
     close,
     [Symbol.asyncDispose]: close,
-  });
+  };
 }

@@ -28,6 +28,8 @@ import {
   type Store,
 } from "./store.ts";
 
+export { type Migration, MIGRATIONS, SCHEMA_VERSION } from "./_schema.ts";
+
 /** How to open a {@link SqliteStore}. */
 export interface SqliteStoreOptions {
   /** An absolute path, or `:memory:`. A missing file is created with mode 0600. */
@@ -42,6 +44,13 @@ export interface SqliteStoreOptions {
   readonly synchronous?: "NORMAL" | "FULL";
   /** The migrations to apply; tests pass their own list, everyone else uses the default. */
   readonly migrations?: readonly Migration[];
+  /**
+   * Open an existing, up-to-date database without writing anything (for `audit verify`,
+   * `audit query`, `ps`): every write is refused with `store_readonly`.
+   */
+  readonly readOnly?: boolean;
+  /** Caps the database at this many pages (4 KiB each); writes past it fail as "disk full". */
+  readonly maxPages?: number;
 }
 
 function isThenable(value: unknown): boolean {
@@ -57,6 +66,7 @@ export class SqliteStore implements Store {
   readonly #busyTimeoutMs: number;
   readonly #batchSteps: number;
   readonly #batchMs: number;
+  readonly #readOnly: boolean;
   readonly #statements = new Map<string, StatementSync>();
   readonly #listeners = new Set<() => void>();
   #inBatch = false;
@@ -79,6 +89,7 @@ export class SqliteStore implements Store {
     this.#busyTimeoutMs = options.busyTimeoutMs ?? 5000;
     this.#batchSteps = options.batchSteps ?? 256;
     this.#batchMs = options.batchMs ?? 5;
+    this.#readOnly = options.readOnly ?? false;
   }
 
   /**
@@ -92,7 +103,15 @@ export class SqliteStore implements Store {
       busyTimeoutMs: options.busyTimeoutMs ?? 5000,
       synchronous: options.synchronous ?? "NORMAL",
       migrations: options.migrations ?? MIGRATIONS,
+      readOnly: options.readOnly ?? false,
     });
+    if (options.maxPages !== undefined) {
+      if (!Number.isInteger(options.maxPages) || options.maxPages < 1) {
+        db.close();
+        throw new RangeError(`maxPages must be a positive integer, got ${options.maxPages}`);
+      }
+      db.exec(`PRAGMA max_page_count = ${options.maxPages}`);
+    }
     return new SqliteStore(
       db,
       options.path === MEMORY_DB ? MEMORY_DB : options.path,
@@ -129,7 +148,31 @@ export class SqliteStore implements Store {
     return storeFailure(error, this.location, this.#busyTimeoutMs);
   }
 
+  /**
+   * SQLite rolled the whole batch back on its own (disk full, I/O error): the steps since the
+   * last commit are gone, so the store stops rather than carry on as if they were saved.
+   */
+  #lost(error: unknown): StoreError {
+    const cause = this.#fail(error);
+    this.#inBatch = false;
+    this.#depth = 0;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#failure = new StoreError(
+      "store_failed",
+      `Database "${this.location}" lost the steps since its last commit (${cause.message}); restart the runtime: it recovers from the last commit`,
+      { cause },
+    );
+    return this.#failure;
+  }
+
   #begin(): void {
+    if (this.#readOnly) {
+      throw new StoreError(
+        "store_readonly",
+        `Database "${this.location}" was opened read-only; this command cannot change it`,
+      );
+    }
     try {
       this.#stmt("BEGIN IMMEDIATE").run();
     } catch (error) {
@@ -171,12 +214,21 @@ export class SqliteStore implements Store {
       }
     } catch (error) {
       this.#depth--;
-      this.#stmt(`ROLLBACK TO ${savepoint}`).run();
-      this.#stmt(`RELEASE ${savepoint}`).run();
+      if (!this.#db.isTransaction) throw this.#lost(error);
+      try {
+        this.#stmt(`ROLLBACK TO ${savepoint}`).run();
+        this.#stmt(`RELEASE ${savepoint}`).run();
+      } catch (rollbackError) {
+        throw this.#lost(rollbackError);
+      }
       throw sqliteCode(error) === undefined ? error : this.#fail(error);
     }
     this.#depth--;
-    this.#stmt(`RELEASE ${savepoint}`).run();
+    try {
+      this.#stmt(`RELEASE ${savepoint}`).run();
+    } catch (error) {
+      throw this.#lost(error);
+    }
     if (this.#depth === 0 && ++this.#pendingSteps >= this.#batchSteps) this.flush();
     return result;
   }
@@ -220,7 +272,15 @@ export class SqliteStore implements Store {
         listenerError ??= error;
       }
     }
-    if (listenerError !== undefined) throw listenerError;
+    if (listenerError !== undefined) {
+      throw new StoreError(
+        "store_listener_failed",
+        `The commit to "${this.location}" succeeded, but a commit listener failed (${
+          listenerError instanceof Error ? listenerError.message : String(listenerError)
+        }); the steps are saved, do not repeat them`,
+        { cause: listenerError },
+      );
+    }
   }
 
   onCommit(listener: () => void): () => void {
@@ -256,14 +316,11 @@ export class SqliteStore implements Store {
    * Runs one write: inside the caller's step as is (a single statement is atomic by itself), or
    * as its own step when none is open.
    */
-  #write(sql: string, params: readonly SQLInputValue[]): void {
-    if (this.#depth === 0) {
-      this.step(() => this.#write(sql, params));
-      return;
-    }
+  #write(sql: string, params: readonly SQLInputValue[]): number {
+    if (this.#depth === 0) return this.step(() => this.#write(sql, params));
     this.#usable();
     try {
-      this.#stmt(sql).run(...params);
+      return Number(this.#stmt(sql).run(...params).changes);
     } catch (error) {
       throw this.#fail(error);
     }
@@ -292,7 +349,7 @@ export class SqliteStore implements Store {
   }
 
   insertAudit(row: AuditRow): void {
-    this.#write(
+    const changes = this.#write(
       `INSERT INTO audit (seq, chain, chain_seq, time, actor, pid, action, resource, decision, authority,
          input_digest, correlation, parent, detail, prev, hash)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -315,6 +372,13 @@ export class SqliteStore implements Store {
         row.hash,
       ],
     );
+    if (changes !== 1) {
+      // Only something planted in the database (a trigger ending in RAISE(IGNORE)) does this.
+      throw new StoreError(
+        "store_corrupt",
+        `Database "${this.location}" silently dropped audit record ${row.seq}; it was edited outside libos. Stop using it and investigate`,
+      );
+    }
   }
 
   queryAudit(query: AuditQuery): AuditRow[] {
@@ -377,6 +441,11 @@ export class SqliteStore implements Store {
     return this.#stmt("SELECT DISTINCT chain FROM audit ORDER BY chain").all().map((r) =>
       String(r.chain)
     );
+  }
+
+  countAudit(): number {
+    this.#usable();
+    return Number(this.#stmt("SELECT count(*) AS n FROM audit").get()?.n ?? 0);
   }
 
   lastAuditSeq(): number {

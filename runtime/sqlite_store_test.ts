@@ -276,3 +276,100 @@ Deno.test("SqliteStore.open() refuses a directory given as the database path", (
     (e: unknown) => e instanceof StoreError && e.code === "store_foreign",
   );
 });
+
+Deno.test("SqliteStore.open() refuses a libos database with planted or altered schema objects, unmodified (attack: a trigger that drops audit records)", () => {
+  const attacks: [string, string][] = [
+    [
+      "a trigger that silently drops audit appends",
+      "CREATE TRIGGER swallow BEFORE INSERT ON audit BEGIN SELECT RAISE(IGNORE); END;",
+    ],
+    ["a view shadowing nothing", "CREATE VIEW v AS SELECT 1;"],
+    ["a dropped append-only trigger", "DROP TRIGGER audit_no_delete;"],
+    ["an altered table", "ALTER TABLE meta ADD COLUMN extra TEXT;"],
+    ["a dropped index", "DROP INDEX audit_by_time;"],
+  ];
+  for (const [name, sql] of attacks) {
+    using dir = tempDir();
+    const path = join(dir.path, "hostile.db");
+    SqliteStore.open({ path }).close();
+    const raw = new DatabaseSync(path);
+    raw.exec(sql);
+    raw.close();
+    const error = assertRefusedUnmodified(path, "store_corrupt");
+    assert.match(error.message, /does not have the schema/, name);
+  }
+});
+
+Deno.test("SqliteStore.open() refuses a file claiming to be an empty libos database while holding tables, unmodified", () => {
+  using dir = tempDir();
+  const path = join(dir.path, "half.db");
+  const raw = new DatabaseSync(path);
+  raw.exec(`PRAGMA application_id = ${APPLICATION_ID}; CREATE TABLE audit (x);`);
+  raw.close();
+  const header = Deno.readFileSync(path).slice(0, 100);
+  assertRefusedUnmodified(path, "store_corrupt");
+  assert.deepEqual(Deno.readFileSync(path).slice(0, 100), header, "not even switched to WAL");
+});
+
+Deno.test("SqliteStore: a disk that fills up in the middle of a batch is a typed failure, and nothing later pretends to be saved", () => {
+  using dir = tempDir();
+  const path = join(dir.path, "full.db");
+  SqliteStore.open({ path }).close();
+  const store = SqliteStore.open({ path, maxPages: 40, batchSteps: 10_000, batchMs: 60_000 });
+  store.setMeta("committed", "before the batch");
+  store.flush();
+  let failure: unknown;
+  try {
+    for (let i = 0; i < 1000; i++) store.setMeta(`k${i}`, "x".repeat(2000));
+  } catch (error) {
+    failure = error;
+  }
+  assert.ok(failure instanceof StoreError, `expected a StoreError, got ${String(failure)}`);
+  assert.ok(["store_io", "store_failed"].includes(failure.code), failure.code);
+  assert.match(failure.message, /full|lost/);
+  if (failure.code === "store_failed") {
+    assert.throws(
+      () => store.setMeta("after", "x"),
+      (e: unknown) => e instanceof StoreError && e.code === "store_failed",
+    );
+  }
+  try {
+    store.close();
+  } catch { /* a failed store may refuse its final flush */ }
+  const again = SqliteStore.open({ path });
+  assert.equal(
+    again.getMeta("committed"),
+    "before the batch",
+    "what was committed before survives",
+  );
+  assert.equal(again.getMeta("after"), undefined);
+  again.close();
+});
+
+Deno.test("SqliteStore.open({readOnly}) reads without writing: no migration, no WAL switch, every write refused", () => {
+  using dir = tempDir();
+  const path = join(dir.path, "ro.db");
+  const first = [MIGRATIONS[0]!];
+  SqliteStore.open({ path, migrations: first }).close();
+  const before = fileDigest(path);
+  assert.throws(
+    () => SqliteStore.open({ path, readOnly: true }),
+    (e: unknown) => e instanceof StoreError && e.code === "store_outdated",
+  );
+  assert.equal(
+    fileDigest(path),
+    before,
+    "an outdated database is not migrated by a read-only open",
+  );
+  SqliteStore.open({ path }).close();
+  const store = SqliteStore.open({ path, readOnly: true });
+  try {
+    assert.equal(store.getMeta("x"), undefined);
+    assert.throws(
+      () => store.setMeta("x", "y"),
+      (e: unknown) => e instanceof StoreError && e.code === "store_readonly",
+    );
+  } finally {
+    store.close();
+  }
+});

@@ -12,7 +12,8 @@
  * - Steps are group-committed: a finished step becomes durable at the next commit, which happens
  *   after a batch of steps, after a few milliseconds, or when {@link Store.flush} is called. Callers
  *   flush before starting any external effect.
- * - Rows are plain data; the store neither hashes nor interprets them.
+ * - Rows are plain data; the store neither hashes nor interprets them. Text must not contain
+ *   NUL or unpaired surrogates (SQLite would not store it as given); callers validate.
  *
  * @module
  */
@@ -177,6 +178,8 @@ export interface Store extends Disposable {
   auditChains(): string[];
   /** The largest `seq` in the audit table, 0 when empty. */
   lastAuditSeq(): number;
+  /** How many audit records there are (verification compares it with what the chains hold). */
+  countAudit(): number;
 
   /** Appends an event and returns its `seq`. */
   insertEvent(row: Omit<EventRow, "seq">): number;

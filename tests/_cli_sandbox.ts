@@ -64,7 +64,10 @@ export function sandbox(): Sandbox {
 /** Runs raw SQL on a database with the audit triggers dropped, as a tamperer would. */
 export function tamper(dbPath: string, sql: string): void {
   const raw = new DatabaseSync(dbPath);
+  // A careful tamperer puts the append-only triggers back exactly as they were.
+  const triggers = raw.prepare("SELECT sql FROM sqlite_schema WHERE type = 'trigger'").all();
   raw.exec("DROP TRIGGER IF EXISTS audit_no_update; DROP TRIGGER IF EXISTS audit_no_delete;");
   raw.exec(sql);
+  for (const t of triggers) raw.exec(String(t.sql));
   raw.close();
 }

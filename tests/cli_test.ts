@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { sha256Hex } from "../runtime/canonical_json.ts";
-import { permissionFlags } from "../runtime/cli/bootstrap.ts";
+import { permissionFlags, UnlistablePathError } from "../runtime/cli/bootstrap.ts";
 import { type Run, sandbox, tamper } from "./_cli_sandbox.ts";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
@@ -237,9 +237,59 @@ Deno.test("bootstrap permissionFlags() grants read and write only on the workspa
     ),
   );
   assert.ok(flags.includes("--no-prompt"));
+  assert.ok(!value("write")?.includes("/data"), "the --db directory is readable, not writable");
 });
 
+Deno.test("bootstrap permissionFlags() grants a symlinked place both as given and as its real path", () => {
+  const real: Record<string, string> = {
+    "/links/ws": "/real/ws",
+    "/links/state/libos": "/real/state/libos",
+    "/links/db.db": "/real/db.db",
+  };
+  const flags = permissionFlags({
+    args: ["init", "--workspace", "/links/ws", "--db", "/links/db.db"],
+    cwd: "/",
+    env: {
+      get: (n) => ({ XDG_STATE_HOME: "/links/state", TMPDIR: "/t" } as Record<string, string>)[n],
+    },
+    realPath: (p) => real[p] ?? p,
+  });
+  const write = flags.find((f) => f.startsWith("--allow-write="))!.slice("--allow-write=".length)
+    .split(",");
+  for (
+    const path of [
+      "/links/ws",
+      "/real/ws",
+      "/links/state/libos",
+      "/real/state/libos",
+      "/links/db.db",
+      "/real/db.db",
+      "/real/db.db-wal",
+    ]
+  ) {
+    assert.ok(write.includes(path), path);
+  }
+});
+
+Deno.test("bootstrap refuses a path with a comma instead of passing Deno a broken permission list", () => {
+  assert.throws(
+    () =>
+      permissionFlags({
+        args: ["init", "--workspace", "/tmp/a,b"],
+        cwd: "/",
+        env: { get: () => undefined },
+        realPath: (p) => p,
+      }),
+    (e: unknown) => e instanceof UnlistablePathError && /comma/.test(e.message),
+  );
+});
+
+/**
+ * Runs `deno task …` in a fresh process. TMPDIR points at a private folder, so the temporary
+ * directory grant does not happen to cover the workspace, state or database under test.
+ */
 async function task(cwd: string, state: string, ...args: string[]): Promise<Run> {
+  const temp = Deno.makeTempDirSync({ prefix: "libos-task-tmp-" });
   const output = await new Deno.Command(Deno.execPath(), {
     args: ["task", "--quiet", `--config=${join(REPO, "deno.json")}`, ...args],
     cwd,
@@ -249,12 +299,14 @@ async function task(cwd: string, state: string, ...args: string[]): Promise<Run>
     env: {
       ...Object.fromEntries(Object.entries(Deno.env.toObject()).filter(([k]) => k !== "INIT_CWD")),
       XDG_STATE_HOME: state,
+      TMPDIR: temp,
       DENO_NO_UPDATE_CHECK: "1",
       NO_COLOR: "1",
     },
     stdout: "piped",
     stderr: "piped",
   }).output();
+  Deno.removeSync(temp, { recursive: true });
   const decoder = new TextDecoder();
   return {
     status: output.code,
@@ -291,7 +343,13 @@ Deno.test("bootstrap permissions stop the CLI process from reading, writing or r
       args: ["init"],
       cwd: s.workspace,
       env: { get: (n) => ({ XDG_STATE_HOME: s.state, TMPDIR: temp } as Record<string, string>)[n] },
-      realPath: (p) => Deno.realPathSync(p),
+      realPath: (p) => {
+        try {
+          return Deno.realPathSync(p);
+        } catch {
+          return p;
+        }
+      },
     });
     const probe = join(temp, "probe.ts");
     Deno.writeTextFileSync(
@@ -339,4 +397,64 @@ Deno.test("deno task demo exits 0 and says what it will run", async () => {
   assert.match(run.stdout, /demo/);
   const json = await task(s.workspace, s.state, "demo", "--json");
   assert.equal(JSON.parse(json.stdout).version, 1);
+});
+
+Deno.test("deno task libos works with a symlinked state directory and a symlinked --db (both granted)", async () => {
+  using s = sandbox();
+  const root = join(s.workspace, "..");
+  Deno.mkdirSync(join(root, "realstate"));
+  Deno.symlinkSync(join(root, "realstate"), join(root, "statelink"));
+  const init = await task(s.workspace, join(root, "statelink"), "libos", "init", "--json");
+  assert.equal(init.status, 0, init.stdout + init.stderr);
+  Deno.mkdirSync(join(root, "dbdir"));
+  Deno.mkdirSync(join(root, "links"));
+  const real = join(root, "dbdir", "real.db");
+  const direct = await task(s.workspace, s.state, "libos", "init", "--json", "--db", real);
+  assert.equal(direct.status, 0, direct.stdout + direct.stderr);
+  Deno.symlinkSync(real, join(root, "links", "link.db"));
+  const link = join(root, "links", "link.db");
+  const viaLink = await task(
+    s.workspace,
+    s.state,
+    "libos",
+    "audit",
+    "verify",
+    "--json",
+    "--db",
+    link,
+  );
+  assert.equal(viaLink.status, 0, viaLink.stdout + viaLink.stderr);
+  assert.equal(JSON.parse(viaLink.stdout).db, real);
+});
+
+Deno.test("deno task libos refuses a workspace path with a comma as a usage error (JSON envelope under --json)", async () => {
+  using s = sandbox();
+  const odd = join(s.workspace, "..", "a,b");
+  Deno.mkdirSync(odd);
+  const run = await task(odd, s.state, "libos", "init", "--json");
+  assert.equal(run.status, 2, run.stderr);
+  assert.equal(JSON.parse(run.stdout).error.code, "usage");
+});
+
+Deno.test("libos audit verify and query are read-only: an outdated database is reported, not migrated", async () => {
+  using s = sandbox();
+  await s.cli("init");
+  const raw = new DatabaseSync(s.dbPath());
+  raw.exec("PRAGMA user_version = 1");
+  raw.close();
+  // Schema v1 plus v2's tables would not match v1: rebuild a genuine v1 database instead.
+  for (const suffix of ["", "-wal", "-shm"]) {
+    try {
+      Deno.removeSync(s.dbPath() + suffix);
+    } catch { /* may not exist */ }
+  }
+  const { MIGRATIONS, SqliteStore } = await import("../runtime/sqlite_store.ts");
+  SqliteStore.open({ path: s.dbPath(), migrations: [MIGRATIONS[0]!] }).close();
+  const before = sha256Hex(Deno.readFileSync(s.dbPath()));
+  for (const command of [["audit", "verify", "--no-head"], ["audit", "query"], ["ps"]]) {
+    const run = await s.json(...command);
+    assert.equal(run.status, 1, command.join(" "));
+    assert.equal((run.doc.error as { code: string }).code, "store_outdated", command.join(" "));
+  }
+  assert.equal(sha256Hex(Deno.readFileSync(s.dbPath())), before, "nothing was migrated or written");
 });

@@ -69,6 +69,7 @@ Deno.test("README libos commands all parse and run in a scratch workspace (no us
   try {
     const workspace = join(root, "ws");
     Deno.mkdirSync(workspace);
+    Deno.mkdirSync(join(root, "tmp"));
     for (const line of commands) {
       const args = [...line.slice("deno task libos ".length).matchAll(/'([^']*)'|(\S+)/g)].map((
         m,
@@ -77,7 +78,8 @@ Deno.test("README libos commands all parse and run in a scratch workspace (no us
         args: ["task", "--quiet", `--config=${join(REPO, "deno.json")}`, "libos", ...args],
         cwd: workspace,
         clearEnv: true,
-        env: cleanEnv({ XDG_STATE_HOME: join(root, "state") }),
+        // A private TMPDIR, so the temporary-directory grant does not cover what is tested.
+        env: cleanEnv({ XDG_STATE_HOME: join(root, "state"), TMPDIR: join(root, "tmp") }),
         stdout: "piped",
         stderr: "piped",
       }).output();

@@ -35,9 +35,18 @@ export interface OpenedAudit extends Disposable {
   readonly audit: AuditLog;
 }
 
-/** Opens a located database and its audit log; with `create: false` a missing one is an error. */
-export function openAudit(location: DatabaseLocation, create: boolean): OpenedAudit {
-  const store = openDatabase(location, { create });
+/** How a command uses its database. */
+export type Access = "create" | "write" | "read";
+
+/**
+ * Opens a located database and its audit log: `create` makes it when missing, `write` needs it
+ * to exist, `read` opens it read-only (nothing is migrated or written).
+ */
+export function openAudit(location: DatabaseLocation, access: Access): OpenedAudit {
+  const store = openDatabase(location, {
+    create: access === "create",
+    readOnly: access === "read",
+  });
   const audit = new AuditLog(store, {
     clock: systemClock(),
     headPath: location.headPath,
@@ -57,7 +66,7 @@ export function openAudit(location: DatabaseLocation, create: boolean): OpenedAu
  * Builds a runtime for a command from `--workspace` and `--db`.
  * @throws {UsageError} for `--db :memory:`, which would lose everything when the command ends.
  */
-export function openRuntime(parsed: ParsedArgs, io: CliIo, create: boolean): Promise<Runtime> {
+export function openRuntime(parsed: ParsedArgs, io: CliIo, access: Access): Promise<Runtime> {
   const workspace = stringOption(parsed, "workspace");
   const db = stringOption(parsed, "db");
   if (db === MEMORY_DB) {
@@ -70,6 +79,7 @@ export function openRuntime(parsed: ParsedArgs, io: CliIo, create: boolean): Pro
     ...(db === undefined ? {} : { db }),
     env: io.env,
     cwd: io.cwd,
-    create,
+    create: access === "create",
+    readOnly: access === "read",
   });
 }

@@ -78,7 +78,7 @@ function recordLine(r: AuditRecord): string {
 function runQuery(parsed: ParsedArgs, io: CliIo): number {
   const filter = auditFilterFrom(parsed);
   const location = locateFrom(parsed, io);
-  using opened = openAudit(location, false);
+  using opened = openAudit(location, "read");
   const audit = opened.audit;
   const records = audit.query(filter);
   if (flagOption(parsed, "json")) {
@@ -100,7 +100,7 @@ function runQuery(parsed: ParsedArgs, io: CliIo): number {
 
 function runVerify(parsed: ParsedArgs, io: CliIo): number {
   const location = locateFrom(parsed, io);
-  using opened = openAudit(location, false);
+  using opened = openAudit(location, "read");
   const audit = opened.audit;
   const result = audit.verify({ head: !flagOption(parsed, "no-head") });
   const json = flagOption(parsed, "json");

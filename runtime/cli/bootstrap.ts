@@ -50,50 +50,86 @@ function stateDir(env: BootstrapFacts["env"]): string | undefined {
   return undefined;
 }
 
-/** The `deno run` permission flags for one invocation. */
+/** A path Deno's permission lists cannot express (they separate entries with commas). */
+export class UnlistablePathError extends Error {
+  /** Names the path that cannot be granted. */
+  constructor(readonly path: string) {
+    super(
+      `Cannot run libos with ${
+        JSON.stringify(path)
+      }: Deno permission lists cannot contain a path with a comma; rename it or use a path without one`,
+    );
+  }
+}
+
+/**
+ * The `deno run` permission flags for one invocation. Each place is granted both as given and
+ * as its real path, so a symlinked workspace, state directory or database works the same way
+ * the runtime resolves it.
+ * @throws {UnlistablePathError} for a path containing a comma.
+ */
 export function permissionFlags(facts: BootstrapFacts): string[] {
-  const workspace = facts.realPath(resolve(facts.cwd, optionValue(facts.args, "workspace") ?? "."));
-  const read = new Set<string>([workspace]);
-  const write = new Set<string>([workspace]);
-  const state = stateDir(facts.env);
-  if (state) {
-    read.add(state);
-    write.add(state);
-  }
-  const temp = facts.realPath(facts.env.get("TMPDIR") || "/tmp");
-  read.add(temp);
-  write.add(temp);
-  const db = optionValue(facts.args, "db");
-  if (db !== undefined && db !== ":memory:" && db !== "") {
-    const file = resolve(facts.cwd, db);
-    const real = join(facts.realPath(dirname(file)), file.slice(dirname(file).length + 1));
-    for (const path of [real, `${real}-wal`, `${real}-shm`, `${real}-journal`]) {
-      read.add(path);
-      write.add(path);
+  const read = new Set<string>();
+  const write = new Set<string>();
+  const grant = (path: string, writable = true) => {
+    for (const p of new Set([path, facts.realPath(path)])) {
+      if (p.includes(",")) throw new UnlistablePathError(p);
+      read.add(p);
+      if (writable) write.add(p);
     }
-    // Reading the directory lets the runtime canonicalise the path it was given.
-    read.add(dirname(real));
+  };
+  grant(resolve(facts.cwd, optionValue(facts.args, "workspace") ?? "."));
+  const state = stateDir(facts.env);
+  if (state) grant(state);
+  grant(facts.env.get("TMPDIR") || "/tmp");
+  const db = optionValue(facts.args, "db");
+  if (db !== undefined && db !== ":memory:" && db.trim() !== "") {
+    const file = resolve(facts.cwd, db);
+    for (const dir of [dirname(file), facts.realPath(dirname(file))]) {
+      // Reading the directory lets the runtime canonicalise the path it was given.
+      grant(dir, false);
+      const name = join(dir, file.slice(dirname(file).length + 1));
+      for (const path of [name, facts.realPath(name)]) {
+        for (const suffix of ["", "-wal", "-shm", "-journal"]) grant(`${path}${suffix}`);
+      }
+    }
   }
-  const list = (paths: Set<string>) => [...paths].map((p) => p.replaceAll(",", ",,")).join(",");
   return [
     "--no-prompt",
-    `--allow-read=${list(read)}`,
-    `--allow-write=${list(write)}`,
+    `--allow-read=${[...read].join(",")}`,
+    `--allow-write=${[...write].join(",")}`,
     `--allow-env=${RUNTIME_ENV.join(",")}`,
   ];
 }
 
 if (import.meta.main) {
   const cwd = Deno.env.get("INIT_CWD") ?? Deno.cwd();
-  const realPath = (path: string) => {
+  // The real path of the deepest part that exists, plus the rest: a state directory that
+  // `init` is about to create still resolves through a symlinked parent.
+  const realPath = (path: string): string => {
     try {
       return Deno.realPathSync(path);
     } catch {
-      return path;
+      const parent = dirname(path);
+      return parent === path
+        ? path
+        : join(realPath(parent), path.slice(parent.length + (parent.endsWith("/") ? 0 : 1)));
     }
   };
   const here = dirname(fileURLToPath(import.meta.url));
-  const flags = permissionFlags({ args: Deno.args, cwd, env: Deno.env, realPath });
+  let flags: string[];
+  try {
+    flags = permissionFlags({ args: Deno.args, cwd, env: Deno.env, realPath });
+  } catch (error) {
+    if (!(error instanceof UnlistablePathError)) throw error;
+    const text = Deno.args.includes("--json")
+      ? JSON.stringify({ error: { code: "usage", message: error.message } }) + "\n"
+      : `libos: ${error.message}\n`;
+    (Deno.args.includes("--json") ? Deno.stdout : Deno.stderr).writeSync(
+      new TextEncoder().encode(text),
+    );
+    Deno.exit(2);
+  }
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",

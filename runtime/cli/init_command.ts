@@ -22,7 +22,7 @@ function run(parsed: ParsedArgs, io: CliIo): number {
   const location = locateFrom(parsed, io, true);
   const existed = databaseExists(location);
   const headExisted = location.headPath !== null && readHeadFile(location.headPath) !== undefined;
-  using opened = openAudit(location, true);
+  using opened = openAudit(location, "create");
   const { store, audit } = opened;
   let action: "created" | "initialized" | "already_initialized" | "reanchored";
 

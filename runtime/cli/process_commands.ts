@@ -47,7 +47,7 @@ function say(
 async function spawn(parsed: ParsedArgs, io: CliIo): Promise<number> {
   const goal = stringOption(parsed, "goal");
   if (goal === undefined) throw new UsageError(`"libos spawn" needs --goal TEXT`);
-  await using runtime = await openRuntime(parsed, io, true);
+  await using runtime = await openRuntime(parsed, io, "create");
   const cwd = stringOption(parsed, "cwd");
   const p = runtime.processes.spawn({
     goal,
@@ -74,7 +74,7 @@ async function ps(parsed: ParsedArgs, io: CliIo): Promise<number> {
     }
     return status.data;
   });
-  await using runtime = await openRuntime(parsed, io, false);
+  await using runtime = await openRuntime(parsed, io, "read");
   const all = runtime.processes.list({ limit: 10_000, ...(statuses.length ? { statuses } : {}) });
   const shown = statuses.length || flagOption(parsed, "all")
     ? all
@@ -101,7 +101,7 @@ async function signal(parsed: ParsedArgs, io: CliIo): Promise<number> {
       `SIGNAL must be one of ${Signal.options.join(", ")}, got ${JSON.stringify(name)}`,
     );
   }
-  await using runtime = await openRuntime(parsed, io, false);
+  await using runtime = await openRuntime(parsed, io, "write");
   const before = runtime.processes.get(pid!);
   const after = runtime.processes.signal(pid!, sig.data);
   const deferred = after.status === "running" && after.deferred.includes(sig.data);
@@ -118,7 +118,7 @@ async function signal(parsed: ParsedArgs, io: CliIo): Promise<number> {
 
 async function cd(parsed: ParsedArgs, io: CliIo): Promise<number> {
   const [pid, path] = parsed.args;
-  await using runtime = await openRuntime(parsed, io, false);
+  await using runtime = await openRuntime(parsed, io, "write");
   const p = runtime.processes.chdir(pid!, path!);
   return say(
     io,
@@ -133,7 +133,7 @@ async function exit(parsed: ParsedArgs, io: CliIo): Promise<number> {
   const [pid] = parsed.args;
   const message = stringOption(parsed, "message");
   const result = stringOption(parsed, "result");
-  await using runtime = await openRuntime(parsed, io, false);
+  await using runtime = await openRuntime(parsed, io, "write");
   const p = runtime.processes.exit(pid!, {
     ...(message === undefined ? {} : { message }),
     ...(result === undefined ? {} : { result }),
@@ -154,7 +154,7 @@ const NO_MODEL: ProcessDriver = {
 };
 
 async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
-  await using runtime = await openRuntime(parsed, io, false);
+  await using runtime = await openRuntime(parsed, io, "write");
   using scheduler = runtime.scheduler(NO_MODEL);
   const recovery = scheduler.recover();
   const waiting = scheduler.ready;
