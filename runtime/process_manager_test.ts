@@ -558,3 +558,32 @@ Deno.test("ProcessManager records lifecycle operations in the audit log and the 
     ["process.spawned", "runnable->paused", "paused->runnable", "runnable->exited"],
   );
 });
+
+Deno.test("ProcessManager: a process's cwd, status and result survive closing and reopening the database", async () => {
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-persist-" }));
+  try {
+    const workspace = join(root, "ws");
+    Deno.mkdirSync(join(workspace, "pkg"), { recursive: true });
+    const options = {
+      workspace,
+      db: join(root, "state.db"),
+      env: { get: (n: string) => (n === "XDG_STATE_HOME" ? join(root, "xdg") : undefined) },
+    };
+    let pid = "";
+    let child = "";
+    {
+      await using runtime = await createRuntime(options);
+      pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
+      runtime.processes.chdir(pid, "pkg");
+      child = runtime.processes.fork(pid).pid;
+      runtime.processes.exit(child, { result: "obj_7" });
+    }
+    await using again = await createRuntime(options);
+    assert.equal(again.processes.get(pid).cwd, "pkg");
+    assert.equal(again.processes.get(child).status, "exited");
+    assert.equal(again.processes.get(child).result, "obj_7");
+    assert.deepEqual(again.processes.list({ parent: pid }).map((p) => p.pid), [child]);
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
+});

@@ -71,9 +71,8 @@ Deno.test("README libos commands all parse and run in a scratch workspace (no us
     Deno.mkdirSync(workspace);
     Deno.mkdirSync(join(root, "tmp"));
     for (const line of commands) {
-      const args = [...line.slice("deno task libos ".length).matchAll(/'([^']*)'|(\S+)/g)].map((
-        m,
-      ) => m[1] ?? m[2]!);
+      const args = [...line.slice("deno task libos ".length).matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)]
+        .map((m) => m[1] ?? m[2] ?? m[3]!);
       const output = await new Deno.Command(Deno.execPath(), {
         args: ["task", "--quiet", `--config=${join(REPO, "deno.json")}`, "libos", ...args],
         cwd: workspace,
