@@ -49,6 +49,8 @@ export interface MoveExtra {
   readonly result?: string | null;
   readonly message?: string | null;
   readonly wake?: WakeReason;
+  /** What allowed it, for the audit record (a capability, `operator`, ...). */
+  readonly authority?: string;
 }
 
 const CACHE_LIMIT = 20_000;
@@ -340,7 +342,7 @@ export class ProcessEngine {
         to: next.status,
         ...(event === "exit" ? { result: next.result } : {}),
         ...(event === "fail" ? { reason: next.message } : {}),
-      });
+      }, extra.authority);
     }
     this.#statusEvent(next, p.status, event);
     this.#announce(next);
@@ -367,7 +369,11 @@ export class ProcessEngine {
    * A finished, uncollected child matching a wait, after checking the wait is legal.
    * @throws {IllegalTransitionError} `not_a_child` or `no_children`.
    */
-  finishedChild(parent: AgentProcess, childPid: string | null): AgentProcess | undefined {
+  finishedChild(
+    parent: AgentProcess,
+    childPid: string | null,
+    mayWait: (child: AgentProcess) => boolean = () => true,
+  ): AgentProcess | undefined {
     if (childPid !== null) {
       const child = this.find(childPid);
       if (!child || child.parent !== parent.pid) {
@@ -378,7 +384,7 @@ export class ProcessEngine {
       }
       return isFinal(child.status) ? child : undefined;
     }
-    const children = this.children(parent.pid);
+    const children = this.children(parent.pid).filter(mayWait);
     const done = children.find((c) => isFinal(c.status) && !c.reaped);
     if (done) return done;
     if (!children.some((c) => !isFinal(c.status))) {

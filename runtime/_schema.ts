@@ -107,6 +107,23 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX actions_unreported ON actions (pid, created) WHERE reported = 0;
     `,
   },
+  {
+    version: 3,
+    sql: `
+      -- A capability row is its JSON document; subject, derivation and revocation are columns
+      -- for the per-subject load and the revocation cascade.
+      CREATE TABLE capabilities (
+        id           TEXT    PRIMARY KEY,
+        subject      TEXT    NOT NULL,
+        derived_from TEXT,
+        revoked      INTEGER,
+        data         TEXT    NOT NULL,
+        created      INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX capabilities_by_subject ON capabilities (subject);
+      CREATE INDEX capabilities_by_origin ON capabilities (derived_from) WHERE derived_from IS NOT NULL;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

@@ -1,25 +1,94 @@
 /**
- * Containment of process working directories: a path is resolved against the process cwd,
- * checked lexically, then canonicalised through the filesystem provider and checked again, so
- * neither `..` nor a symlink leads out of the workspace. The stored cwd is the canonical
- * workspace-relative path, so a later symlink swap cannot move it.
+ * Containment of paths in the workspace. A path is first resolved lexically (against the process
+ * cwd; `..` and absolute paths are refused when they leave the workspace; percent-encodings and
+ * other "encoded forms" are literal names), so authority can be settled before the filesystem is
+ * asked anything. Only then is it canonicalised through the filesystem provider — the real path
+ * of its deepest existing ancestor plus the rest — and checked again, so a symlink cannot lead
+ * out of the workspace either.
  *
  * @module
  */
-import { isAbsolute, relative, resolve } from "node:path";
+import { isAbsolute, join, relative, resolve } from "node:path";
 import { NotFoundError, OutsideWorkspaceError, ValidationError } from "./errors.ts";
 import type { FilesystemProvider } from "./providers/filesystem.ts";
 
 const MAX_PATH = 4096;
 
-function inside(workspace: string, path: string): boolean {
+/** Whether absolute `path` is the workspace or inside it. */
+export function insideWorkspace(workspace: string, path: string): boolean {
   const rel = relative(workspace, path);
   return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
 }
 
+/** A path resolved inside the workspace. */
+export interface WorkspacePath {
+  /** Workspace-relative, `.` for the root. */
+  readonly relative: string;
+  readonly absolute: string;
+}
+
+/**
+ * Resolves `path` from workspace-relative `cwd` without touching the filesystem.
+ * @throws {ValidationError} for an empty, over-long or NUL-bearing path.
+ * @throws {OutsideWorkspaceError} when it leaves the workspace.
+ */
+export function lexicalPath(workspace: string, cwd: string, path: string): WorkspacePath {
+  if (
+    typeof path !== "string" || path.length === 0 || path.length > MAX_PATH ||
+    path.includes("\0") || !path.isWellFormed()
+  ) {
+    throw new ValidationError(
+      `A path must be 1-${MAX_PATH} characters of well-formed text without NUL bytes, got ${
+        JSON.stringify(path.slice(0, 200))
+      }`,
+    );
+  }
+  const absolute = resolve(workspace, cwd, path);
+  if (!insideWorkspace(workspace, absolute)) {
+    throw new OutsideWorkspaceError(
+      `Cannot use ${JSON.stringify(path)}: it is outside the workspace; use a path inside it`,
+    );
+  }
+  return { relative: relative(workspace, absolute) || ".", absolute };
+}
+
+/**
+ * The canonical form of a lexical workspace path: the real path of its deepest existing
+ * ancestor with the missing rest appended. `exists` says whether the whole path exists.
+ * @throws {OutsideWorkspaceError} when a symlink leads outside the workspace.
+ */
+export function canonicalPath(
+  fs: FilesystemProvider,
+  workspace: string,
+  path: WorkspacePath,
+): WorkspacePath & { readonly exists: boolean } {
+  let existing = path.absolute;
+  const rest: string[] = [];
+  let real: string | undefined;
+  while (real === undefined) {
+    try {
+      real = fs.realPath(existing);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound) || existing === workspace) throw error;
+      const slash = existing.lastIndexOf("/");
+      rest.unshift(existing.slice(slash + 1));
+      existing = existing.slice(0, slash) || "/";
+    }
+  }
+  const absolute = rest.length ? join(real, ...rest) : real;
+  if (!insideWorkspace(workspace, absolute)) {
+    throw new OutsideWorkspaceError(
+      `Cannot use ${JSON.stringify(path.relative)}: a symlink leads outside the workspace`,
+    );
+  }
+  return { relative: relative(workspace, absolute) || ".", absolute, exists: rest.length === 0 };
+}
+
 /**
  * The workspace-relative canonical form (`.` for the root) of directory `path`, resolved from
- * workspace-relative `cwd`.
+ * workspace-relative `cwd`. `authorize` runs first on the path as written — before the
+ * filesystem is touched, so a caller without authority learns nothing about what exists — and
+ * again on where a symlink really leads.
  * @throws {OutsideWorkspaceError} when it leads outside the workspace.
  * @throws {NotFoundError} when it does not exist.
  * @throws {ValidationError} when it is malformed or not a directory.
@@ -29,40 +98,17 @@ export function containedDirectory(
   workspace: string,
   cwd: string,
   path: string,
+  authorize: (relative: string) => void = () => {},
 ): string {
-  if (
-    typeof path !== "string" || path.length === 0 || path.length > MAX_PATH || path.includes("\0")
-  ) {
-    throw new ValidationError(
-      `A directory must be a non-empty path of at most ${MAX_PATH} characters without NUL bytes`,
-    );
+  const lexical = lexicalPath(workspace, cwd, path);
+  authorize(lexical.relative);
+  const canonical = canonicalPath(fs, workspace, lexical);
+  if (canonical.relative !== lexical.relative) authorize(canonical.relative);
+  if (!canonical.exists) {
+    throw new NotFoundError(`Cannot use directory ${JSON.stringify(path)}: it does not exist`);
   }
-  const target = resolve(workspace, cwd, path);
-  if (!inside(workspace, target)) {
-    throw new OutsideWorkspaceError(
-      `Cannot use directory ${
-        JSON.stringify(path)
-      }: it is outside the workspace; use a path inside it`,
-    );
-  }
-  let real: string;
-  try {
-    real = fs.realPath(target);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) {
-      throw new NotFoundError(`Cannot use directory ${JSON.stringify(path)}: it does not exist`, {
-        cause: error,
-      });
-    }
-    throw error;
-  }
-  if (!inside(workspace, real)) {
-    throw new OutsideWorkspaceError(
-      `Cannot use directory ${JSON.stringify(path)}: a symlink leads outside the workspace`,
-    );
-  }
-  if (!fs.stat(real).isDirectory) {
+  if (!fs.stat(canonical.absolute).isDirectory) {
     throw new ValidationError(`Cannot use ${JSON.stringify(path)} as a directory: it is not one`);
   }
-  return relative(workspace, real) || ".";
+  return canonical.relative;
 }

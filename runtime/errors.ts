@@ -125,6 +125,44 @@ export class BudgetExhaustedError extends LibosError {
   }
 }
 
+/** Stable codes of {@link CapabilityDeniedError}. */
+export type DenialCode = "capability_denied" | "cannot_delegate";
+
+/** The decision for an action was deny: the caller lacks the authority (or a rule forbids it). */
+export class CapabilityDeniedError extends LibosError {
+  declare readonly code: DenialCode;
+  /** The stable reason of the decision, e.g. `cap:cap_…`, `mode:read-only`, `default`. */
+  readonly reason: string;
+
+  /** Builds a denial with its code, message and (for decisions) the decision's reason. */
+  constructor(
+    code: DenialCode,
+    message: string,
+    options: LibosErrorOptions & { readonly reason?: string } = {},
+  ) {
+    super(code, "caller", message, options);
+    this.reason = options.reason ?? "default";
+  }
+}
+
+/** The decision for an action was ask: it needs a human's approval first (DESIGN §4, §5). */
+export class ApprovalRequiredError extends LibosError {
+  /** The stable reason of the decision that asked. */
+  readonly reason: string;
+  /** The canonical digest of the exact action an approval would be bound to. */
+  readonly digest: string;
+
+  /** Builds an `approval_required` error for one action. */
+  constructor(
+    message: string,
+    options: LibosErrorOptions & { readonly reason: string; readonly digest: string },
+  ) {
+    super("approval_required", "caller", message, options);
+    this.reason = options.reason;
+    this.digest = options.digest;
+  }
+}
+
 /** A path that leads outside the workspace, lexically or through a symlink. */
 export class OutsideWorkspaceError extends LibosError {
   /** Builds an `outside_workspace` error. */

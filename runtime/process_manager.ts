@@ -15,7 +15,9 @@
 import { type Actor, ProcessEngine, type ProcessListener } from "./_process_engine.ts";
 import { containedDirectory } from "./_workspace_path.ts";
 import {
+  ApprovalRequiredError,
   BudgetExhaustedError,
+  CapabilityDeniedError,
   IllegalTransitionError,
   NotFoundError,
   ValidationError,
@@ -29,10 +31,14 @@ import {
   type Signal,
 } from "./process.ts";
 import { childBudgets, deadline, remaining, reserve } from "./process_budget.ts";
+import type { Authority } from "./authority.ts";
+import { type ActionResource, resourceString, type Right } from "./capability.ts";
+import type { InheritScope } from "./delegation.ts";
 import type { FilesystemProvider } from "./providers/filesystem.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
 
 export type { Actor, ProcessListener } from "./_process_engine.ts";
+export type { InheritScope } from "./delegation.ts";
 
 /** The operator actor. */
 export const OPERATOR: Actor = Object.freeze({ kind: "operator" });
@@ -56,6 +62,8 @@ export interface SpawnOptions {
 export interface ChildOptions {
   readonly goal?: string;
   readonly budgets?: Partial<Budgets>;
+  /** Scopes of the parent's authority to hand over (never more than the parent holds). */
+  readonly inherit?: readonly InheritScope[];
 }
 
 /** How to create a fresh child with its own image. */
@@ -80,6 +88,8 @@ export interface ProcessManagerOptions extends RuntimeCore {
   /** The workspace's real path; every cwd is contained in it. */
   readonly workspace: string;
   readonly defaultBudgets?: Budgets;
+  /** Decides what process actors may do, and mints their starting authority. */
+  readonly authority: Authority;
 }
 
 const MAX_GOAL = 100_000;
@@ -134,6 +144,7 @@ export class ProcessManager {
   readonly #fs: FilesystemProvider;
   readonly #workspace: string;
   readonly #defaults: Budgets;
+  readonly #authority: Authority;
 
   /** Binds the manager to a runtime's store, logs and providers. */
   constructor(options: ProcessManagerOptions) {
@@ -141,6 +152,36 @@ export class ProcessManager {
     this.#fs = options.filesystem;
     this.#workspace = options.workspace;
     this.#defaults = Budgets.parse(options.defaultBudgets ?? DEFAULT_BUDGETS);
+    this.#authority = options.authority;
+  }
+
+  /**
+   * Checks a process actor's authority before anything is written. A denial (or an ask) is
+   * audited in a step of its own, so the record survives, and thrown. The operator and the
+   * runtime act on their own authority. Returns the decision's reason for the audit record.
+   */
+  #authorize(
+    actor: Actor,
+    resource: ActionResource,
+    right: Right,
+    what: string,
+  ): string | undefined {
+    if (actor.kind !== "process") return undefined;
+    try {
+      return this.#authority.require(actor.pid, { resource, right }, what).reason;
+    } catch (error) {
+      if (error instanceof CapabilityDeniedError || error instanceof ApprovalRequiredError) {
+        this.#engine.audit.append({
+          actor: actor.pid,
+          pid: actor.pid,
+          action: `process.${right}`,
+          resource: resourceString(resource),
+          decision: error instanceof CapabilityDeniedError ? "deny" : "ask",
+          authority: error.reason,
+        });
+      }
+      throw error;
+    }
   }
 
   /** Registers a listener; returns the function that removes it. */
@@ -246,6 +287,7 @@ export class ProcessManager {
       const p = this.#fresh(fields);
       engine.save(p);
       engine.record(actor, p, "process.spawn", { image: p.image, status: p.status });
+      this.#authority.grantDefaults(p.pid);
       engine.events.emit({
         kind: "process.spawned",
         payload: { pid: p.pid, parent: null, image: p.image, how: "spawn" },
@@ -266,11 +308,18 @@ export class ProcessManager {
     how: "fork" | "spawn_child",
     make: (parent: AgentProcess) => Pick<AgentProcess, "image" | "goal" | "tools">,
     requested: Partial<Budgets> | undefined,
+    inherit: readonly InheritScope[],
   ): AgentProcess {
     const engine = this.#engine;
+    this.#requireSelf(actor, parentPid, how === "fork" ? "fork" : "spawn a child of");
+    const authority = this.#authorize(
+      actor,
+      { type: "process", key: parentPid },
+      "spawn",
+      `${how.replace("_", " ")} from ${parentPid}`,
+    );
     return engine.op(() => {
       const parent = this.get(parentPid);
-      this.#requireSelf(actor, parentPid, how === "fork" ? "fork" : "spawn a child of");
       refuseFinished(parent, how.replace("_", " ") + " from");
       const live = engine.store.countLiveChildren(parentPid, FINAL);
       if (live >= parent.budgets.maxLiveChildren) {
@@ -295,7 +344,10 @@ export class ProcessManager {
         image: child.image,
         maxToolCalls: budgets.maxToolCalls,
         maxModelTokens: budgets.maxModelTokens,
-      });
+      }, authority);
+      this.#authority.grantLineage(parentPid, child.pid);
+      // A scope the parent does not hold throws here, and the whole step — child included — is undone.
+      this.#authority.delegate(parentPid, child.pid, inherit);
       engine.events.emit({
         kind: "process.spawned",
         payload: { pid: child.pid, parent: parentPid, image: child.image, how },
@@ -318,6 +370,7 @@ export class ProcessManager {
       "fork",
       (parent) => ({ image: parent.image, goal: goal ?? parent.goal, tools: [...parent.tools] }),
       options.budgets,
+      options.inherit ?? [],
     );
   }
 
@@ -328,7 +381,14 @@ export class ProcessManager {
       goal: checkGoal(options.goal),
       tools: checkTools(options.tools ?? []),
     };
-    return this.#child(parentPid, actor, "spawn_child", () => fields, options.budgets);
+    return this.#child(
+      parentPid,
+      actor,
+      "spawn_child",
+      () => fields,
+      options.budgets,
+      options.inherit ?? [],
+    );
   }
 
   /** Replaces a live process's image and tool table, keeping its pid (and never its authority). */
@@ -341,9 +401,15 @@ export class ProcessManager {
     const tools = checkTools(options.tools);
     const goal = options.goal === undefined ? undefined : checkGoal(options.goal);
     const engine = this.#engine;
+    this.#requireSelf(actor, pid, "exec");
+    const authority = this.#authorize(
+      actor,
+      { type: "process", key: pid },
+      "exec",
+      `exec ${image}`,
+    );
     return engine.op(() => {
       const p = this.get(pid);
-      this.#requireSelf(actor, pid, "exec");
       refuseFinished(p, "exec");
       const next: AgentProcess = {
         ...p,
@@ -353,7 +419,13 @@ export class ProcessManager {
         updatedAt: engine.clock.now(),
       };
       engine.save(next);
-      engine.record(actor, next, "process.exec", { from: p.image, to: image, tools: tools.length });
+      engine.record(
+        actor,
+        next,
+        "process.exec",
+        { from: p.image, to: image, tools: tools.length },
+        authority,
+      );
       engine.events.emit({
         kind: "process.exec",
         payload: { pid, from: p.image, to: image, tools: tools.length },
@@ -362,17 +434,28 @@ export class ProcessManager {
     });
   }
 
-  /** Changes a process's working directory, contained to the workspace. */
+  /**
+   * Changes a process's working directory, contained to the workspace. A process needs `stat`
+   * on the target, checked before the filesystem is touched: without it the answer is the same
+   * whether the directory exists or not (no existence oracle).
+   */
   chdir(pid: string, path: string, actor: Actor = OPERATOR): AgentProcess {
     const engine = this.#engine;
+    this.#requireSelf(actor, pid, "chdir");
+    const current = this.get(pid);
+    refuseFinished(current, "chdir");
+    let authority: string | undefined;
+    const cwd = containedDirectory(this.#fs, this.#workspace, current.cwd, path, (relative) => {
+      authority =
+        this.#authorize(actor, { type: "fs", path: relative }, "stat", `chdir to "${path}"`) ??
+          authority;
+    });
     return engine.op(() => {
       const p = this.get(pid);
-      this.#requireSelf(actor, pid, "chdir");
       refuseFinished(p, "chdir");
-      const cwd = containedDirectory(this.#fs, this.#workspace, p.cwd, path);
       const next = { ...p, cwd, updatedAt: engine.clock.now() };
       engine.save(next);
-      engine.record(actor, next, "process.chdir", { from: p.cwd, to: cwd });
+      engine.record(actor, next, "process.chdir", { from: p.cwd, to: cwd }, authority);
       return next;
     });
   }
@@ -388,9 +471,12 @@ export class ProcessManager {
     actor: Actor = OPERATOR,
   ): AgentProcess | undefined {
     const engine = this.#engine;
+    this.#requireSelf(actor, parentPid, "wait as");
+    if (childPid !== null) {
+      this.#authorize(actor, { type: "process", key: childPid }, "wait", `wait for ${childPid}`);
+    }
     return engine.op(() => {
-      this.#requireSelf(actor, parentPid, "wait as");
-      const child = engine.finishedChild(this.get(parentPid), childPid);
+      const child = engine.finishedChild(this.get(parentPid), childPid, this.#mayWait(actor));
       if (child) engine.save({ ...child, reaped: true });
       return child;
     });
@@ -403,16 +489,32 @@ export class ProcessManager {
    *   status does not accept; nothing is changed.
    */
   signal(pid: string, signal: Signal, actor: Actor = OPERATOR): AgentProcess {
-    return this.#engine.op(() => {
-      const p = this.get(pid);
-      if (actor.kind === "process" && p.parent !== actor.pid) {
-        throw new IllegalTransitionError(
-          "not_a_child",
-          `Process ${actor.pid} cannot signal ${pid}: it is not its child; nothing was changed`,
-        );
-      }
-      return this.#engine.move(p, signal, actor);
-    });
+    const target = this.get(pid);
+    if (actor.kind === "process" && target.parent !== actor.pid) {
+      throw new IllegalTransitionError(
+        "not_a_child",
+        `Process ${actor.pid} cannot signal ${pid}: it is not its child; nothing was changed`,
+      );
+    }
+    const authority = this.#authorize(
+      actor,
+      { type: "process", key: pid },
+      "signal",
+      `${signal} ${pid}`,
+    );
+    return this.#engine.op(() =>
+      this.#engine.move(this.get(pid), signal, actor, authority === undefined ? {} : { authority })
+    );
+  }
+
+  /** For a process actor, whether it may collect a given child (wait right); anyone else may. */
+  #mayWait(actor: Actor): ((child: AgentProcess) => boolean) | undefined {
+    if (actor.kind !== "process") return undefined;
+    return (child) =>
+      this.#authority.decide(actor.pid, {
+        resource: { type: "process", key: child.pid },
+        right: "wait",
+      }).effect === "allow";
   }
 
   /** Ends a process with an optional result link; it never changes again. */
@@ -559,7 +661,7 @@ export class ProcessManager {
           });
           break;
         case "wait_child": {
-          const child = engine.finishedChild(p, result.pid);
+          const child = engine.finishedChild(p, result.pid, this.#mayWait(self));
           if (child) {
             engine.save({ ...child, reaped: true });
             const wake = {

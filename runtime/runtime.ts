@@ -10,6 +10,9 @@ import { type DatabaseLocation, locateDatabase, openDatabase } from "./database.
 import { LibosError } from "./errors.ts";
 import { EventLog } from "./event_log.ts";
 import { ActionLedger } from "./action_ledger.ts";
+import { Authority, type RunOptions } from "./authority.ts";
+import { parseRunDeny } from "./decide.ts";
+import { parseMode } from "./modes.ts";
 import { type IdSource, randomIds } from "./ids.ts";
 import type { Budgets } from "./process.ts";
 import { ProcessManager } from "./process_manager.ts";
@@ -20,7 +23,7 @@ import type { RuntimeCore } from "./runtime_core.ts";
 import { LIBOS_VERSION } from "./version.ts";
 
 /** How to build a runtime. Every dependency with a side effect can be injected. */
-export interface RuntimeOptions {
+export interface RuntimeOptions extends RunOptions {
   /** The workspace directory (default: the current directory). */
   readonly workspace?: string;
   /** A database path or `:memory:` (default: the workspace's database in the state directory). */
@@ -45,6 +48,8 @@ export interface RuntimeOptions {
 /** A running libos instance. Close it with `await using` or {@link Runtime.close}. */
 export interface Runtime extends RuntimeCore, AsyncDisposable {
   readonly location: DatabaseLocation;
+  /** Decides what processes may do (`decide()`), and holds their capabilities. */
+  readonly authority: Authority;
   readonly processes: ProcessManager;
   readonly ledger: ActionLedger;
   /** A scheduler that runs this runtime's processes with `driver`. */
@@ -68,6 +73,9 @@ export function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
 }
 
 function build(options: RuntimeOptions): Runtime {
+  // Refuse a bad mode or run deny before anything is opened.
+  if (options.mode !== undefined) parseMode(options.mode);
+  for (const deny of options.denies ?? []) parseRunDeny(deny);
   const clock = options.clock ?? systemClock();
   const ids = options.ids ?? randomIds();
   const location = locateDatabase({
@@ -117,8 +125,14 @@ function build(options: RuntimeOptions): Runtime {
   const auditLog = audit;
   const eventLog = events;
   const core: RuntimeCore = { store, audit: auditLog, events: eventLog, clock, ids };
+  const authority = new Authority(core, {
+    ...(options.mode === undefined ? {} : { mode: options.mode }),
+    ...(options.denies === undefined ? {} : { denies: options.denies }),
+    ...(options.wall === undefined ? {} : { wall: options.wall }),
+  });
   const processes = new ProcessManager({
     ...core,
+    authority,
     filesystem: options.filesystem ?? hostFilesystem(),
     workspace: location.workspace,
     ...(options.defaultBudgets === undefined ? {} : { defaultBudgets: options.defaultBudgets }),
@@ -147,6 +161,7 @@ function build(options: RuntimeOptions): Runtime {
   return {
     ...core,
     location,
+    authority,
     processes,
     ledger,
     scheduler(driver, schedulerOptions = {}) {

@@ -70,6 +70,7 @@ Deno.test("Scheduler: a sleeping process blocks nobody and is woken by its timer
   await using f = await fixture();
   const pm = f.runtime.processes;
   const sleeper = pm.spawn({ goal: "sleeper", image: "base-agent:v0" }).pid;
+  f.clock.advance(1);
   const worker = pm.spawn({ goal: "worker", image: "base-agent:v0" }).pid;
   const log: string[] = [];
   const until = f.clock.now() + 5_000;

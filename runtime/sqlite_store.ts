@@ -20,6 +20,8 @@ import {
   type AuditQuery,
   type AuditRow,
   type AuditTail,
+  type CapabilityQuery,
+  type CapabilityRow,
   type EventRead,
   type EventRow,
   MAX_PAGE,
@@ -443,6 +445,44 @@ export class SqliteStore implements Store {
     );
   }
 
+  putCapability(row: CapabilityRow): void {
+    this.#write(
+      `INSERT INTO capabilities (id, subject, derived_from, revoked, data, created) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET revoked = excluded.revoked, data = excluded.data`,
+      [row.id, row.subject, row.derivedFrom, row.revoked, row.data, row.created],
+    );
+  }
+
+  getCapability(id: string): CapabilityRow | undefined {
+    this.#usable();
+    const row = this.#stmt("SELECT * FROM capabilities WHERE id = ?").get(id);
+    return row === undefined ? undefined : capabilityRow(row);
+  }
+
+  listCapabilities(query: CapabilityQuery): CapabilityRow[] {
+    this.#usable();
+    if (query.subject === undefined && query.derivedFrom === undefined) {
+      throw new TypeError("listCapabilities() needs a subject or a derivedFrom filter");
+    }
+    const where: string[] = [];
+    const params: SQLInputValue[] = [];
+    if (query.subject !== undefined) {
+      where.push("subject = ?");
+      params.push(query.subject);
+    }
+    if (query.derivedFrom !== undefined) {
+      where.push("derived_from = ?");
+      params.push(query.derivedFrom);
+    }
+    if (query.afterId !== undefined) {
+      where.push("id > ?");
+      params.push(query.afterId);
+    }
+    return this.#stmt(`SELECT * FROM capabilities WHERE ${where.join(" AND ")} ORDER BY id LIMIT ?`)
+      .all(...params, clampLimit(query.limit))
+      .map(capabilityRow);
+  }
+
   countAudit(): number {
     this.#usable();
     return Number(this.#stmt("SELECT count(*) AS n FROM audit").get()?.n ?? 0);
@@ -619,6 +659,17 @@ function processRow(r: Row): ProcessRow {
     created: Number(r.created),
     updated: Number(r.updated),
     version: Number(r.version),
+  };
+}
+
+function capabilityRow(r: Row): CapabilityRow {
+  return {
+    id: String(r.id),
+    subject: String(r.subject),
+    derivedFrom: nullableString(r.derived_from),
+    revoked: r.revoked === null || r.revoked === undefined ? null : Number(r.revoked),
+    data: String(r.data),
+    created: Number(r.created),
   };
 }
 

@@ -146,6 +146,26 @@ export interface ActionQuery {
   readonly limit: number;
 }
 
+/** One stored capability: its JSON document plus the indexed columns. */
+export interface CapabilityRow {
+  readonly id: string;
+  readonly subject: string;
+  readonly derivedFrom: string | null;
+  readonly revoked: number | null;
+  /** JSON text of the whole capability. */
+  readonly data: string;
+  readonly created: number;
+}
+
+/** Which capabilities to list (one filter at least). */
+export interface CapabilityQuery {
+  readonly subject?: string;
+  readonly derivedFrom?: string;
+  /** Only ids sorting after this one (a cursor). */
+  readonly afterId?: string;
+  readonly limit: number;
+}
+
 /** The durable state of one runtime. See the module documentation for the contract. */
 export interface Store extends Disposable {
   /** An absolute file path, or `:memory:`. */
@@ -202,6 +222,12 @@ export interface Store extends Disposable {
   getAction(id: string): ActionRow | undefined;
   /** Actions in creation order. */
   listActions(query: ActionQuery): ActionRow[];
+
+  /** Inserts or replaces a capability. */
+  putCapability(row: CapabilityRow): void;
+  getCapability(id: string): CapabilityRow | undefined;
+  /** Capabilities of a subject, or derived from one capability, in id order. */
+  listCapabilities(query: CapabilityQuery): CapabilityRow[];
 }
 
 /** Largest page any bounded read returns. */

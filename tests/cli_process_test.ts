@@ -30,8 +30,14 @@ Deno.test("libos spawn creates a runnable process that ps lists, and every chang
   assert.match(human.stdout, new RegExp(`${p.pid}\\s+-\\s+runnable`));
   const audit = await s.json("audit", "query", "--pid", p.pid);
   assert.deepEqual(
-    (audit.doc.records as { action: string; actor: string }[]).map((r) => [r.action, r.actor]),
-    [["process.spawn", "operator"]],
+    (audit.doc.records as { action: string; actor: string; authority: string }[]).map((
+      r,
+    ) => [r.action, r.actor, r.authority]),
+    [
+      ["process.spawn", "operator", "operator"],
+      ["capability.grant", "runtime", "mode:workspace-write"],
+      ["capability.grant", "runtime", "lineage"],
+    ],
   );
 });
 

@@ -1,0 +1,209 @@
+/**
+ * The authority service every primitive consults: it holds the run's decision context (mode,
+ * run-scoped denies, whether the OS wall is on, protected paths), the capability table, and the
+ * hardline and rule layers (seams until the policy issue), and turns `decide()` answers into
+ * typed errors. It also mints the capabilities a process starts with: the mode's default grant
+ * set for a top-level process, lineage rights between a parent and its child, and delegated
+ * scopes (see `delegation.ts`).
+ *
+ * @module
+ */
+import {
+  type ActionResource,
+  type CapabilityResource,
+  resourceString,
+  type Right,
+} from "./capability.ts";
+import { CapabilityTable, type GrantRequest } from "./capability_table.ts";
+import {
+  type Action,
+  compileProtection,
+  decide,
+  type Decision,
+  type DecisionContext,
+  type DecisionLayer,
+  parseRunDeny,
+} from "./decide.ts";
+import { delegate, type InheritScope } from "./delegation.ts";
+import { ApprovalRequiredError, CapabilityDeniedError } from "./errors.ts";
+import { defaultGrants, type ModeName, parseMode } from "./modes.ts";
+import type { RuntimeCore } from "./runtime_core.ts";
+import { digestOf } from "./canonical_json.ts";
+
+/** How a run is bounded (DESIGN §3 layer 2). */
+export interface RunOptions {
+  /** `read-only`, `plan`, `workspace-write` (`edit`) or `full-access` (`full`); default `workspace-write`. */
+  readonly mode?: string;
+  /** Run-scoped denies, `TYPE[.RIGHT]:GLOB` each (`--deny`). */
+  readonly denies?: readonly string[];
+  /** Whether shell commands run inside the OS wall (the shell issue sets it). */
+  readonly wall?: boolean;
+}
+
+/** What the authority service needs besides the runtime core. */
+export interface AuthorityOptions extends RunOptions {
+  readonly hardline?: DecisionLayer;
+  readonly rules?: DecisionLayer;
+  /** Workspace-relative globs protected on top of DESIGN §3's (the database, if it were inside). */
+  readonly protectedPaths?: readonly string[];
+}
+
+function explain(decision: Decision, mode: ModeName): string {
+  switch (decision.layer) {
+    case "default":
+      return "no capability allows it";
+    case "mode":
+      return `the ${mode} mode forbids it`;
+    case "run":
+      return `run deny #${decision.reason.slice(4)} forbids it`;
+    case "protected":
+      return `${decision.reason.slice("protected:".length)} is protected`;
+    case "cap":
+      return `capability ${decision.capability} ${
+        decision.effect === "deny" ? "denies" : "asks for"
+      } it`;
+    default:
+      return decision.reason;
+  }
+}
+
+/** Decides and mints authority for one runtime. */
+export class Authority {
+  readonly capabilities: CapabilityTable;
+  readonly context: DecisionContext;
+  readonly #core: RuntimeCore;
+  readonly #hardline: DecisionLayer | undefined;
+  readonly #rules: DecisionLayer | undefined;
+
+  /**
+   * Builds the run's decision context.
+   * @throws {ValidationError} for an unknown mode or a malformed run deny.
+   */
+  constructor(core: RuntimeCore, options: AuthorityOptions = {}) {
+    this.#core = core;
+    this.capabilities = new CapabilityTable(core);
+    this.context = {
+      mode: parseMode(options.mode ?? "workspace-write"),
+      denies: (options.denies ?? []).map(parseRunDeny),
+      wall: options.wall ?? false,
+      protection: compileProtection(options.protectedPaths ?? []),
+    };
+    this.#hardline = options.hardline;
+    this.#rules = options.rules;
+  }
+
+  /** The decision for a process's action (no side effect). */
+  decide(pid: string, action: Action): Decision {
+    return decide({ pid }, action, this.context, {
+      ...(this.#hardline ? { hardline: this.#hardline } : {}),
+      ...(this.#rules ? { rules: this.#rules } : {}),
+      capabilities: {
+        match: (subject, a) => this.capabilities.match(subject.pid, a.resource, a.right, a.digest),
+      },
+    });
+  }
+
+  /**
+   * Requires `allow` for an action: returns the decision, consuming a one-shot capability that
+   * allowed it (call it inside the step that records the action).
+   * @throws {CapabilityDeniedError} when the decision is deny.
+   * @throws {ApprovalRequiredError} when it is ask.
+   */
+  require(pid: string, action: Action, what: string): Decision {
+    const decision = this.decide(pid, action);
+    const target = resourceString(action.resource);
+    if (decision.effect === "deny") {
+      throw new CapabilityDeniedError(
+        "capability_denied",
+        `Cannot ${what}: process ${pid} lacks ${action.right} on ${target} (${
+          explain(decision, this.context.mode)
+        }); ask a human with request_permission`,
+        { reason: decision.reason },
+      );
+    }
+    if (decision.effect === "ask") {
+      throw new ApprovalRequiredError(
+        `Cannot ${what} yet: ${action.right} on ${target} needs a human's approval (${
+          explain(decision, this.context.mode)
+        })`,
+        {
+          reason: decision.reason,
+          digest: action.digest ?? digestOf({ resource: target, right: action.right }),
+        },
+      );
+    }
+    if (decision.capability) {
+      const cap = this.capabilities.get(decision.capability);
+      if (cap.oneShot) this.capabilities.consume(cap);
+    }
+    return decision;
+  }
+
+  /** Grants a process its starting authority: the mode's default set, and rights over itself. */
+  grantDefaults(pid: string, issuer = `mode:${this.context.mode}`): void {
+    for (const grant of defaultGrants(this.context.mode, pid)) {
+      this.capabilities.grant({
+        subject: pid,
+        resource: grant.resource,
+        rights: [...grant.rights],
+        effect: "allow",
+        issuer,
+      }, "runtime");
+    }
+    this.grantSelf(pid);
+  }
+
+  /** A process's rights over itself: spawn children and exec (exec never lifts other capabilities). */
+  grantSelf(pid: string): void {
+    this.capabilities.grant(
+      {
+        subject: pid,
+        resource: { type: "process", key: pid, scope: "exact" },
+        rights: ["spawn", "exec"],
+        effect: "allow",
+        issuer: "lineage",
+      },
+      "runtime",
+    );
+  }
+
+  /** A parent's rights over its new child: signal it and wait for it. */
+  grantLineage(parent: string, child: string): void {
+    this.capabilities.grant(
+      {
+        subject: parent,
+        resource: { type: "process", key: child, scope: "exact" },
+        rights: ["signal", "wait"],
+        effect: "allow",
+        issuer: "lineage",
+      },
+      "runtime",
+    );
+    this.grantSelf(child);
+  }
+
+  /**
+   * Hands `child` the parent's effective authority over `scopes` (never more).
+   * @throws {CapabilityDeniedError} `cannot_delegate` for a scope the parent does not hold.
+   */
+  delegate(parent: string, child: string, scopes: readonly InheritScope[]): GrantRequest[] {
+    const grants = delegate(this.capabilities.list(parent), child, scopes, this.#core.clock.now());
+    for (const grant of grants) this.capabilities.grant(grant, parent);
+    return grants;
+  }
+}
+
+/** A concrete filesystem action resource. */
+export function fsResource(path: string): ActionResource {
+  return { type: "fs", path };
+}
+
+/** A scope over a filesystem subtree, for delegation. */
+export function fsScope(
+  path: string,
+  rights: readonly Right[],
+  scope: "exact" | "subtree" = "subtree",
+): InheritScope {
+  const resource: CapabilityResource = { type: "fs", path, scope };
+  return { resource, rights };
+}

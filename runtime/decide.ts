@@ -1,0 +1,190 @@
+/**
+ * `decide(subject, action, context)`: the only place a decision is made (DESIGN §3). Layers,
+ * first match wins:
+ *
+ * 1. **hardline** — irreversible destruction, deny in every mode (filled by the policy issue;
+ *    a seam here).
+ * 2. **run ceiling** — run-scoped denies (`--deny RULE`), the mode's ceiling, protected paths
+ *    (writes and deletes ask) and secret-bearing files (reads ask). A ceiling deny decides; a
+ *    ceiling ask caps whatever the later layers say at ask.
+ * 3. **rules** — user/host rules, deny > ask > allow inside the layer (filled by the policy issue;
+ *    a seam here).
+ * 4. **capabilities** — the most specific match wins, ties deny > ask > allow.
+ * 5. **default** — deny.
+ *
+ * Every decision carries a stable reason naming its layer and source: `hardline:<rule>`,
+ * `run:<n>`, `mode:<name>`, `protected:<glob>`, `rule:<file>#<n>`, `cap:<id>`, `default`.
+ *
+ * @module
+ */
+import type { ActionResource, Effect, Right } from "./capability.ts";
+import type { CapabilityMatch } from "./capability_index.ts";
+import { ValidationError } from "./errors.ts";
+import { modeCeiling, type ModeName } from "./modes.ts";
+import { compileGlob, type PathGlob, PROTECTED_GLOBS, SECRET_GLOBS } from "./path_glob.ts";
+
+/** Who acts: a process. */
+export interface Subject {
+  readonly pid: string;
+}
+
+/** What is asked: one right on one concrete resource, with the action's canonical digest. */
+export interface Action {
+  readonly resource: ActionResource;
+  readonly right: Right;
+  /** `sha256:…` of the canonical action; digest-bound capabilities match only this. */
+  readonly digest?: string;
+}
+
+/** The layer a decision came from. */
+export type Layer = "hardline" | "run" | "mode" | "protected" | "rule" | "cap" | "default";
+
+/** A decision: what to do, and why. */
+export interface Decision {
+  readonly effect: Effect;
+  /** Stable: `hardline:<rule>`, `run:<n>`, `mode:<name>`, `protected:<glob>`, `rule:<file>#<n>`, `cap:<id>`, `default`. */
+  readonly reason: string;
+  readonly layer: Layer;
+  /** The capability that decided (or that the ceiling capped), when one did. */
+  readonly capability?: string;
+}
+
+/** A run-scoped deny: `<type>[.<right>]:<glob>`, e.g. `fs.write:secrets/**`, `net:*`. */
+export interface RunDeny {
+  readonly source: string;
+  readonly type: ActionResource["type"];
+  readonly right: string | undefined;
+  readonly glob: PathGlob;
+}
+
+const RUN_DENY = /^(fs|shell|net|object|namespace|human|image|tool|process)(?:\.([a-z]+))?:(.+)$/;
+
+/**
+ * Parses a run-scoped deny such as `fs.write:secrets/**` or `net:*`.
+ * @throws {ValidationError} when it does not have that shape.
+ */
+export function parseRunDeny(source: string): RunDeny {
+  const match = RUN_DENY.exec(source);
+  if (!match) {
+    throw new ValidationError(
+      `Run deny ${
+        JSON.stringify(source)
+      } is not TYPE[.RIGHT]:GLOB (e.g. fs.write:secrets/**, net:*, shell:rm *)`,
+    );
+  }
+  return {
+    source,
+    type: match[1] as RunDeny["type"],
+    right: match[2],
+    glob: compileGlob(match[3]!),
+  };
+}
+
+/** The protected and secret path globs, compiled once per runtime. */
+export interface Protection {
+  readonly protected: readonly PathGlob[];
+  readonly secret: readonly PathGlob[];
+}
+
+/** Compiles the protected and secret globs, plus any extra protected paths (the database). */
+export function compileProtection(extraProtected: readonly string[] = []): Protection {
+  return {
+    protected: [...PROTECTED_GLOBS, ...extraProtected].map(compileGlob),
+    secret: SECRET_GLOBS.map(compileGlob),
+  };
+}
+
+/** Facts about the run a decision depends on. */
+export interface DecisionContext {
+  readonly mode: ModeName;
+  readonly denies: readonly RunDeny[];
+  /** Whether shell commands run inside the OS wall. */
+  readonly wall: boolean;
+  readonly protection: Protection;
+}
+
+/** A layer that may have an opinion (hardline, rules). */
+export interface DecisionLayer {
+  decide(subject: Subject, action: Action, context: DecisionContext): Decision | undefined;
+}
+
+/** The capability layer's view: the capability answer for a subject's action. */
+export interface CapabilityView {
+  match(subject: Subject, action: Action): CapabilityMatch | undefined;
+}
+
+/** The layers `decide()` consults; hardline and rules are seams until the policy issue. */
+export interface Layers {
+  readonly hardline?: DecisionLayer;
+  readonly rules?: DecisionLayer;
+  readonly capabilities: CapabilityView;
+}
+
+function actionKey(resource: ActionResource): string {
+  if (resource.type === "fs") return resource.path;
+  if (resource.type === "shell") return resource.argv.join(" ");
+  return resource.key;
+}
+
+/** Layer 2: the run ceiling. A deny decides; an ask caps; `undefined` passes. */
+function ceiling(subject: Subject, action: Action, context: DecisionContext): Decision | undefined {
+  const key = actionKey(action.resource);
+  for (const [i, deny] of context.denies.entries()) {
+    if (
+      deny.type === action.resource.type &&
+      (deny.right === undefined || deny.right === action.right) && deny.glob.test(key)
+    ) {
+      return { effect: "deny", reason: `run:${i + 1}`, layer: "run" };
+    }
+  }
+  const mode = modeCeiling(context.mode, action.resource, action.right, {
+    pid: subject.pid,
+    wall: context.wall,
+  });
+  if (mode === "deny") return { effect: "deny", reason: `mode:${context.mode}`, layer: "mode" };
+  if (action.resource.type === "fs") {
+    if (action.right === "write" || action.right === "delete") {
+      const glob = context.protection.protected.find((g) => g.test(key));
+      if (glob) return { effect: "ask", reason: `protected:${glob.source}`, layer: "protected" };
+    }
+    if (action.right === "read") {
+      const glob = context.protection.secret.find((g) => g.test(key));
+      if (glob) return { effect: "ask", reason: `protected:${glob.source}`, layer: "protected" };
+    }
+  }
+  if (mode === "ask") return { effect: "ask", reason: `mode:${context.mode}`, layer: "mode" };
+  return undefined;
+}
+
+/** Decides one action. Pure: everything it depends on is in its arguments. */
+export function decide(
+  subject: Subject,
+  action: Action,
+  context: DecisionContext,
+  layers: Layers,
+): Decision {
+  const hard = layers.hardline?.decide(subject, action, context);
+  if (hard) return hard;
+  const cap = ceiling(subject, action, context);
+  if (cap?.effect === "deny") return cap;
+  let decision = layers.rules?.decide(subject, action, context);
+  if (!decision) {
+    const match = layers.capabilities.match(subject, action);
+    decision = match
+      ? {
+        effect: match.effect,
+        reason: `cap:${match.capability.id}`,
+        layer: "cap",
+        capability: match.capability.id,
+      }
+      : { effect: "deny", reason: "default", layer: "default" };
+  }
+  // A ceiling ask caps an allow; a deny from the later layers stands.
+  if (cap && decision.effect === "allow") {
+    return {
+      ...cap,
+      ...(decision.capability === undefined ? {} : { capability: decision.capability }),
+    };
+  }
+  return decision;
+}

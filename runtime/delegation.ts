@@ -1,0 +1,141 @@
+/**
+ * Delegation (DESIGN §2, attenuation): what a child receives when a parent hands it a scope.
+ *
+ * The child gets the parent's *effective* authority over the delegated scope, never more: for
+ * each right, at the scope itself and at every parent capability boundary inside it, the child
+ * receives a capability whose effect is the parent's decision there — so deny and ask carve-outs
+ * inside the scope survive, an ask never becomes an allow, and the parent's own inherited floor
+ * is already folded in. Every derived capability names the parent capability that decided it,
+ * so revoking that one revokes the child's too. One-shot and action-bound capabilities (human
+ * approvals of one exact action) are never delegated.
+ *
+ * @module
+ */
+import {
+  type ActionResource,
+  type Capability,
+  type CapabilityResource,
+  inSubtree,
+  resourceString,
+  type Right,
+} from "./capability.ts";
+import { CapabilityIndex, isLive } from "./capability_index.ts";
+import type { GrantRequest } from "./capability_table.ts";
+import { CapabilityDeniedError } from "./errors.ts";
+
+/** A scope a parent hands to a child. */
+export interface InheritScope {
+  readonly resource: CapabilityResource;
+  readonly rights: readonly Right[];
+}
+
+/** A character no real path segment, argv token or key ends with: a point strictly inside a prefix. */
+const INSIDE = "\u0001";
+
+/** Whether capability resource `inner` lies within scope `outer` (same type). */
+function within(outer: CapabilityResource, inner: CapabilityResource): boolean {
+  if (outer.type === "fs" && inner.type === "fs") {
+    if (outer.scope === "exact") return inner.scope === "exact" && inner.path === outer.path;
+    return inSubtree(outer.path, inner.path);
+  }
+  if (outer.type === "shell" && inner.type === "shell") {
+    if (outer.scope === "any") return true;
+    const fits = outer.argv.length <= inner.argv.length &&
+      outer.argv.every((t, i) => t === inner.argv[i]);
+    if (outer.scope === "exact") {
+      return inner.scope === "exact" && fits && outer.argv.length === inner.argv.length;
+    }
+    return fits && inner.scope !== "any";
+  }
+  if (
+    outer.type !== "fs" && outer.type !== "shell" && inner.type !== "fs" && inner.type !== "shell"
+  ) {
+    if (outer.type !== inner.type) return false;
+    if (outer.scope === "any") return true;
+    if (outer.scope === "exact") return inner.scope === "exact" && inner.key === outer.key;
+    return inner.scope !== "any" && inner.key.startsWith(outer.key);
+  }
+  return false;
+}
+
+/** A concrete point that only `resource` (and what encloses it) covers: its path, or just inside it. */
+function probe(resource: CapabilityResource): ActionResource {
+  if (resource.type === "fs") {
+    return {
+      type: "fs",
+      path: resource.scope === "exact"
+        ? resource.path
+        : resource.path === "."
+        ? INSIDE
+        : `${resource.path}/${INSIDE}`,
+    };
+  }
+  if (resource.type === "shell") {
+    return {
+      type: "shell",
+      argv: resource.scope === "exact" ? resource.argv : [...resource.argv, INSIDE],
+    };
+  }
+  return {
+    type: resource.type,
+    key: resource.scope === "exact"
+      ? resource.key
+      : `${resource.scope === "any" ? "" : resource.key}${INSIDE}`,
+  };
+}
+
+/**
+ * The grants a child receives for `scopes`, computed from the parent's capabilities at `now`.
+ * @throws {CapabilityDeniedError} `cannot_delegate` when the parent holds no allow or ask for a
+ *   requested right at the scope itself (it cannot hand over what it does not have).
+ */
+export function delegate(
+  parentCaps: readonly Capability[],
+  child: string,
+  scopes: readonly InheritScope[],
+  now: number,
+): GrantRequest[] {
+  const usable = parentCaps.filter((c) => isLive(c, now) && !c.oneShot && c.actionDigest === null);
+  const parent = new CapabilityIndex(usable);
+  const grants: GrantRequest[] = [];
+  for (const scope of scopes) {
+    for (const right of new Set(scope.rights)) {
+      const root = parent.match(probe(scope.resource), right, undefined, now);
+      if (!root || root.effect === "deny") {
+        throw new CapabilityDeniedError(
+          "cannot_delegate",
+          `Cannot hand ${right} on ${resourceString(scope.resource)} to a child: the parent ${
+            root ? `is denied it (${root.capability.id})` : "holds no such authority"
+          }; delegate a scope the parent may use`,
+        );
+      }
+      const boundaries = [
+        scope.resource,
+        ...usable.filter((c) => c.rights.includes(right) && within(scope.resource, c.resource)).map(
+          (c) => c.resource,
+        ),
+      ];
+      const seen = new Set<string>();
+      for (const boundary of boundaries) {
+        const key = JSON.stringify(boundary);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        const answer = parent.match(probe(boundary), right, undefined, now);
+        if (!answer) continue;
+        grants.push({
+          subject: child,
+          resource: boundary,
+          rights: [right],
+          effect: answer.effect,
+          issuer: `lineage:${answer.capability.subject}`,
+          derivedFrom: answer.capability.id,
+          tier: "inherited",
+          ...(answer.capability.expiresAt === null
+            ? {}
+            : { expiresAt: answer.capability.expiresAt }),
+        });
+      }
+    }
+  }
+  return grants;
+}

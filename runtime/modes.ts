@@ -1,0 +1,131 @@
+/**
+ * The four modes (DESIGN §3). A mode is two things: a ceiling (layer 2 of `decide()`) that denies
+ * or asks whatever it does not allow, whatever a rule or capability says; and the default grant
+ * set a top-level process receives at spawn.
+ *
+ * | mode | ceiling | default grants |
+ * | --- | --- | --- |
+ * | `read-only` | denies writes, deletes, network; shell only inside the OS wall | workspace read |
+ * | `plan` | like read-only, but the process may write its own `process:<pid>` objects | workspace read, own namespace |
+ * | `workspace-write` (`edit`) | asks for deletes and network | workspace read and write |
+ * | `full-access` (`full`) | none beyond hardline and protected paths | workspace read, write, delete |
+ *
+ * @module
+ */
+import { z } from "zod";
+import type { ActionResource, CapabilityResource, Effect, Right } from "./capability.ts";
+import { ValidationError } from "./errors.ts";
+
+/** A mode's canonical name. */
+export const ModeName = z.enum(["read-only", "plan", "workspace-write", "full-access"]);
+/** A mode's canonical name. */
+export type ModeName = z.infer<typeof ModeName>;
+
+const ALIASES: Readonly<Record<string, ModeName>> = Object.freeze({
+  "read-only": "read-only",
+  readonly: "read-only",
+  plan: "plan",
+  "workspace-write": "workspace-write",
+  edit: "workspace-write",
+  "full-access": "full-access",
+  full: "full-access",
+});
+
+/**
+ * The canonical mode for a name or alias (`edit`, `full`).
+ * @throws {ValidationError} for an unknown mode.
+ */
+export function parseMode(name: string): ModeName {
+  const mode = Object.hasOwn(ALIASES, name) ? ALIASES[name] : undefined;
+  if (!mode) {
+    throw new ValidationError(
+      `Unknown mode ${
+        JSON.stringify(name)
+      }: use read-only, plan, workspace-write (edit) or full-access (full)`,
+    );
+  }
+  return mode;
+}
+
+/** What a mode's ceiling does to an action: deny it, cap it at ask, or let later layers decide. */
+export type Ceiling = Exclude<Effect, "allow"> | "pass";
+
+/** Facts the ceiling needs besides the action. */
+export interface CeilingFacts {
+  /** The acting process (its own `process:<pid>` namespace is writable under `plan`). */
+  readonly pid: string;
+  /** Whether shell commands run inside the OS wall. */
+  readonly wall: boolean;
+}
+
+function ownScratch(resource: ActionResource, pid: string): boolean {
+  if (resource.type !== "namespace" && resource.type !== "object") return false;
+  const own = `process:${pid}`;
+  return resource.key === own || resource.key.startsWith(`${own}/`);
+}
+
+const WRITES: readonly string[] = Object.freeze([
+  "write",
+  "delete",
+  "create",
+  "register",
+  "link",
+  "grant",
+]);
+
+/** The ceiling a mode puts on one action. */
+export function modeCeiling(
+  mode: ModeName,
+  resource: ActionResource,
+  right: Right,
+  facts: CeilingFacts,
+): Ceiling {
+  if (mode === "full-access") return "pass";
+  if (mode === "workspace-write") {
+    if (resource.type === "net") return "ask";
+    if (right === "delete") return "ask";
+    return "pass";
+  }
+  // read-only and plan
+  if (resource.type === "net") return "deny";
+  if (resource.type === "shell") return facts.wall ? "pass" : "deny";
+  if (resource.type === "human" || resource.type === "process") return "pass";
+  if (WRITES.includes(right)) {
+    return mode === "plan" && ownScratch(resource, facts.pid) ? "pass" : "deny";
+  }
+  return "pass";
+}
+
+/** A grant a mode gives a top-level process at spawn. */
+export interface DefaultGrant {
+  readonly resource: CapabilityResource;
+  readonly rights: readonly Right[];
+}
+
+/** The default grant set of a mode for process `pid`. */
+export function defaultGrants(mode: ModeName, pid: string): DefaultGrant[] {
+  const workspace = (rights: Right[]): DefaultGrant => ({
+    resource: { type: "fs", path: ".", scope: "subtree" },
+    rights,
+  });
+  switch (mode) {
+    case "read-only":
+      return [workspace(["read", "stat"])];
+    case "plan":
+      return [
+        workspace(["read", "stat"]),
+        {
+          resource: { type: "namespace", key: `process:${pid}`, scope: "exact" },
+          rights: ["list", "create", "delete"],
+        },
+        {
+          resource: { type: "object", key: `process:${pid}/`, scope: "prefix" },
+          rights: ["read", "write", "delete"],
+        },
+      ];
+    case "workspace-write":
+      return [workspace(["read", "stat", "write"])];
+    case "full-access":
+      return [workspace(["read", "stat", "write", "delete"])];
+  }
+}

@@ -1,0 +1,60 @@
+import assert from "node:assert/strict";
+import { compileGlob, PROTECTED_GLOBS, SECRET_GLOBS } from "./path_glob.ts";
+
+Deno.test("compileGlob() matches segments with *, any depth with **, and nothing across a slash with ?", () => {
+  const cases: [string, string, boolean][] = [
+    ["*.ts", "a.ts", true],
+    ["*.ts", "src/a.ts", false],
+    ["**/*.ts", "a.ts", true],
+    ["**/*.ts", "src/deep/a.ts", true],
+    ["src/**", "src/a/b", true],
+    ["src/**", "srcx/a", false],
+    ["a?c", "abc", true],
+    ["a?c", "a/c", false],
+    ["secrets/**", "secrets/x", true],
+    ["a.b", "axb", false],
+    ["(x)", "(x)", true],
+  ];
+  for (const [glob, path, expected] of cases) {
+    assert.equal(compileGlob(glob).test(path), expected, `${glob} ~ ${path}`);
+  }
+  assert.throws(() => compileGlob(""), TypeError);
+});
+
+Deno.test("protected and secret globs match at any depth and regardless of case (stricter only)", () => {
+  const protectedGlobs = PROTECTED_GLOBS.map(compileGlob);
+  const secret = SECRET_GLOBS.map(compileGlob);
+  const hit = (globs: typeof secret, path: string) => globs.some((g) => g.test(path));
+  for (
+    const path of [
+      ".git",
+      ".git/config",
+      "pkg/.git/hooks/pre-commit",
+      "a/b/.GIT/HEAD",
+      ".gitmodules",
+      "sub/.gitmodules",
+    ]
+  ) {
+    assert.ok(hit(protectedGlobs, path), path);
+  }
+  for (const path of [".gitignore", "src/git.ts", "x.git"]) {
+    assert.ok(!hit(protectedGlobs, path), path);
+  }
+  for (
+    const path of [
+      ".env",
+      ".env.local",
+      "deploy/.ENV",
+      "key.pem",
+      "ssh/id_rsa",
+      ".npmrc",
+      "a/.netrc",
+      ".git-credentials",
+    ]
+  ) {
+    assert.ok(hit(secret, path), path);
+  }
+  for (const path of ["env.ts", "src/environment.md", "pem.txt"]) {
+    assert.ok(!hit(secret, path), path);
+  }
+});
