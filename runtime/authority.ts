@@ -110,6 +110,18 @@ export class Authority {
    * @throws {ApprovalRequiredError} when it is ask.
    */
   require(pid: string, action: Action, what: string): Decision {
+    const decision = this.check(pid, action, what);
+    this.consume(decision);
+    return decision;
+  }
+
+  /**
+   * Like {@link Authority.require}, but leaves a one-shot capability unconsumed: for checks made
+   * twice (the path as written, then where it really leads) before the effect.
+   * @throws {CapabilityDeniedError} when the decision is deny.
+   * @throws {ApprovalRequiredError} when it is ask.
+   */
+  check(pid: string, action: Action, what: string): Decision {
     const decision = this.decide(pid, action);
     const target = resourceString(action.resource);
     if (decision.effect === "deny") {
@@ -132,11 +144,14 @@ export class Authority {
         },
       );
     }
-    if (decision.capability) {
-      const cap = this.capabilities.get(decision.capability);
-      if (cap.oneShot) this.capabilities.consume(cap);
-    }
     return decision;
+  }
+
+  /** Uses up the one-shot capability an allow came from, if it came from one. */
+  consume(decision: Decision): void {
+    if (decision.effect !== "allow" || !decision.capability) return;
+    const cap = this.capabilities.get(decision.capability);
+    if (cap.oneShot) this.capabilities.consume(cap);
   }
 
   /** Grants a process its starting authority: the mode's default set, and rights over itself. */

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { isAbsolute, relative, resolve } from "node:path";
+import { isAbsolute, join, relative, resolve } from "node:path";
+import { sha256Hex } from "./canonical_json.ts";
 import { NotFoundError, UsageError, ValidationError } from "./errors.ts";
 import { SqliteStore } from "./sqlite_store.ts";
 import {
@@ -26,6 +27,8 @@ export interface DatabaseLocation {
   readonly path: string;
   /** The audit head file, or `null` for `:memory:`. */
   readonly headPath: string | null;
+  /** The cross-process workspace lock file, or `null` (an in-process lock only). */
+  readonly lockPath: string | null;
   /** Whether the path came from the default (state directory) rather than `--db`. */
   readonly isDefault: boolean;
 }
@@ -56,7 +59,7 @@ export function locateDatabase(options: LocateOptions): DatabaseLocation {
         `--db :memory: is only accepted where one invocation does everything (demo, agent, tests); pass a file path or omit --db`,
       );
     }
-    return { workspace, path: MEMORY_DB, headPath: null, isDefault: false };
+    return { workspace, path: MEMORY_DB, headPath: null, lockPath: null, isDefault: false };
   }
   if (options.db !== undefined && options.db.trim() === "") {
     throw new UsageError(`--db needs a file path or :memory:`);
@@ -83,6 +86,7 @@ export function locateDatabase(options: LocateOptions): DatabaseLocation {
     workspace,
     path,
     headPath: headFilePath(stateDir, path),
+    lockPath: join(stateDir, "locks", `${sha256Hex(workspace)}.lock`),
     isDefault: options.db === undefined,
   };
 }

@@ -163,6 +163,14 @@ export class ApprovalRequiredError extends LibosError {
   }
 }
 
+/** A path libos will not operate on: a symlink as the final component, a file that changed while being opened, the workspace root. */
+export class UnsafePathError extends LibosError {
+  /** Builds an `unsafe_path` error. */
+  constructor(message: string, options: LibosErrorOptions = {}) {
+    super("unsafe_path", "caller", message, options);
+  }
+}
+
 /** A path that leads outside the workspace, lexically or through a symlink. */
 export class OutsideWorkspaceError extends LibosError {
   /** Builds an `outside_workspace` error. */

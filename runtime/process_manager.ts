@@ -13,7 +13,7 @@
  * @module
  */
 import { type Actor, ProcessEngine, type ProcessListener } from "./_process_engine.ts";
-import { containedDirectory } from "./_workspace_path.ts";
+import { containedDirectory } from "./workspace_path.ts";
 import {
   ApprovalRequiredError,
   BudgetExhaustedError,

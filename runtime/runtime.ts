@@ -13,6 +13,9 @@ import { ActionLedger } from "./action_ledger.ts";
 import { Authority, type RunOptions } from "./authority.ts";
 import { parseRunDeny } from "./decide.ts";
 import { parseMode } from "./modes.ts";
+import { ClockPrimitive } from "./primitives/clock.ts";
+import { FilesystemPrimitive } from "./primitives/filesystem.ts";
+import { WorkspaceLock } from "./workspace_lock.ts";
 import { type IdSource, randomIds } from "./ids.ts";
 import type { Budgets } from "./process.ts";
 import { ProcessManager } from "./process_manager.ts";
@@ -45,11 +48,21 @@ export interface RuntimeOptions extends RunOptions {
   readonly readOnly?: boolean;
 }
 
+/** The runtime's primitives. */
+export interface Primitives {
+  readonly fs: FilesystemPrimitive;
+  readonly clock: ClockPrimitive;
+}
+
 /** A running libos instance. Close it with `await using` or {@link Runtime.close}. */
 export interface Runtime extends RuntimeCore, AsyncDisposable {
   readonly location: DatabaseLocation;
   /** Decides what processes may do (`decide()`), and holds their capabilities. */
   readonly authority: Authority;
+  /** The authority boundary: every effect goes through one of these. */
+  readonly primitives: Primitives;
+  /** Serialises filesystem primitives against shell runs on this workspace. */
+  readonly lock: WorkspaceLock;
   readonly processes: ProcessManager;
   readonly ledger: ActionLedger;
   /** A scheduler that runs this runtime's processes with `driver`. */
@@ -138,6 +151,19 @@ function build(options: RuntimeOptions): Runtime {
     ...(options.defaultBudgets === undefined ? {} : { defaultBudgets: options.defaultBudgets }),
   });
   const ledger = new ActionLedger({ ...core, processes });
+  const lock = new WorkspaceLock(readOnly ? null : location.lockPath);
+  const primitives: Primitives = {
+    fs: new FilesystemPrimitive({
+      core,
+      authority,
+      processes,
+      ledger,
+      provider: options.filesystem ?? hostFilesystem(),
+      workspace: location.workspace,
+      lock,
+    }),
+    clock: new ClockPrimitive(core),
+  };
   const schedulers = new Set<Scheduler>();
   let closed = false;
   const close = (): Promise<void> => {
@@ -149,6 +175,7 @@ function build(options: RuntimeOptions): Runtime {
         if (!readOnly) eventLog.emit({ kind: "session.ended", payload: { reason: "closed" } });
         store.flush();
       } finally {
+        lock[Symbol.dispose]();
         eventLog.close();
         auditLog[Symbol.dispose]();
         store.close();
@@ -163,6 +190,8 @@ function build(options: RuntimeOptions): Runtime {
     location,
     authority,
     processes,
+    primitives,
+    lock,
     ledger,
     scheduler(driver, schedulerOptions = {}) {
       const scheduler = new Scheduler({ processes, ledger, driver, clock, ...schedulerOptions });

@@ -90,4 +90,5 @@ export function databaseRealPath(path: string, cwd: string): string {
 /** Creates the state directory (mode 0700) and its `heads/` folder when missing. */
 export function ensureStateDirectory(stateDir: string): void {
   Deno.mkdirSync(join(stateDir, "heads"), { recursive: true, mode: 0o700 });
+  Deno.mkdirSync(join(stateDir, "locks"), { recursive: true, mode: 0o700 });
 }

@@ -1,7 +1,16 @@
 /**
- * Injectable host backends (DESIGN §1): filesystem today; shell, network and clock providers
- * arrive with the primitives that use them.
+ * Injectable host backends (DESIGN §1): filesystem (with a recording fake for tests) and clock
+ * (`runtime/clock.ts`: the system clock and `FakeClock`); shell and network providers arrive
+ * with the primitives that use them.
  *
  * @module
  */
-export { type FilesystemProvider, hostFilesystem, type PathFacts } from "./filesystem.ts";
+export {
+  type DirEntry,
+  type FileHandle,
+  type FilesystemProvider,
+  hostFilesystem,
+  type PathFacts,
+  type RecordedCall,
+  recordingFilesystem,
+} from "./filesystem.ts";
