@@ -22,6 +22,7 @@ import {
   type Decision,
   type DecisionContext,
   type DecisionLayer,
+  type Layers,
   parseRunDeny,
 } from "./decide.ts";
 import { delegate, type InheritScope } from "./delegation.ts";
@@ -72,8 +73,8 @@ export class Authority {
   readonly capabilities: CapabilityTable;
   readonly context: DecisionContext;
   readonly #core: RuntimeCore;
-  readonly #hardline: DecisionLayer | undefined;
-  readonly #rules: DecisionLayer | undefined;
+  /** Built once: a check allocates nothing it does not have to. */
+  readonly #layers: Layers;
 
   /**
    * Builds the run's decision context.
@@ -88,19 +89,19 @@ export class Authority {
       wall: options.wall ?? false,
       protection: compileProtection(options.protectedPaths ?? []),
     };
-    this.#hardline = options.hardline;
-    this.#rules = options.rules;
+    const capabilities = this.capabilities;
+    this.#layers = {
+      ...(options.hardline ? { hardline: options.hardline } : {}),
+      ...(options.rules ? { rules: options.rules } : {}),
+      capabilities: {
+        match: (subject, a) => capabilities.match(subject.pid, a.resource, a.right, a.digest),
+      },
+    };
   }
 
   /** The decision for a process's action (no side effect). */
   decide(pid: string, action: Action): Decision {
-    return decide({ pid }, action, this.context, {
-      ...(this.#hardline ? { hardline: this.#hardline } : {}),
-      ...(this.#rules ? { rules: this.#rules } : {}),
-      capabilities: {
-        match: (subject, a) => this.capabilities.match(subject.pid, a.resource, a.right, a.digest),
-      },
-    });
+    return decide({ pid }, action, this.context, this.#layers);
   }
 
   /**

@@ -39,11 +39,13 @@ function keyOf(resource: ActionResource | Capability["resource"], fold: boolean)
 interface Bucket {
   readonly exact: Map<string, Capability[]>;
   readonly prefix: Map<string, Capability[]>;
+  /** For keyed resources: the lengths of the prefixes present, so only those are looked up. */
+  readonly prefixLengths: Set<number>;
   readonly any: Capability[];
 }
 
 function bucket(): Bucket {
-  return { exact: new Map(), prefix: new Map(), any: [] };
+  return { exact: new Map(), prefix: new Map(), prefixLengths: new Set(), any: [] };
 }
 
 function push(map: Map<string, Capability[]>, key: string, cap: Capability): void {
@@ -52,26 +54,65 @@ function push(map: Map<string, Capability[]>, key: string, cap: Capability): voi
   else map.set(key, [cap]);
 }
 
-/** Candidate lookup keys for a concrete resource: itself and each enclosing prefix. */
-function prefixes(resource: ActionResource, fold: boolean): string[] {
+/** Candidate lookup keys for a concrete resource: each enclosing prefix, itself included. */
+function prefixes(resource: ActionResource, fold: boolean, lengths: ReadonlySet<number>): string[] {
   if (resource.type === "fs") {
     const path = fold ? resource.path.toLowerCase() : resource.path;
     const out = ["."];
     if (path === ".") return out;
-    const parts = path.split("/");
-    for (let i = 1; i <= parts.length; i++) out.push(parts.slice(0, i).join("/"));
+    for (let i = path.indexOf("/"); i !== -1; i = path.indexOf("/", i + 1)) {
+      out.push(path.slice(0, i));
+    }
+    out.push(path);
     return out;
   }
   if (resource.type === "shell") {
-    const argv = fold ? resource.argv.map((t) => t.toLowerCase()) : [...resource.argv];
+    const argv = fold ? resource.argv.map((t) => t.toLowerCase()) : resource.argv;
     const out: string[] = [];
-    for (let i = 1; i <= argv.length; i++) out.push(argv.slice(0, i).join("\u0000"));
+    let key = "";
+    for (const [i, token] of argv.entries()) {
+      key = i === 0 ? token : `${key}\u0000${token}`;
+      out.push(key);
+    }
     return out;
   }
   const key = fold ? resource.key.toLowerCase() : resource.key;
   const out: string[] = [];
-  for (let i = 1; i <= key.length; i++) out.push(key.slice(0, i));
+  for (const length of lengths) if (length <= key.length) out.push(key.slice(0, length));
   return out;
+}
+
+const FOLDS: readonly boolean[] = Object.freeze([false, true]);
+
+interface Best {
+  cap: Capability | undefined;
+  spec: number;
+}
+
+/** Folds the candidates in `list` into `best` (most specific; ties deny > ask > allow). */
+function consider(
+  best: Best,
+  list: readonly Capability[] | undefined,
+  resource: ActionResource,
+  right: string,
+  digest: string | undefined,
+  now: number,
+  fold: boolean,
+): void {
+  if (!list) return;
+  for (const cap of list) {
+    if (!cap.rights.includes(right) || !isLive(cap, now)) continue;
+    if (cap.actionDigest !== null && cap.actionDigest !== digest) continue;
+    const spec = specificity(cap.resource, resource, fold);
+    if (spec === undefined) continue;
+    if (
+      spec > best.spec ||
+      (spec === best.spec && best.cap && RANK[cap.effect] > RANK[best.cap.effect])
+    ) {
+      best.cap = cap;
+      best.spec = spec;
+    }
+  }
 }
 
 /** One subject's capabilities, indexed. Immutable once built; rebuild to change. */
@@ -94,7 +135,11 @@ export class CapabilityIndex {
       const scope = cap.resource.scope;
       if (scope === "any") b.any.push(cap);
       else if (scope === "exact") push(b.exact, keyOf(cap.resource, fold), cap);
-      else push(b.prefix, keyOf(cap.resource, fold), cap);
+      else {
+        const key = keyOf(cap.resource, fold);
+        push(b.prefix, key, cap);
+        b.prefixLengths.add(key.length);
+      }
     }
   }
 
@@ -105,27 +150,22 @@ export class CapabilityIndex {
     now: number,
     tier: Capability["tier"],
   ): CapabilityMatch | undefined {
-    let best: Capability | undefined;
-    let bestSpec = -1;
-    const consider = (cap: Capability, fold: boolean) => {
-      if (!cap.rights.includes(right) || !isLive(cap, now)) return;
-      if (cap.actionDigest !== null && cap.actionDigest !== digest) return;
-      const spec = specificity(cap.resource, resource, fold);
-      if (spec === undefined) return;
-      if (spec > bestSpec || (spec === bestSpec && best && RANK[cap.effect] > RANK[best.effect])) {
-        best = cap;
-        bestSpec = spec;
-      }
-    };
-    for (const fold of [false, true]) {
+    const found: Best = { cap: undefined, spec: -1 };
+    for (const fold of FOLDS) {
       const b = this.#buckets.get(`${resource.type}|${tier}|${fold}`);
       if (!b) continue;
-      const keys = prefixes(resource, fold);
-      for (const cap of b.exact.get(keys[keys.length - 1] ?? "") ?? []) consider(cap, fold);
-      for (const key of keys) for (const cap of b.prefix.get(key) ?? []) consider(cap, fold);
-      for (const cap of b.any) consider(cap, fold);
+      if (b.exact.size > 0) {
+        consider(found, b.exact.get(keyOf(resource, fold)), resource, right, digest, now, fold);
+      }
+      // Enclosing prefixes are computed only when some capability is a prefix or subtree.
+      if (b.prefix.size > 0) {
+        for (const key of prefixes(resource, fold, b.prefixLengths)) {
+          consider(found, b.prefix.get(key), resource, right, digest, now, fold);
+        }
+      }
+      consider(found, b.any, resource, right, digest, now, fold);
     }
-    return best ? { effect: best.effect, capability: best } : undefined;
+    return found.cap ? { effect: found.cap.effect, capability: found.cap } : undefined;
   }
 
   /**

@@ -97,7 +97,7 @@ export function locateDatabase(options: LocateOptions): DatabaseLocation {
  */
 function refuseInsideWorkspace(workspace: string, path: string, isDefault: boolean): void {
   const relation = relative(workspace, path);
-  if (relation.startsWith("..") || isAbsolute(relation)) return;
+  if (relation === ".." || relation.startsWith("../") || isAbsolute(relation)) return;
   const message =
     `The database "${path}" would be inside the workspace "${workspace}", where an agent that can write files could rewrite its own capabilities and audit; ${
       isDefault

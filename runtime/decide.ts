@@ -17,11 +17,18 @@
  *
  * @module
  */
-import type { ActionResource, Effect, Right } from "./capability.ts";
+import { type ActionResource, type Effect, isRight, type Right, RIGHTS } from "./capability.ts";
 import type { CapabilityMatch } from "./capability_index.ts";
 import { ValidationError } from "./errors.ts";
 import { modeCeiling, type ModeName } from "./modes.ts";
-import { compileGlob, type PathGlob, PROTECTED_GLOBS, SECRET_GLOBS } from "./path_glob.ts";
+import {
+  compileGlob,
+  type GlobSet,
+  globSet,
+  type PathGlob,
+  PROTECTED_GLOBS,
+  SECRET_GLOBS,
+} from "./path_glob.ts";
 
 /** Who acts: a process. */
 export interface Subject {
@@ -72,25 +79,29 @@ export function parseRunDeny(source: string): RunDeny {
       } is not TYPE[.RIGHT]:GLOB (e.g. fs.write:secrets/**, net:*, shell:rm *)`,
     );
   }
-  return {
-    source,
-    type: match[1] as RunDeny["type"],
-    right: match[2],
-    glob: compileGlob(match[3]!),
-  };
+  const type = match[1] as RunDeny["type"];
+  const right = match[2];
+  if (right !== undefined && !isRight(type, right)) {
+    throw new ValidationError(
+      `Run deny ${JSON.stringify(source)} names right ${
+        JSON.stringify(right)
+      }, which ${type} does not have (it has ${RIGHTS[type].join(", ")})`,
+    );
+  }
+  return { source, type, right, glob: compileGlob(match[3]!, { segments: type === "fs" }) };
 }
 
 /** The protected and secret path globs, compiled once per runtime. */
 export interface Protection {
-  readonly protected: readonly PathGlob[];
-  readonly secret: readonly PathGlob[];
+  readonly protected: GlobSet;
+  readonly secret: GlobSet;
 }
 
 /** Compiles the protected and secret globs, plus any extra protected paths (the database). */
 export function compileProtection(extraProtected: readonly string[] = []): Protection {
   return {
-    protected: [...PROTECTED_GLOBS, ...extraProtected].map(compileGlob),
-    secret: SECRET_GLOBS.map(compileGlob),
+    protected: globSet([...PROTECTED_GLOBS, ...extraProtected]),
+    secret: globSet(SECRET_GLOBS),
   };
 }
 
@@ -144,11 +155,11 @@ function ceiling(subject: Subject, action: Action, context: DecisionContext): De
   if (mode === "deny") return { effect: "deny", reason: `mode:${context.mode}`, layer: "mode" };
   if (action.resource.type === "fs") {
     if (action.right === "write" || action.right === "delete") {
-      const glob = context.protection.protected.find((g) => g.test(key));
+      const glob = context.protection.protected.match(key);
       if (glob) return { effect: "ask", reason: `protected:${glob.source}`, layer: "protected" };
     }
     if (action.right === "read") {
-      const glob = context.protection.secret.find((g) => g.test(key));
+      const glob = context.protection.secret.match(key);
       if (glob) return { effect: "ask", reason: `protected:${glob.source}`, layer: "protected" };
     }
   }

@@ -10,6 +10,8 @@
 /** A compiled glob. */
 export interface PathGlob {
   readonly source: string;
+  /** The regular expression body (without anchors or flags). */
+  readonly pattern: string;
   test(path: string): boolean;
 }
 
@@ -17,7 +19,13 @@ export interface PathGlob {
  * Compiles a glob.
  * @throws {TypeError} for an empty or over-long pattern.
  */
-export function compileGlob(source: string): PathGlob {
+export function compileGlob(
+  source: string,
+  options: { readonly segments?: boolean } = {},
+): PathGlob {
+  // Paths have segments, so `*` stops at `/`; other keys (a shell command, a host) have none.
+  const star = options.segments === false ? ".*" : "[^/]*";
+  const one = options.segments === false ? "." : "[^/]";
   if (typeof source !== "string" || source.length === 0 || source.length > 1024) {
     throw new TypeError(`A path glob must be 1-1024 characters, got ${JSON.stringify(source)}`);
   }
@@ -30,15 +38,34 @@ export function compileGlob(source: string): PathGlob {
       pattern += slash ? "(?:.*/)?" : ".*";
       i += slash ? 2 : 1;
     } else if (c === "*") {
-      pattern += "[^/]*";
+      pattern += star;
     } else if (c === "?") {
-      pattern += "[^/]";
+      pattern += one;
     } else {
       pattern += c.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
     }
   }
   const regex = new RegExp(`^${pattern}$`, "iu");
-  return { source, test: (path) => regex.test(path) };
+  return { source, pattern, test: (path) => regex.test(path) };
+}
+
+/** A set of globs tested with one combined regular expression; `match` names the first that matches. */
+export interface GlobSet {
+  readonly globs: readonly PathGlob[];
+  match(path: string): PathGlob | undefined;
+}
+
+/** Compiles several globs into a {@link GlobSet}. */
+export function globSet(sources: readonly string[]): GlobSet {
+  const globs = sources.map((source) => compileGlob(source));
+  const any = globs.length
+    ? new RegExp(globs.map((g) => `^(?:${g.pattern})$`).join("|"), "iu")
+    : undefined;
+  return {
+    globs,
+    // One regex answers "none" (the common case); only a hit looks for which glob it was.
+    match: (path) => (any?.test(path) ? globs.find((g) => g.test(path)) : undefined),
+  };
 }
 
 /** Paths whose writes and deletes ask in every mode (DESIGN §3). */

@@ -22,8 +22,8 @@ Deno.test("compileGlob() matches segments with *, any depth with **, and nothing
 });
 
 Deno.test("protected and secret globs match at any depth and regardless of case (stricter only)", () => {
-  const protectedGlobs = PROTECTED_GLOBS.map(compileGlob);
-  const secret = SECRET_GLOBS.map(compileGlob);
+  const protectedGlobs = PROTECTED_GLOBS.map((g) => compileGlob(g));
+  const secret = SECRET_GLOBS.map((g) => compileGlob(g));
   const hit = (globs: typeof secret, path: string) => globs.some((g) => g.test(path));
   for (
     const path of [

@@ -55,6 +55,8 @@ export interface SqliteStoreOptions {
   readonly maxPages?: number;
 }
 
+const DATA_VERSION = "PRAGMA data_version";
+
 function isThenable(value: unknown): boolean {
   return (typeof value === "object" || typeof value === "function") && value !== null &&
     typeof (value as { then?: unknown }).then === "function";
@@ -292,7 +294,15 @@ export class SqliteStore implements Store {
 
   dataVersion(): number {
     this.#usable();
-    return Number(this.#stmt("PRAGMA data_version").get()?.data_version ?? 0);
+    let statement = this.#statements.get(DATA_VERSION);
+    if (!statement) {
+      // Arrays, not row objects: this runs before every capability check.
+      statement = this.#db.prepare(DATA_VERSION);
+      (statement as unknown as { setReturnArrays(on: boolean): void }).setReturnArrays(true);
+      this.#statements.set(DATA_VERSION, statement);
+    }
+    const row = statement.get() as unknown as readonly number[] | undefined;
+    return Number(row?.[0] ?? 0);
   }
 
   close(): void {

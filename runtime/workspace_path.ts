@@ -17,7 +17,8 @@ const MAX_PATH = 4096;
 /** Whether absolute `path` is the workspace or inside it. */
 export function insideWorkspace(workspace: string, path: string): boolean {
   const rel = relative(workspace, path);
-  return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
+  // `..` as a whole segment leaves; a name that merely starts with dots (`..%2fx`) does not.
+  return rel === "" || (rel !== ".." && !rel.startsWith("../") && !isAbsolute(rel));
 }
 
 /** A path resolved inside the workspace. */
@@ -53,35 +54,69 @@ export function lexicalPath(workspace: string, cwd: string, path: string): Works
 }
 
 /**
- * The canonical form of a lexical workspace path: the real path of its deepest existing
- * ancestor with the missing rest appended. `exists` says whether the whole path exists.
+ * The canonical form of a lexical workspace path: the real path of the deepest existing ancestor
+ * of its *directory*, the missing rest appended, and its final component kept as written — a
+ * symlink as the final component is not followed here (the primitive refuses it after an
+ * `lstat`), so deleting a symlink deletes the link and reading one is refused. With
+ * `followFinal` the final component is resolved too (a working directory is stored fully
+ * resolved). `exists` says whether the final component exists (as a link or otherwise).
  * @throws {OutsideWorkspaceError} when a symlink leads outside the workspace.
  */
 export function canonicalPath(
   fs: FilesystemProvider,
   workspace: string,
   path: WorkspacePath,
+  options: { readonly followFinal?: boolean } = {},
 ): WorkspacePath & { readonly exists: boolean } {
-  let existing = path.absolute;
-  const rest: string[] = [];
-  let real: string | undefined;
-  while (real === undefined) {
-    try {
-      real = fs.realPath(existing);
-    } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound) || existing === workspace) throw error;
-      const slash = existing.lastIndexOf("/");
-      rest.unshift(existing.slice(slash + 1));
-      existing = existing.slice(0, slash) || "/";
+  const resolveExisting = (target: string): { real: string; rest: string[] } => {
+    let existing = target;
+    const rest: string[] = [];
+    for (;;) {
+      try {
+        return { real: fs.realPath(existing), rest };
+      } catch (error) {
+        if (
+          !(error instanceof Deno.errors.NotFound) || existing === workspace || existing === "/"
+        ) throw error;
+        const slash = existing.lastIndexOf("/");
+        rest.unshift(existing.slice(slash + 1));
+        existing = existing.slice(0, slash) || "/";
+      }
     }
+  };
+  let absolute: string;
+  if (path.relative === "." || options.followFinal) {
+    const { real, rest } = resolveExisting(path.absolute);
+    absolute = rest.length ? join(real, ...rest) : real;
+  } else {
+    const slash = path.absolute.lastIndexOf("/");
+    const { real, rest } = resolveExisting(path.absolute.slice(0, slash) || "/");
+    absolute = join(real, ...rest, path.absolute.slice(slash + 1));
   }
-  const absolute = rest.length ? join(real, ...rest) : real;
   if (!insideWorkspace(workspace, absolute)) {
     throw new OutsideWorkspaceError(
       `Cannot use ${JSON.stringify(path.relative)}: a symlink leads outside the workspace`,
     );
   }
-  return { relative: relative(workspace, absolute) || ".", absolute, exists: rest.length === 0 };
+  let exists = true;
+  try {
+    if (fs.lstat(absolute).isSymlink) {
+      // Not followed for the operation, but a link that leads out is named for what it is.
+      let target: string | undefined;
+      try {
+        target = fs.realPath(absolute);
+      } catch { /* dangling: refused later as a symlink */ }
+      if (target !== undefined && !insideWorkspace(workspace, target)) {
+        throw new OutsideWorkspaceError(
+          `Cannot use ${JSON.stringify(path.relative)}: a symlink leads outside the workspace`,
+        );
+      }
+    }
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    exists = false;
+  }
+  return { relative: relative(workspace, absolute) || ".", absolute, exists };
 }
 
 /**
@@ -102,7 +137,7 @@ export function containedDirectory(
 ): string {
   const lexical = lexicalPath(workspace, cwd, path);
   authorize(lexical.relative);
-  const canonical = canonicalPath(fs, workspace, lexical);
+  const canonical = canonicalPath(fs, workspace, lexical, { followFinal: true });
   if (canonical.relative !== lexical.relative) authorize(canonical.relative);
   if (!canonical.exists) {
     throw new NotFoundError(`Cannot use directory ${JSON.stringify(path)}: it does not exist`);

@@ -86,6 +86,12 @@ function table(rows: readonly Row[]): string {
         opsPerSecond >= bench.target.minOpsPerSecond ? "MET" : "MISSED"
       } >= ${bench.target.minOpsPerSecond} ops/s`;
     }
+    if (bench.target?.maxP99Ms !== undefined) {
+      const p99 = percentile(result.latenciesMs, 99);
+      target += `${target ? "; " : ""}${p99 <= bench.target.maxP99Ms ? "MET" : "MISSED"} p99 <= ${
+        fmt(bench.target.maxP99Ms)
+      }`;
+    }
     if (bench.target?.maxP95Ms !== undefined) {
       target += `${target ? "; " : ""}${p95 <= bench.target.maxP95Ms ? "MET" : "MISSED"} p95 <= ${
         fmt(bench.target.maxP95Ms)
