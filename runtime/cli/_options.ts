@@ -48,6 +48,12 @@ export const OPTION_SPECS = {
   message: { type: "string" },
   result: { type: "string" },
   "max-quanta": { type: "string" },
+  mode: { type: "string" },
+  deny: { type: "string", multiple: true },
+  right: { type: "string", multiple: true },
+  effect: { type: "string" },
+  once: { type: "boolean" },
+  expires: { type: "string" },
 } as const;
 
 /** The name of an option. */

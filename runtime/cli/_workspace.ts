@@ -10,7 +10,7 @@ import { UsageError } from "../errors.ts";
 import { createRuntime, type Runtime } from "../runtime.ts";
 import { MEMORY_DB } from "../state_paths.ts";
 import type { Store } from "../store.ts";
-import { type CliIo, type ParsedArgs, stringOption } from "./_options.ts";
+import { type CliIo, listOption, type ParsedArgs, stringOption } from "./_options.ts";
 
 /** Resolves the command's database location; `createStateDirectory` for commands that write. */
 export function locateFrom(
@@ -74,9 +74,13 @@ export function openRuntime(parsed: ParsedArgs, io: CliIo, access: Access): Prom
       `--db :memory: is only accepted where one invocation does everything (demo, agent, tests); pass a file path or omit --db`,
     );
   }
+  const mode = stringOption(parsed, "mode");
+  const denies = listOption(parsed, "deny");
   return createRuntime({
     ...(workspace === undefined ? {} : { workspace }),
     ...(db === undefined ? {} : { db }),
+    ...(mode === undefined ? {} : { mode }),
+    ...(denies.length === 0 ? {} : { denies }),
     env: io.env,
     cwd: io.cwd,
     create: access === "create",

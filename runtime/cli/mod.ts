@@ -9,6 +9,7 @@ import { UsageError } from "../errors.ts";
 import { auditQueryCommand, auditVerifyCommand } from "./audit_command.ts";
 import { demoCommand } from "./demo_command.ts";
 import { initCommand } from "./init_command.ts";
+import { capsCommand, grantCommand, revokeCommand } from "./capability_commands.ts";
 import {
   cdCommand,
   exitCommand,
@@ -39,6 +40,9 @@ const COMMANDS: readonly Command[] = [
   signalCommand,
   cdCommand,
   exitCommand,
+  capsCommand,
+  grantCommand,
+  revokeCommand,
   auditQueryCommand,
   auditVerifyCommand,
   demoCommand,

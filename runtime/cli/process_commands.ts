@@ -198,10 +198,13 @@ build does not have yet: with runnable processes it says so and exits 1.`;
 export const spawnCommand: Command = {
   name: "spawn",
   summary: "create a top-level process",
-  usage: `Usage: libos spawn --goal TEXT [--image ID] [--tool NAME]... [--cwd DIR] [--json]
+  usage:
+    `Usage: libos spawn --goal TEXT [--image ID] [--tool NAME]... [--cwd DIR] [--mode MODE] [--json]
 
-Creates a runnable top-level process (default image ${DEFAULT_IMAGE}) with the default budgets.`,
-  options: ["goal", "image", "tool", "cwd"],
+Creates a runnable top-level process (default image ${DEFAULT_IMAGE}) with the default budgets
+and the default grants of MODE: read-only (workspace read), plan (read plus its own objects),
+workspace-write or edit (read and write; the default), full-access or full (read, write, delete).`,
+  options: ["goal", "image", "tool", "cwd", "mode"],
   run: spawn,
 };
 
