@@ -155,6 +155,21 @@ export function resourceString(resource: ActionResource | CapabilityResource): s
   }${scope}`;
 }
 
+/**
+ * The argv as deny and ask matching sees it: case folded, and the program (first token) reduced
+ * to its bare name — no directory, no `.exe`, no version suffix — so `/usr/bin/Python3.11` and
+ * `rm.exe` meet a deny on `python` or `rm`. Only deny and ask use it: normalisation may only
+ * ever make a decision stricter (DESIGN §2); allow matches exact tokens.
+ */
+export function foldArgv(argv: readonly string[]): string[] {
+  return argv.map((token, i) => {
+    const lower = token.toLowerCase();
+    if (i > 0) return lower;
+    const name = lower.slice(lower.lastIndexOf("/") + 1).replace(/\.exe$/, "");
+    return name.replace(/[-_.]?\d+(\.\d+)*$/, "") || name;
+  });
+}
+
 /** Whether the canonical path `path` lies in (or is) the subtree rooted at `root`. */
 export function inSubtree(root: string, path: string): boolean {
   return root === "." || path === root || path.startsWith(root + "/");
@@ -182,8 +197,8 @@ export function specificity(
   }
   if (cap.type === "shell" && action.type === "shell") {
     if (cap.scope === "any") return 0;
-    const want = cap.argv.map(fold);
-    const have = action.argv.map(fold);
+    const want = caseFold ? foldArgv(cap.argv) : cap.argv;
+    const have = caseFold ? foldArgv(action.argv) : action.argv;
     if (cap.scope === "exact") {
       return want.length === have.length && want.every((t, i) => t === have[i])
         ? 1_000_000

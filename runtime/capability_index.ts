@@ -11,7 +11,13 @@
  *
  * @module
  */
-import { type ActionResource, type Capability, type Effect, specificity } from "./capability.ts";
+import {
+  type ActionResource,
+  type Capability,
+  type Effect,
+  foldArgv,
+  specificity,
+} from "./capability.ts";
 
 /** The capability that decided a check, and its effect. */
 export interface CapabilityMatch {
@@ -28,11 +34,10 @@ export function isLive(cap: Capability, now: number): boolean {
 }
 
 function keyOf(resource: ActionResource | Capability["resource"], fold: boolean): string {
-  const raw = resource.type === "fs"
-    ? resource.path
-    : resource.type === "shell"
-    ? resource.argv.join("\u0000")
-    : resource.key;
+  if (resource.type === "shell") {
+    return (fold ? foldArgv(resource.argv) : resource.argv).join("\u0000");
+  }
+  const raw = resource.type === "fs" ? resource.path : resource.key;
   return fold ? raw.toLowerCase() : raw;
 }
 
@@ -67,8 +72,9 @@ function prefixes(resource: ActionResource, fold: boolean, lengths: ReadonlySet<
     return out;
   }
   if (resource.type === "shell") {
-    const argv = fold ? resource.argv.map((t) => t.toLowerCase()) : resource.argv;
-    const out: string[] = [];
+    const argv = fold ? foldArgv(resource.argv) : resource.argv;
+    // The empty prefix (every command) first, then each longer one.
+    const out: string[] = [""];
     let key = "";
     for (const [i, token] of argv.entries()) {
       key = i === 0 ? token : `${key}\u0000${token}`;

@@ -15,6 +15,7 @@ import {
   type ActionResource,
   type Capability,
   type CapabilityResource,
+  foldArgv,
   inSubtree,
   resourceString,
   type Right,
@@ -32,19 +33,25 @@ export interface InheritScope {
 /** A character no real path segment, argv token or key ends with: a point strictly inside a prefix. */
 const INSIDE = "\u0001";
 
-/** Whether capability resource `inner` lies within scope `outer` (same type). */
-function within(outer: CapabilityResource, inner: CapabilityResource): boolean {
+/**
+ * Whether capability resource `inner` lies within scope `outer` (same type). `fold` compares the
+ * way deny and ask capabilities match (case-insensitively, programs by bare name): a carve-out
+ * written `SRC/Secret` lies inside a scope `src`.
+ */
+function within(outer: CapabilityResource, inner: CapabilityResource, fold: boolean): boolean {
+  const text = (s: string) => (fold ? s.toLowerCase() : s);
   if (outer.type === "fs" && inner.type === "fs") {
-    if (outer.scope === "exact") return inner.scope === "exact" && inner.path === outer.path;
-    return inSubtree(outer.path, inner.path);
+    const o = text(outer.path);
+    const i = text(inner.path);
+    if (outer.scope === "exact") return inner.scope === "exact" && i === o;
+    return inSubtree(o, i);
   }
   if (outer.type === "shell" && inner.type === "shell") {
     if (outer.scope === "any") return true;
-    const fits = outer.argv.length <= inner.argv.length &&
-      outer.argv.every((t, i) => t === inner.argv[i]);
-    if (outer.scope === "exact") {
-      return inner.scope === "exact" && fits && outer.argv.length === inner.argv.length;
-    }
+    const o = fold ? foldArgv(outer.argv) : outer.argv;
+    const i = fold ? foldArgv(inner.argv) : inner.argv;
+    const fits = o.length <= i.length && o.every((t, n) => t === i[n]);
+    if (outer.scope === "exact") return inner.scope === "exact" && fits && o.length === i.length;
     return fits && inner.scope !== "any";
   }
   if (
@@ -52,8 +59,10 @@ function within(outer: CapabilityResource, inner: CapabilityResource): boolean {
   ) {
     if (outer.type !== inner.type) return false;
     if (outer.scope === "any") return true;
-    if (outer.scope === "exact") return inner.scope === "exact" && inner.key === outer.key;
-    return inner.scope !== "any" && inner.key.startsWith(outer.key);
+    if (outer.scope === "exact") {
+      return inner.scope === "exact" && text(inner.key) === text(outer.key);
+    }
+    return inner.scope !== "any" && text(inner.key).startsWith(text(outer.key));
   }
   return false;
 }
@@ -95,7 +104,14 @@ export function delegate(
   scopes: readonly InheritScope[],
   now: number,
 ): GrantRequest[] {
-  const usable = parentCaps.filter((c) => isLive(c, now) && !c.oneShot && c.actionDigest === null);
+  // One-shot and action-bound allows (a human approving one exact action) are never handed on;
+  // restrictions always are. Action-bound restrictions are copied as they are (below), since a
+  // probe carries no action digest; the rest shape the parent's effective answer.
+  const live = parentCaps.filter((c) =>
+    isLive(c, now) && (c.effect !== "allow" || (!c.oneShot && c.actionDigest === null))
+  );
+  const usable = live.filter((c) => c.actionDigest === null);
+  const bound = live.filter((c) => c.actionDigest !== null);
   const parent = new CapabilityIndex(usable);
   const grants: GrantRequest[] = [];
   for (const scope of scopes) {
@@ -111,9 +127,9 @@ export function delegate(
       }
       const boundaries = [
         scope.resource,
-        ...usable.filter((c) => c.rights.includes(right) && within(scope.resource, c.resource)).map(
-          (c) => c.resource,
-        ),
+        ...usable.filter((c) =>
+          c.rights.includes(right) && within(scope.resource, c.resource, c.effect !== "allow")
+        ).map((c) => c.resource),
       ];
       const seen = new Set<string>();
       for (const boundary of boundaries) {
@@ -133,6 +149,21 @@ export function delegate(
           ...(answer.capability.expiresAt === null
             ? {}
             : { expiresAt: answer.capability.expiresAt }),
+        });
+      }
+      for (const cap of bound) {
+        if (!cap.rights.includes(right) || !within(scope.resource, cap.resource, true)) continue;
+        grants.push({
+          subject: child,
+          resource: cap.resource,
+          rights: [right],
+          effect: cap.effect,
+          actionDigest: cap.actionDigest!,
+          ...(cap.oneShot ? { oneShot: true } : {}),
+          issuer: `lineage:${cap.subject}`,
+          derivedFrom: cap.id,
+          tier: "inherited",
+          ...(cap.expiresAt === null ? {} : { expiresAt: cap.expiresAt }),
         });
       }
     }

@@ -317,6 +317,19 @@ export class FilesystemPrimitive {
     }
   }
 
+  /**
+   * Runs an operation under the shared workspace lock; an unsafe-path refusal (a symlink as the
+   * final component, a file or directory that changed under it) is audited as a denial.
+   */
+  async #locked<T>(pid: string, op: string, path: string, fn: () => T): Promise<T> {
+    try {
+      return await this.#lock.shared(fn);
+    } catch (error) {
+      if (error instanceof UnsafePathError) this.#record(pid, op, path, "deny", "unsafe_path");
+      throw error;
+    }
+  }
+
   // ---------------------------------------------------------------- operations
 
   /**
@@ -339,7 +352,7 @@ export class FilesystemPrimitive {
     const lexical = this.#lexical(pid, op, args.path);
     const what = `read "${lexical.relative}"`;
     this.#check(pid, op, { resource: { type: "fs", path: lexical.relative }, right: "read" }, what);
-    return await this.#lock.shared(() => {
+    return await this.#locked(pid, op, lexical.relative, () => {
       const { path, decision } = this.#resolve(pid, op, lexical, "read", what);
       const before = this.#lstat(path.absolute);
       if (!before) throw new NotFoundError(`Cannot read "${path.relative}": it does not exist`);
@@ -407,7 +420,7 @@ export class FilesystemPrimitive {
       right: "write",
       digest,
     }, what);
-    return await this.#lock.shared(() => {
+    return await this.#locked(pid, op, lexical.relative, () => {
       const { path, decision } = this.#resolve(pid, op, lexical, "write", what, digest);
       if (path.relative === ".") {
         throw new UnsafePathError(`Cannot write to the workspace root itself`);
@@ -486,7 +499,7 @@ export class FilesystemPrimitive {
     const lexical = this.#lexical(pid, op, args.path ?? ".");
     const what = `list "${lexical.relative}"`;
     this.#check(pid, op, { resource: { type: "fs", path: lexical.relative }, right: "read" }, what);
-    return await this.#lock.shared(() => {
+    return await this.#locked(pid, op, lexical.relative, () => {
       const { path, decision } = this.#resolve(pid, op, lexical, "read", what);
       const facts = this.#lstat(path.absolute);
       if (!facts) throw new NotFoundError(`Cannot list "${path.relative}": it does not exist`);
@@ -531,7 +544,7 @@ export class FilesystemPrimitive {
       { resource: { type: "fs", path: lexical.relative }, right: "write" },
       what,
     );
-    return await this.#lock.shared(() => {
+    return await this.#locked(pid, op, lexical.relative, () => {
       const { path, decision } = this.#resolve(pid, op, lexical, "write", what);
       if (path.exists) {
         const facts = this.#lstat(path.absolute);
@@ -590,7 +603,7 @@ export class FilesystemPrimitive {
       { resource: { type: "fs", path: lexical.relative }, right: "delete" },
       what,
     );
-    return await this.#lock.shared(() => {
+    return await this.#locked(pid, op, lexical.relative, () => {
       const { path, decision } = this.#resolve(pid, op, lexical, "delete", what);
       const facts = this.#lstat(path.absolute);
       if (!facts) {
@@ -640,7 +653,7 @@ export class FilesystemPrimitive {
       { resource: { type: "fs", path: lexical.relative }, right: "delete" },
       what,
     );
-    return await this.#lock.shared(() => {
+    return await this.#locked(pid, op, lexical.relative, () => {
       const { path, decision } = this.#resolve(pid, op, lexical, "delete", what);
       if (path.relative === ".") {
         throw new UnsafePathError(
@@ -709,7 +722,7 @@ export class FilesystemPrimitive {
     const lexical = this.#lexical(pid, op, args.path);
     const what = `stat "${lexical.relative}"`;
     this.#check(pid, op, { resource: { type: "fs", path: lexical.relative }, right: "stat" }, what);
-    return await this.#lock.shared(() => {
+    return await this.#locked(pid, op, lexical.relative, () => {
       const { path, decision } = this.#resolve(pid, op, lexical, "stat", what);
       const facts = this.#lstat(path.absolute);
       this.#authority.consume(decision);
