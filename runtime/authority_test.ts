@@ -257,3 +257,65 @@ Deno.test("ClockPrimitive: a process sleeping through the clock primitive is par
   await run;
   assert.deepEqual(order, ["sleeper", "worker", "sleeper"]);
 });
+
+Deno.test("FilesystemPrimitive resolves relative paths from the process's working directory", async () => {
+  await using f = await fixture();
+  Deno.mkdirSync(join(f.workspace, "pkg"));
+  const pm = f.runtime.processes;
+  const pid = pm.spawn({ goal: "g", image: "base-agent:v0" }).pid;
+  pm.chdir(pid, "pkg", self(pid));
+  const written = await f.runtime.primitives.fs.writeText(pid, {
+    path: "notes.txt",
+    content: "in pkg",
+  });
+  assert.equal(written.path, "pkg/notes.txt");
+  assert.equal(Deno.readTextFileSync(join(f.workspace, "pkg", "notes.txt")), "in pkg");
+  assert.equal(
+    (await f.runtime.primitives.fs.readText(pid, { path: "notes.txt" })).content,
+    "in pkg",
+  );
+  assert.equal(
+    (await f.runtime.primitives.fs.readText(pid, { path: "../pkg/notes.txt" })).path,
+    "pkg/notes.txt",
+  );
+});
+
+Deno.test("FilesystemPrimitive: a write grant does not allow delete, even in full-access mode", async () => {
+  await using f = await fixture("full-access");
+  const pid = f.runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
+  const caps = f.runtime.authority.capabilities;
+  for (const cap of caps.list(pid)) if (cap.resource.type === "fs") caps.revoke(cap.id);
+  caps.grant({
+    subject: pid,
+    resource: { type: "fs", path: "doomed.txt", scope: "exact" },
+    rights: ["write", "read", "stat"],
+    effect: "allow",
+    issuer: "operator",
+  });
+  Deno.writeTextFileSync(join(f.workspace, "doomed.txt"), "still here");
+  await assert.rejects(
+    f.runtime.primitives.fs.deleteFile(pid, { path: "doomed.txt" }),
+    (e: unknown) => e instanceof CapabilityDeniedError && e.reason === "default",
+  );
+  assert.equal(Deno.readTextFileSync(join(f.workspace, "doomed.txt")), "still here");
+  await f.runtime.primitives.fs.writeText(pid, { path: "doomed.txt", content: "rewritten" });
+  assert.equal(Deno.readTextFileSync(join(f.workspace, "doomed.txt")), "rewritten");
+});
+
+Deno.test("FilesystemPrimitive: a revoked filesystem capability stops the next write, with no success audited", async () => {
+  await using f = await fixture();
+  const pid = f.runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
+  await f.runtime.primitives.fs.writeText(pid, { path: "a.txt", content: "1" });
+  for (const cap of f.runtime.authority.capabilities.list(pid)) {
+    if (cap.resource.type === "fs") f.runtime.authority.capabilities.revoke(cap.id);
+  }
+  await assert.rejects(
+    f.runtime.primitives.fs.writeText(pid, { path: "a.txt", content: "2" }),
+    CapabilityDeniedError,
+  );
+  assert.equal(Deno.readTextFileSync(join(f.workspace, "a.txt")), "1");
+  assert.deepEqual(f.runtime.audit.query({ pid, action: "fs.write" }).map((r) => r.decision), [
+    "allow",
+    "deny",
+  ]);
+});

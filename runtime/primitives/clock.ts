@@ -80,16 +80,21 @@ export class ClockPrimitive {
       );
     }
     const epochMs = this.#core.clock.now();
+    this.#record(pid, "clock.now", { timeZone });
+    return { iso: offsetIso(epochMs, timeZone), epochMs, timeZone };
+  }
+
+  /** Audits a use of the clock: it needs no capability, but every use is on record. */
+  #record(pid: string, action: string, detail: Record<string, string | number>): void {
     this.#core.audit.append({
       actor: pid,
       pid,
-      action: "clock.now",
+      action,
       resource: "clock",
       decision: "allow",
       authority: "runtime",
-      detail: { timeZone },
+      detail,
     });
-    return { iso: offsetIso(epochMs, timeZone), epochMs, timeZone };
   }
 
   #bounded(ms: number): number {
@@ -109,30 +114,14 @@ export class ClockPrimitive {
   sleepUntil(pid: string, ms: number): { readonly until: number } {
     const bounded = this.#bounded(ms);
     const until = this.#core.clock.now() + bounded;
-    this.#core.audit.append({
-      actor: pid,
-      pid,
-      action: "clock.sleep",
-      resource: "clock",
-      decision: "allow",
-      authority: "runtime",
-      detail: { ms: bounded },
-    });
+    this.#record(pid, "clock.sleep", { ms: bounded });
     return { until };
   }
 
   /** Sleeps inside one call (for syscalls that must block), bounded like {@link sleepUntil}. */
   async wait(pid: string, ms: number, signal?: AbortSignal): Promise<void> {
     const bounded = this.#bounded(ms);
-    this.#core.audit.append({
-      actor: pid,
-      pid,
-      action: "clock.sleep",
-      resource: "clock",
-      decision: "allow",
-      authority: "runtime",
-      detail: { ms: bounded },
-    });
+    this.#record(pid, "clock.sleep", { ms: bounded });
     await this.#core.clock.sleep(bounded, signal);
   }
 }

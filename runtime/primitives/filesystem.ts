@@ -318,14 +318,45 @@ export class FilesystemPrimitive {
   }
 
   /**
-   * Runs an operation under the shared workspace lock; an unsafe-path refusal (a symlink as the
-   * final component, a file or directory that changed under it) is audited as a denial.
+   * The shape every operation shares: resolve the path as written, decide on it before touching
+   * the filesystem, then under the shared workspace lock canonicalise, decide again where it
+   * really leads, and run `body`. An unsafe-path refusal (a symlink as the final component, a
+   * file or directory that changed under the check) is audited as a denial.
    */
-  async #locked<T>(pid: string, op: string, path: string, fn: () => T): Promise<T> {
+  async #operate<T>(
+    pid: string,
+    op: string,
+    pathArg: string,
+    right: Right,
+    verb: (relative: string) => string,
+    body: (
+      path: WorkspacePath & { exists: boolean },
+      decision: Decision,
+      digest: string | undefined,
+    ) => T,
+    options: {
+      readonly digest?: (relative: string) => string;
+      readonly before?: (relative: string) => void;
+    } = {},
+  ): Promise<T> {
+    const lexical = this.#lexical(pid, op, pathArg);
+    options.before?.(lexical.relative);
+    const digest = options.digest?.(lexical.relative);
+    const what = verb(lexical.relative);
+    this.#check(pid, op, {
+      resource: { type: "fs", path: lexical.relative },
+      right,
+      ...(digest ? { digest } : {}),
+    }, what);
     try {
-      return await this.#lock.shared(fn);
+      return await this.#lock.shared(() => {
+        const { path, decision } = this.#resolve(pid, op, lexical, right, what, digest);
+        return body(path, decision, digest);
+      });
     } catch (error) {
-      if (error instanceof UnsafePathError) this.#record(pid, op, path, "deny", "unsafe_path");
+      if (error instanceof UnsafePathError) {
+        this.#record(pid, op, lexical.relative, "deny", "unsafe_path");
+      }
       throw error;
     }
   }
@@ -349,47 +380,50 @@ export class FilesystemPrimitive {
       );
     }
     const op = "fs.read";
-    const lexical = this.#lexical(pid, op, args.path);
-    const what = `read "${lexical.relative}"`;
-    this.#check(pid, op, { resource: { type: "fs", path: lexical.relative }, right: "read" }, what);
-    return await this.#locked(pid, op, lexical.relative, () => {
-      const { path, decision } = this.#resolve(pid, op, lexical, "read", what);
-      const before = this.#lstat(path.absolute);
-      if (!before) throw new NotFoundError(`Cannot read "${path.relative}": it does not exist`);
-      if (before.isSymlink) {
-        throw new UnsafePathError(
-          `Cannot read "${path.relative}": it is a symbolic link, and libos does not follow one as the final component`,
-        );
-      }
-      if (!before.isFile) {
-        throw new ValidationError(
-          `Cannot read "${path.relative}": it is a ${typeOf(before)}, not a file`,
-        );
-      }
-      this.#hardLinks(pid, op, path.relative, before, undefined);
-      using handle = this.#fs.open(path.absolute);
-      if (!sameFile(handle.facts(), before)) {
-        throw new UnsafePathError(
-          `Cannot read "${path.relative}": it changed while it was being opened; nothing was read`,
-        );
-      }
-      this.#parentStill(dirname(path.absolute), path.relative);
-      const raw = handle.read(maxBytes + 1);
-      const truncated = raw.length > maxBytes;
-      const kept = cutUtf8(raw, maxBytes);
-      const content = new TextDecoder().decode(kept);
-      this.#authority.consume(decision);
-      this.#record(pid, op, path.relative, "allow", decision.reason, {
-        detail: { bytes: kept.length, truncated },
-      });
-      return {
-        path: path.relative,
-        content,
-        bytes: kept.length,
-        size: handle.facts().size,
-        truncated,
-      };
-    });
+    return await this.#operate(
+      pid,
+      op,
+      args.path,
+      "read",
+      (rel) => `read "${rel}"`,
+      (path, decision) => {
+        const before = this.#lstat(path.absolute);
+        if (!before) throw new NotFoundError(`Cannot read "${path.relative}": it does not exist`);
+        if (before.isSymlink) {
+          throw new UnsafePathError(
+            `Cannot read "${path.relative}": it is a symbolic link, and libos does not follow one as the final component`,
+          );
+        }
+        if (!before.isFile) {
+          throw new ValidationError(
+            `Cannot read "${path.relative}": it is a ${typeOf(before)}, not a file`,
+          );
+        }
+        this.#hardLinks(pid, op, path.relative, before, undefined);
+        using handle = this.#fs.open(path.absolute);
+        if (!sameFile(handle.facts(), before)) {
+          throw new UnsafePathError(
+            `Cannot read "${path.relative}": it changed while it was being opened; nothing was read`,
+          );
+        }
+        this.#parentStill(dirname(path.absolute), path.relative);
+        const raw = handle.read(maxBytes + 1);
+        const truncated = raw.length > maxBytes;
+        const kept = cutUtf8(raw, maxBytes);
+        const content = new TextDecoder().decode(kept);
+        this.#authority.consume(decision);
+        this.#record(pid, op, path.relative, "allow", decision.reason, {
+          detail: { bytes: kept.length, truncated },
+        });
+        return {
+          path: path.relative,
+          content,
+          bytes: kept.length,
+          size: handle.facts().size,
+          truncated,
+        };
+      },
+    );
   }
 
   /**
@@ -411,74 +445,73 @@ export class FilesystemPrimitive {
     }
     const overwrite = args.overwrite ?? true;
     const op = "fs.write";
-    const lexical = this.#lexical(pid, op, args.path);
     const sha256 = sha256Hex(data);
-    const digest = digestOf({ primitive: op, path: lexical.relative, sha256, overwrite });
-    const what = `write "${lexical.relative}"`;
-    this.#check(pid, op, {
-      resource: { type: "fs", path: lexical.relative },
-      right: "write",
-      digest,
-    }, what);
-    return await this.#locked(pid, op, lexical.relative, () => {
-      const { path, decision } = this.#resolve(pid, op, lexical, "write", what, digest);
-      if (path.relative === ".") {
-        throw new UnsafePathError(`Cannot write to the workspace root itself`);
-      }
-      const dir = dirname(path.absolute);
-      const parent = this.#lstat(dir);
-      if (!parent?.isDirectory) {
-        throw this.#precondition(
-          pid,
-          dirname(path.relative),
-          "its directory does not exist; create it with make_dir first",
-        );
-      }
-      const existing = this.#lstat(path.absolute);
-      if (existing?.isSymlink) {
-        throw new UnsafePathError(
-          `Cannot write "${path.relative}": it is a symbolic link, and libos does not follow one as the final component`,
-        );
-      }
-      if (existing && !existing.isFile) {
-        throw this.#precondition(pid, path.relative, `it is a ${typeOf(existing)}`);
-      }
-      if (existing && !overwrite) {
-        throw this.#precondition(pid, path.relative, "it already exists and overwrite is false");
-      }
-      if (existing) this.#hardLinks(pid, op, path.relative, existing, digest);
-      this.#authority.consume(decision);
-      this.#effect(pid, op, { path: path.relative, sha256, bytes: data.length }, () => {
-        const temp = join(dir, `.${basename(path.absolute)}.libos-${crypto.randomUUID()}.tmp`);
-        let tempFacts: PathFacts;
-        {
-          using handle = this.#fs.create(temp, 0o644);
-          handle.write(data);
-          handle.sync();
-          tempFacts = handle.facts();
+    return await this.#operate(
+      pid,
+      op,
+      args.path,
+      "write",
+      (rel) => `write "${rel}"`,
+      (path, decision, digest) => {
+        if (path.relative === ".") {
+          throw new UnsafePathError(`Cannot write to the workspace root itself`);
         }
-        try {
-          this.#parentStill(dir, path.relative);
-          const check = this.#lstat(temp);
-          if (!check || !sameFile(check, tempFacts)) {
-            throw new UnsafePathError(
-              `"${path.relative}" changed while it was being written; nothing was written`,
-            );
+        const dir = dirname(path.absolute);
+        const parent = this.#lstat(dir);
+        if (!parent?.isDirectory) {
+          throw this.#precondition(
+            pid,
+            dirname(path.relative),
+            "its directory does not exist; create it with make_dir first",
+          );
+        }
+        const existing = this.#lstat(path.absolute);
+        if (existing?.isSymlink) {
+          throw new UnsafePathError(
+            `Cannot write "${path.relative}": it is a symbolic link, and libos does not follow one as the final component`,
+          );
+        }
+        if (existing && !existing.isFile) {
+          throw this.#precondition(pid, path.relative, `it is a ${typeOf(existing)}`);
+        }
+        if (existing && !overwrite) {
+          throw this.#precondition(pid, path.relative, "it already exists and overwrite is false");
+        }
+        if (existing) this.#hardLinks(pid, op, path.relative, existing, digest);
+        this.#authority.consume(decision);
+        this.#effect(pid, op, { path: path.relative, sha256, bytes: data.length }, () => {
+          const temp = join(dir, `.${basename(path.absolute)}.libos-${crypto.randomUUID()}.tmp`);
+          let tempFacts: PathFacts;
+          {
+            using handle = this.#fs.create(temp, 0o644);
+            handle.write(data);
+            handle.sync();
+            tempFacts = handle.facts();
           }
-          this.#fs.rename(temp, path.absolute);
-        } catch (error) {
           try {
-            this.#fs.remove(temp);
-          } catch { /* it may already be gone */ }
-          throw error;
-        }
-      });
-      this.#record(pid, op, path.relative, "allow", decision.reason, {
-        inputDigest: digest,
-        detail: { bytes: data.length, created: !existing },
-      });
-      return { path: path.relative, bytes: data.length, sha256, created: !existing };
-    });
+            this.#parentStill(dir, path.relative);
+            const check = this.#lstat(temp);
+            if (!check || !sameFile(check, tempFacts)) {
+              throw new UnsafePathError(
+                `"${path.relative}" changed while it was being written; nothing was written`,
+              );
+            }
+            this.#fs.rename(temp, path.absolute);
+          } catch (error) {
+            try {
+              this.#fs.remove(temp);
+            } catch { /* it may already be gone */ }
+            throw error;
+          }
+        });
+        this.#record(pid, op, path.relative, "allow", decision.reason, {
+          ...(digest ? { inputDigest: digest } : {}),
+          detail: { bytes: data.length, created: !existing },
+        });
+        return { path: path.relative, bytes: data.length, sha256, created: !existing };
+      },
+      { digest: (rel) => digestOf({ primitive: op, path: rel, sha256, overwrite }) },
+    );
   }
 
   /**
@@ -496,35 +529,38 @@ export class FilesystemPrimitive {
       );
     }
     const op = "fs.list";
-    const lexical = this.#lexical(pid, op, args.path ?? ".");
-    const what = `list "${lexical.relative}"`;
-    this.#check(pid, op, { resource: { type: "fs", path: lexical.relative }, right: "read" }, what);
-    return await this.#locked(pid, op, lexical.relative, () => {
-      const { path, decision } = this.#resolve(pid, op, lexical, "read", what);
-      const facts = this.#lstat(path.absolute);
-      if (!facts) throw new NotFoundError(`Cannot list "${path.relative}": it does not exist`);
-      if (!facts.isDirectory) {
-        throw new ValidationError(
-          `Cannot list "${path.relative}": it is a ${typeOf(facts)}, not a directory`,
-        );
-      }
-      const entries: { name: string; type: EntryType }[] = [];
-      let truncated = false;
-      for (const entry of this.#fs.readDir(path.absolute)) {
-        if (entries.length >= limit) {
-          truncated = true;
-          break;
+    return await this.#operate(
+      pid,
+      op,
+      args.path ?? ".",
+      "read",
+      (rel) => `list "${rel}"`,
+      (path, decision) => {
+        const facts = this.#lstat(path.absolute);
+        if (!facts) throw new NotFoundError(`Cannot list "${path.relative}": it does not exist`);
+        if (!facts.isDirectory) {
+          throw new ValidationError(
+            `Cannot list "${path.relative}": it is a ${typeOf(facts)}, not a directory`,
+          );
         }
-        entries.push({ name: entry.name, type: typeOf(entry) });
-      }
-      this.#parentStill(path.absolute, path.relative);
-      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      this.#authority.consume(decision);
-      this.#record(pid, op, path.relative, "allow", decision.reason, {
-        detail: { entries: entries.length, truncated },
-      });
-      return { path: path.relative, entries, truncated };
-    });
+        const entries: { name: string; type: EntryType }[] = [];
+        let truncated = false;
+        for (const entry of this.#fs.readDir(path.absolute)) {
+          if (entries.length >= limit) {
+            truncated = true;
+            break;
+          }
+          entries.push({ name: entry.name, type: typeOf(entry) });
+        }
+        this.#parentStill(path.absolute, path.relative);
+        entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+        this.#authority.consume(decision);
+        this.#record(pid, op, path.relative, "allow", decision.reason, {
+          detail: { entries: entries.length, truncated },
+        });
+        return { path: path.relative, entries, truncated };
+      },
+    );
   }
 
   /**
@@ -536,54 +572,56 @@ export class FilesystemPrimitive {
     args: { readonly path: string; readonly parents?: boolean },
   ): Promise<{ path: string; created: string[] }> {
     const op = "fs.mkdir";
-    const lexical = this.#lexical(pid, op, args.path);
-    const what = `create directory "${lexical.relative}"`;
-    this.#check(
+    return await this.#operate(
       pid,
       op,
-      { resource: { type: "fs", path: lexical.relative }, right: "write" },
-      what,
-    );
-    return await this.#locked(pid, op, lexical.relative, () => {
-      const { path, decision } = this.#resolve(pid, op, lexical, "write", what);
-      if (path.exists) {
-        const facts = this.#lstat(path.absolute);
-        if (facts?.isDirectory && args.parents) return { path: path.relative, created: [] };
-        throw this.#precondition(pid, path.relative, "it already exists");
-      }
-      // The missing components, outermost first; each must be allowed on its own.
-      const missing: string[] = [];
-      for (let rel = path.relative; rel !== "."; rel = dirname(rel) === "." ? "." : dirname(rel)) {
-        if (this.#lstat(join(this.#workspace, rel))) break;
-        missing.unshift(rel);
-      }
-      if (missing.length > 1 && !args.parents) {
-        throw this.#precondition(
-          pid,
-          dirname(path.relative),
-          "its parent directory does not exist; pass parents: true",
-        );
-      }
-      const decisions = missing.map((rel) =>
-        rel === path.relative ? decision : this.#check(
-          pid,
-          op,
-          { resource: { type: "fs", path: rel }, right: "write" },
-          `create directory "${rel}"`,
-        )
-      );
-      for (const d of decisions) this.#authority.consume(d);
-      this.#effect(pid, op, { path: path.relative, parents: args.parents ?? false }, () => {
-        for (const rel of missing) {
-          this.#parentStill(dirname(join(this.#workspace, rel)), rel);
-          this.#fs.mkdir(join(this.#workspace, rel));
+      args.path,
+      "write",
+      (rel) => `create directory "${rel}"`,
+      (path, decision) => {
+        if (path.exists) {
+          const facts = this.#lstat(path.absolute);
+          if (facts?.isDirectory && args.parents) return { path: path.relative, created: [] };
+          throw this.#precondition(pid, path.relative, "it already exists");
         }
-      });
-      for (const [i, rel] of missing.entries()) {
-        this.#record(pid, op, rel, "allow", decisions[i]!.reason);
-      }
-      return { path: path.relative, created: missing };
-    });
+        // The missing components, outermost first; each must be allowed on its own.
+        const missing: string[] = [];
+        for (
+          let rel = path.relative;
+          rel !== ".";
+          rel = dirname(rel) === "." ? "." : dirname(rel)
+        ) {
+          if (this.#lstat(join(this.#workspace, rel))) break;
+          missing.unshift(rel);
+        }
+        if (missing.length > 1 && !args.parents) {
+          throw this.#precondition(
+            pid,
+            dirname(path.relative),
+            "its parent directory does not exist; pass parents: true",
+          );
+        }
+        const decisions = missing.map((rel) =>
+          rel === path.relative ? decision : this.#check(
+            pid,
+            op,
+            { resource: { type: "fs", path: rel }, right: "write" },
+            `create directory "${rel}"`,
+          )
+        );
+        for (const d of decisions) this.#authority.consume(d);
+        this.#effect(pid, op, { path: path.relative, parents: args.parents ?? false }, () => {
+          for (const rel of missing) {
+            this.#parentStill(dirname(join(this.#workspace, rel)), rel);
+            this.#fs.mkdir(join(this.#workspace, rel));
+          }
+        });
+        for (const [i, rel] of missing.entries()) {
+          this.#record(pid, op, rel, "allow", decisions[i]!.reason);
+        }
+        return { path: path.relative, created: missing };
+      },
+    );
   }
 
   /**
@@ -595,38 +633,38 @@ export class FilesystemPrimitive {
     args: { readonly path: string; readonly missingOk?: boolean },
   ): Promise<{ path: string; deleted: boolean }> {
     const op = "fs.delete";
-    const lexical = this.#lexical(pid, op, args.path);
-    const what = `delete "${lexical.relative}"`;
-    this.#check(
+    return await this.#operate(
       pid,
       op,
-      { resource: { type: "fs", path: lexical.relative }, right: "delete" },
-      what,
-    );
-    return await this.#locked(pid, op, lexical.relative, () => {
-      const { path, decision } = this.#resolve(pid, op, lexical, "delete", what);
-      const facts = this.#lstat(path.absolute);
-      if (!facts) {
-        if (!args.missingOk) throw this.#precondition(pid, path.relative, "it does not exist");
-        // A no-op delete still uses up a one-shot approval: the approved action happened.
+      args.path,
+      "delete",
+      (rel) => `delete "${rel}"`,
+      (path, decision) => {
+        const facts = this.#lstat(path.absolute);
+        if (!facts) {
+          if (!args.missingOk) throw this.#precondition(pid, path.relative, "it does not exist");
+          // A no-op delete still uses up a one-shot approval: the approved action happened.
+          this.#authority.consume(decision);
+          this.#record(pid, op, path.relative, "allow", decision.reason, {
+            detail: { deleted: false },
+          });
+          return { path: path.relative, deleted: false };
+        }
+        if (facts.isDirectory) {
+          throw this.#precondition(pid, path.relative, "it is a directory; use delete_dir");
+        }
+        this.#hardLinks(pid, op, path.relative, facts, undefined);
         this.#authority.consume(decision);
-        this.#record(pid, op, path.relative, "allow", decision.reason, {
-          detail: { deleted: false },
+        this.#effect(pid, op, { path: path.relative }, () => {
+          this.#parentStill(dirname(path.absolute), path.relative);
+          this.#fs.remove(path.absolute);
         });
-        return { path: path.relative, deleted: false };
-      }
-      if (facts.isDirectory) {
-        throw this.#precondition(pid, path.relative, "it is a directory; use delete_dir");
-      }
-      this.#hardLinks(pid, op, path.relative, facts, undefined);
-      this.#authority.consume(decision);
-      this.#effect(pid, op, { path: path.relative }, () => {
-        this.#parentStill(dirname(path.absolute), path.relative);
-        this.#fs.remove(path.absolute);
-      });
-      this.#record(pid, op, path.relative, "allow", decision.reason, { detail: { deleted: true } });
-      return { path: path.relative, deleted: true };
-    });
+        this.#record(pid, op, path.relative, "allow", decision.reason, {
+          detail: { deleted: true },
+        });
+        return { path: path.relative, deleted: true };
+      },
+    );
   }
 
   /**
@@ -639,67 +677,69 @@ export class FilesystemPrimitive {
     args: { readonly path: string; readonly recursive?: boolean },
   ): Promise<{ path: string; deleted: number }> {
     const op = "fs.rmdir";
-    const lexical = this.#lexical(pid, op, args.path);
-    if (lexical.relative === ".") {
-      this.#record(pid, op, ".", "deny", "containment");
-      throw new UnsafePathError(
-        "Cannot delete the workspace root; delete what is inside it instead",
-      );
-    }
-    const what = `delete directory "${lexical.relative}"`;
-    this.#check(
+    return await this.#operate(
       pid,
       op,
-      { resource: { type: "fs", path: lexical.relative }, right: "delete" },
-      what,
-    );
-    return await this.#locked(pid, op, lexical.relative, () => {
-      const { path, decision } = this.#resolve(pid, op, lexical, "delete", what);
-      if (path.relative === ".") {
-        throw new UnsafePathError(
-          "Cannot delete the workspace root; delete what is inside it instead",
-        );
-      }
-      const facts = this.#lstat(path.absolute);
-      if (!facts) throw this.#precondition(pid, path.relative, "it does not exist");
-      if (!facts.isDirectory) {
-        throw this.#precondition(pid, path.relative, `it is a ${typeOf(facts)}; use delete_file`);
-      }
-      // Walk without following anything, deciding on every entry before removing any.
-      const entries: { rel: string; dir: boolean }[] = [];
-      const walk = (rel: string) => {
-        for (const entry of this.#fs.readDir(join(this.#workspace, rel))) {
-          const child = `${rel}/${entry.name}`;
-          if (entries.length >= this.limits.deleteEntriesMax) {
-            throw new ValidationError(
-              `Cannot delete "${path.relative}": it holds more than ${this.limits.deleteEntriesMax} entries`,
-            );
-          }
-          if (!args.recursive) {
-            throw this.#precondition(pid, path.relative, "it is not empty; pass recursive: true");
-          }
-          this.#check(
-            pid,
-            op,
-            { resource: { type: "fs", path: child }, right: "delete" },
-            `delete "${child}" inside "${path.relative}"`,
+      args.path,
+      "delete",
+      (rel) => `delete directory "${rel}"`,
+      (path, decision) => {
+        if (path.relative === ".") {
+          throw new UnsafePathError(
+            "Cannot delete the workspace root; delete what is inside it instead",
           );
-          if (entry.isDirectory && !entry.isSymlink) walk(child);
-          entries.push({ rel: child, dir: entry.isDirectory && !entry.isSymlink });
         }
-      };
-      walk(path.relative);
-      this.#authority.consume(decision);
-      this.#effect(pid, op, { path: path.relative, entries: entries.length }, () => {
-        this.#parentStill(dirname(path.absolute), path.relative);
-        for (const entry of entries) this.#fs.remove(join(this.#workspace, entry.rel));
-        this.#fs.remove(path.absolute);
-      });
-      this.#record(pid, op, path.relative, "allow", decision.reason, {
-        detail: { entries: entries.length },
-      });
-      return { path: path.relative, deleted: entries.length + 1 };
-    });
+        const facts = this.#lstat(path.absolute);
+        if (!facts) throw this.#precondition(pid, path.relative, "it does not exist");
+        if (!facts.isDirectory) {
+          throw this.#precondition(pid, path.relative, `it is a ${typeOf(facts)}; use delete_file`);
+        }
+        // Walk without following anything, deciding on every entry before removing any.
+        const entries: { rel: string; dir: boolean }[] = [];
+        const walk = (rel: string) => {
+          for (const entry of this.#fs.readDir(join(this.#workspace, rel))) {
+            const child = `${rel}/${entry.name}`;
+            if (entries.length >= this.limits.deleteEntriesMax) {
+              throw new ValidationError(
+                `Cannot delete "${path.relative}": it holds more than ${this.limits.deleteEntriesMax} entries`,
+              );
+            }
+            if (!args.recursive) {
+              throw this.#precondition(pid, path.relative, "it is not empty; pass recursive: true");
+            }
+            this.#check(
+              pid,
+              op,
+              { resource: { type: "fs", path: child }, right: "delete" },
+              `delete "${child}" inside "${path.relative}"`,
+            );
+            if (entry.isDirectory && !entry.isSymlink) walk(child);
+            entries.push({ rel: child, dir: entry.isDirectory && !entry.isSymlink });
+          }
+        };
+        walk(path.relative);
+        this.#authority.consume(decision);
+        this.#effect(pid, op, { path: path.relative, entries: entries.length }, () => {
+          this.#parentStill(dirname(path.absolute), path.relative);
+          for (const entry of entries) this.#fs.remove(join(this.#workspace, entry.rel));
+          this.#fs.remove(path.absolute);
+        });
+        this.#record(pid, op, path.relative, "allow", decision.reason, {
+          detail: { entries: entries.length },
+        });
+        return { path: path.relative, deleted: entries.length + 1 };
+      },
+      {
+        // The workspace root is refused before any decision: no answer makes deleting it fine.
+        before: (rel) => {
+          if (rel !== ".") return;
+          this.#record(pid, op, ".", "deny", "containment");
+          throw new UnsafePathError(
+            "Cannot delete the workspace root; delete what is inside it instead",
+          );
+        },
+      },
+    );
   }
 
   /**
@@ -719,23 +759,26 @@ export class FilesystemPrimitive {
     }
   > {
     const op = "fs.stat";
-    const lexical = this.#lexical(pid, op, args.path);
-    const what = `stat "${lexical.relative}"`;
-    this.#check(pid, op, { resource: { type: "fs", path: lexical.relative }, right: "stat" }, what);
-    return await this.#locked(pid, op, lexical.relative, () => {
-      const { path, decision } = this.#resolve(pid, op, lexical, "stat", what);
-      const facts = this.#lstat(path.absolute);
-      this.#authority.consume(decision);
-      this.#record(pid, op, path.relative, "allow", decision.reason, {
-        detail: { exists: facts !== undefined },
-      });
-      return {
-        path: path.relative,
-        exists: facts !== undefined,
-        type: facts ? typeOf(facts) : null,
-        size: facts ? facts.size : null,
-        mtime: facts ? facts.mtime : null,
-      };
-    });
+    return await this.#operate(
+      pid,
+      op,
+      args.path,
+      "stat",
+      (rel) => `stat "${rel}"`,
+      (path, decision) => {
+        const facts = this.#lstat(path.absolute);
+        this.#authority.consume(decision);
+        this.#record(pid, op, path.relative, "allow", decision.reason, {
+          detail: { exists: facts !== undefined },
+        });
+        return {
+          path: path.relative,
+          exists: facts !== undefined,
+          type: facts ? typeOf(facts) : null,
+          size: facts ? facts.size : null,
+          mtime: facts ? facts.mtime : null,
+        };
+      },
+    );
   }
 }
