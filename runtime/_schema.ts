@@ -124,6 +124,24 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX capabilities_by_origin ON capabilities (derived_from) WHERE derived_from IS NOT NULL;
     `,
   },
+  {
+    version: 4,
+    sql: `
+      -- Everything between a process and its human: approvals, questions, permission requests,
+      -- outputs, interrupts. Durable, so a decision survives restarts and other terminals.
+      CREATE TABLE human_requests (
+        id      TEXT    PRIMARY KEY,
+        pid     TEXT    NOT NULL,
+        kind    TEXT    NOT NULL,
+        status  TEXT    NOT NULL,
+        data    TEXT    NOT NULL,
+        created INTEGER NOT NULL,
+        expires INTEGER
+      ) STRICT;
+      CREATE INDEX human_requests_by_status ON human_requests (status, created);
+      CREATE INDEX human_requests_by_pid ON human_requests (pid, created);
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

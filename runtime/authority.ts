@@ -95,6 +95,7 @@ export class Authority {
       ...(options.rules ? { rules: options.rules } : {}),
       capabilities: {
         match: (subject, a) => capabilities.match(subject.pid, a.resource, a.right, a.digest),
+        approval: (subject, a) => capabilities.approval(subject.pid, a.resource, a.right, a.digest),
       },
     };
   }
@@ -124,17 +125,9 @@ export class Authority {
    */
   check(pid: string, action: Action, what: string): Decision {
     const decision = this.decide(pid, action);
-    const target = resourceString(action.resource);
-    if (decision.effect === "deny") {
-      throw new CapabilityDeniedError(
-        "capability_denied",
-        `Cannot ${what}: process ${pid} lacks ${action.right} on ${target} (${
-          explain(decision, this.context.mode)
-        }); ask a human with request_permission`,
-        { reason: decision.reason },
-      );
-    }
+    if (decision.effect === "deny") throw this.refusal(pid, action, decision, what);
     if (decision.effect === "ask") {
+      const target = resourceString(action.resource);
       throw new ApprovalRequiredError(
         `Cannot ${what} yet: ${action.right} on ${target} needs a human's approval (${
           explain(decision, this.context.mode)
@@ -146,6 +139,17 @@ export class Authority {
       );
     }
     return decision;
+  }
+
+  /** The typed error for a deny decision: what failed, why, and how to fix it. */
+  refusal(pid: string, action: Action, decision: Decision, what: string): CapabilityDeniedError {
+    return new CapabilityDeniedError(
+      "capability_denied",
+      `Cannot ${what}: process ${pid} lacks ${action.right} on ${
+        resourceString(action.resource)
+      } (${explain(decision, this.context.mode)}); ask a human with request_permission`,
+      { reason: decision.reason },
+    );
   }
 
   /** Uses up the one-shot capability an allow came from, if it came from one. */

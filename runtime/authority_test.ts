@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { FakeClock } from "./clock.ts";
 import { ApprovalRequiredError, CapabilityDeniedError, ValidationError } from "./errors.ts";
@@ -184,19 +185,22 @@ Deno.test("Authority: a run-scoped deny beats a capability allow, and is named i
   await assert.rejects(createRuntime({ db: ":memory:", mode: "yolo" }), ValidationError);
 });
 
-Deno.test("Authority: an ask decision is a typed approval_required carrying the action digest", async () => {
+Deno.test("Authority.check() turns an ask decision into a typed approval_required carrying the action digest", async () => {
   await using f = await fixture("workspace-write");
   const pid = f.runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
-  Deno.writeTextFileSync(join(f.workspace, "old.txt"), "x");
-  await assert.rejects(
-    f.runtime.primitives.fs.writeText(pid, {
-      path: ".git/config",
-      content: "[core]\n\tfsmonitor = evil",
-    }),
+  const digest = `sha256:${"a".repeat(64)}`;
+  assert.throws(
+    () =>
+      f.runtime.authority.check(pid, {
+        resource: { type: "fs", path: ".git/config" },
+        right: "write",
+        digest,
+      }, "write .git/config"),
     (e: unknown) =>
       e instanceof ApprovalRequiredError && e.reason.startsWith("protected:") &&
-      /^sha256:[0-9a-f]{64}$/.test(e.digest),
+      e.digest === digest && e.code === "approval_required",
   );
+  assert.ok(!existsSync(join(f.workspace, ".git")), "deciding has no side effect");
 });
 
 Deno.test("ClockPrimitive reads the time in an IANA zone, bounds sleeps, and audits both", async () => {

@@ -125,12 +125,15 @@ function consider(
 export class CapabilityIndex {
   /** `type|tier|fold` → bucket. Allow capabilities are indexed exactly, deny/ask folded. */
   readonly #buckets = new Map<string, Bucket>();
+  /** Allow capabilities bound to one action digest: a human's approval of exactly that action. */
+  readonly #approvals: Capability[] = [];
   readonly size: number;
 
   /** Indexes the given capabilities (dead ones included: liveness is checked at match time). */
   constructor(caps: readonly Capability[]) {
     this.size = caps.length;
     for (const cap of caps) {
+      if (cap.effect === "allow" && cap.actionDigest !== null) this.#approvals.push(cap);
       const fold = cap.effect !== "allow";
       const id = `${cap.resource.type}|${cap.tier}|${fold}`;
       let b = this.#buckets.get(id);
@@ -172,6 +175,29 @@ export class CapabilityIndex {
       consider(found, b.any, resource, right, digest, now, fold);
     }
     return found.cap ? { effect: found.cap.effect, capability: found.cap } : undefined;
+  }
+
+  /**
+   * A live approval (an allow bound to exactly this action's digest) covering the action, if any.
+   * `decide()` lets one satisfy an ask from any layer — that ask was for this human decision —
+   * but never a deny.
+   */
+  approval(
+    resource: ActionResource,
+    right: string,
+    digest: string | undefined,
+    now: number,
+  ): CapabilityMatch | undefined {
+    if (digest === undefined) return undefined;
+    for (const cap of this.#approvals) {
+      if (
+        cap.actionDigest === digest && cap.rights.includes(right) && isLive(cap, now) &&
+        specificity(cap.resource, resource, false) !== undefined
+      ) {
+        return { effect: "allow", capability: cap };
+      }
+    }
+    return undefined;
   }
 
   /**

@@ -108,6 +108,16 @@ export class CapabilityTable {
     return index;
   }
 
+  /** A live approval bound to exactly this action, if the subject holds one. */
+  approval(
+    subject: string,
+    resource: ActionResource,
+    right: string,
+    digest: string | undefined,
+  ): CapabilityMatch | undefined {
+    return this.index(subject).approval(resource, right, digest, this.#core.clock.now());
+  }
+
   /** The capability answer for a subject's action, if any capability speaks. */
   match(
     subject: string,

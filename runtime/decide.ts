@@ -54,6 +54,8 @@ export interface Decision {
   readonly layer: Layer;
   /** The capability that decided (or that the ceiling capped), when one did. */
   readonly capability?: string;
+  /** True when a human's approval of exactly this action (a digest-bound allow) decided. */
+  readonly approval?: boolean;
 }
 
 /** A run-scoped deny: `<type>[.<right>]:<glob>`, e.g. `fs.write:secrets/**`, `net:*`. */
@@ -122,6 +124,8 @@ export interface DecisionLayer {
 /** The capability layer's view: the capability answer for a subject's action. */
 export interface CapabilityView {
   match(subject: Subject, action: Action): CapabilityMatch | undefined;
+  /** A live allow bound to exactly this action's digest (a human's approval), if any. */
+  approval?(subject: Subject, action: Action): CapabilityMatch | undefined;
 }
 
 /** The layers `decide()` consults; hardline and rules are seams until the policy issue. */
@@ -189,6 +193,20 @@ export function decide(
         capability: match.capability.id,
       }
       : { effect: "deny", reason: "default", layer: "default" };
+  }
+  // An ask — from the ceiling, a rule or a capability — was a question for a human; their
+  // approval of exactly this action answers it. A deny stands whatever anybody approved.
+  if (decision.effect !== "deny" && (decision.effect === "ask" || cap)) {
+    const approved = layers.capabilities.approval?.(subject, action);
+    if (approved) {
+      return {
+        effect: "allow",
+        reason: `cap:${approved.capability.id}`,
+        layer: "cap",
+        capability: approved.capability.id,
+        approval: true,
+      };
+    }
   }
   // A ceiling ask caps an allow; a deny from the later layers stands.
   if (cap && decision.effect === "allow") {

@@ -163,6 +163,47 @@ export class ApprovalRequiredError extends LibosError {
   }
 }
 
+/** Stable codes of {@link HumanDecisionError}. */
+export type HumanErrorCode = "approval_rejected" | "approval_expired" | "human_unavailable";
+
+/**
+ * A human rejected the request, it expired (which counts as a rejection), or no human is
+ * reachable (human mode `none`: every ask is denied at once).
+ */
+export class HumanDecisionError extends LibosError {
+  declare readonly code: HumanErrorCode;
+  /** The human request it was about (none in mode `none`: nothing was stored). */
+  readonly request: string | null;
+  /** Why `decide()` asked (`protected:**\/.env`, `mode:workspace-write`, …), when an action asked. */
+  readonly reason: string | null;
+
+  /** Builds a rejection, expiry or unreachable-human refusal. */
+  constructor(
+    code: HumanErrorCode,
+    message: string,
+    options: LibosErrorOptions & {
+      readonly request?: string | null;
+      readonly reason?: string | null;
+    } = {},
+  ) {
+    super(code, "caller", message, options);
+    this.request = options.request ?? null;
+    this.reason = options.reason ?? null;
+  }
+}
+
+/** The action waits for a human: the process parks in `waiting_human` on `request`. */
+export class HumanPendingError extends LibosError {
+  /** The durable human request the process waits on. */
+  readonly request: string;
+
+  /** Builds a `human_pending` error for one request. */
+  constructor(message: string, options: LibosErrorOptions & { readonly request: string }) {
+    super("human_pending", "caller", message, options);
+    this.request = options.request;
+  }
+}
+
 /** A path libos will not operate on: a symlink as the final component, a file that changed while being opened, the workspace root. */
 export class UnsafePathError extends LibosError {
   /** Builds an `unsafe_path` error. */

@@ -75,6 +75,18 @@ export const ActionOutcomeUnknown = z.object({
   payload: z.object({ pid: PidText, action: z.string(), actionKind: z.string() }).strict(),
 }).strict();
 
+/** A human request was made: an approval, a question, a permission request, an output, an interrupt. */
+export const HumanRequested = z.object({
+  kind: z.literal("human.request"),
+  payload: z.object({ id: z.string(), pid: PidText, requestKind: z.string() }).strict(),
+}).strict();
+
+/** A human request was decided, answered, expired or cancelled. */
+export const HumanDecided = z.object({
+  kind: z.literal("human.decision"),
+  payload: z.object({ id: z.string(), pid: PidText, status: z.string(), by: z.string() }).strict(),
+}).strict();
+
 /** The kind and payload of an event: a discriminated union on `kind`. */
 export const EventBody = z.discriminatedUnion("kind", [
   SessionStarted,
@@ -84,6 +96,8 @@ export const EventBody = z.discriminatedUnion("kind", [
   ProcessStatusChanged,
   ProcessExec,
   ActionOutcomeUnknown,
+  HumanRequested,
+  HumanDecided,
 ]);
 /** The kind and payload of an event. */
 export type EventBody = z.infer<typeof EventBody>;

@@ -10,6 +10,8 @@
  * | `workspace-write` (`edit`) | asks for deletes and network | workspace read and write |
  * | `full-access` (`full`) | none beyond hardline and protected paths | workspace read, write, delete |
  *
+ * Every mode also grants `human:owner` write: a process may always ask its human.
+ *
  * @module
  */
 import { z } from "zod";
@@ -102,8 +104,18 @@ export interface DefaultGrant {
   readonly rights: readonly Right[];
 }
 
+/** Every mode lets a top-level process talk to its human (ask, report, request a permission). */
+const HUMAN_OWNER: DefaultGrant = Object.freeze({
+  resource: Object.freeze({ type: "human", key: "owner", scope: "exact" }),
+  rights: Object.freeze(["write"]),
+}) as DefaultGrant;
+
 /** The default grant set of a mode for process `pid`. */
 export function defaultGrants(mode: ModeName, pid: string): DefaultGrant[] {
+  return [...workspaceGrants(mode, pid), HUMAN_OWNER];
+}
+
+function workspaceGrants(mode: ModeName, pid: string): DefaultGrant[] {
   const workspace = (rights: Right[]): DefaultGrant => ({
     resource: { type: "fs", path: ".", scope: "subtree" },
     rights,

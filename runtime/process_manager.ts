@@ -184,6 +184,11 @@ export class ProcessManager {
     }
   }
 
+  /** A number that moves when another connection commits (to notice its decisions and signals). */
+  dataVersion(): number {
+    return this.#engine.store.dataVersion();
+  }
+
   /** Registers a listener; returns the function that removes it. */
   listen(listener: ProcessListener): () => void {
     return this.#engine.listen(listener);
@@ -698,6 +703,34 @@ export class ProcessManager {
         }
       }
       return p;
+    });
+  }
+
+  /**
+   * Wakes a process waiting on human request `request` (decided, answered or expired), or
+   * arranges for a paused one to wake when resumed. False when it does not wait on that request.
+   */
+  wakeHuman(pid: string, request: string): boolean {
+    const engine = this.#engine;
+    return engine.op(() => {
+      const p = engine.find(pid);
+      if (!p || p.wait?.kind !== "human" || p.wait.request !== request) return false;
+      const wake = { kind: "human", request } as const;
+      if (p.status === "waiting_human") {
+        engine.move(p, "wake", { kind: "runtime" }, { wake });
+        return true;
+      }
+      if (p.status === "paused" && p.resumeTo === "waiting_human") {
+        engine.save({
+          ...p,
+          resumeTo: "runnable",
+          wait: null,
+          wake,
+          updatedAt: engine.clock.now(),
+        });
+        return true;
+      }
+      return false;
     });
   }
 

@@ -7,7 +7,7 @@
 import { AuditLog } from "./audit_log.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { type DatabaseLocation, locateDatabase, openDatabase } from "./database.ts";
-import { LibosError } from "./errors.ts";
+import { LibosError, ValidationError } from "./errors.ts";
 import { EventLog } from "./event_log.ts";
 import { ActionLedger } from "./action_ledger.ts";
 import { Authority, type RunOptions } from "./authority.ts";
@@ -15,6 +15,7 @@ import { parseRunDeny } from "./decide.ts";
 import { parseMode } from "./modes.ts";
 import { ClockPrimitive } from "./primitives/clock.ts";
 import { FilesystemPrimitive } from "./primitives/filesystem.ts";
+import { HumanChannel, type HumanMode, type HumanPrompt } from "./human_channel.ts";
 import { WorkspaceLock } from "./workspace_lock.ts";
 import { type IdSource, randomIds } from "./ids.ts";
 import type { Budgets } from "./process.ts";
@@ -46,6 +47,15 @@ export interface RuntimeOptions extends RunOptions {
   readonly create?: boolean;
   /** Open an existing database without writing anything (no session events, no migration). */
   readonly readOnly?: boolean;
+  /**
+   * How asks reach a human (DESIGN §4; default `none`: every ask is denied at once). `queue`
+   * parks the asking process until `libos human …` decides; `interactive` needs `prompt`.
+   */
+  readonly human?: HumanMode;
+  /** The prompt of the `interactive` human mode (e.g. {@link terminalPrompt}). */
+  readonly prompt?: HumanPrompt;
+  /** How long a human request stays answerable (default 24 hours); expiry is a rejection. */
+  readonly humanTtlMs?: number;
 }
 
 /** The runtime's primitives. */
@@ -63,6 +73,8 @@ export interface Runtime extends RuntimeCore, AsyncDisposable {
   readonly primitives: Primitives;
   /** Serialises filesystem primitives against shell runs on this workspace. */
   readonly lock: WorkspaceLock;
+  /** Durable requests between processes and their human (DESIGN §4). */
+  readonly human: HumanChannel;
   readonly processes: ProcessManager;
   readonly ledger: ActionLedger;
   /** A scheduler that runs this runtime's processes with `driver`. */
@@ -85,9 +97,21 @@ export function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
   }
 }
 
+const HUMAN_MODES: readonly string[] = Object.freeze(["interactive", "queue", "none"]);
+
 function build(options: RuntimeOptions): Runtime {
   // Refuse a bad mode or run deny before anything is opened.
   if (options.mode !== undefined) parseMode(options.mode);
+  if (options.human !== undefined && !HUMAN_MODES.includes(options.human)) {
+    throw new ValidationError(
+      `Unknown human mode ${JSON.stringify(options.human)}: use interactive, queue or none`,
+    );
+  }
+  if (options.human === "interactive" && !options.prompt) {
+    throw new ValidationError(
+      "The interactive human mode needs a prompt (a terminal); use queue or none without one",
+    );
+  }
   for (const deny of options.denies ?? []) parseRunDeny(deny);
   const clock = options.clock ?? systemClock();
   const ids = options.ids ?? randomIds();
@@ -152,6 +176,13 @@ function build(options: RuntimeOptions): Runtime {
   });
   const ledger = new ActionLedger({ ...core, processes });
   const lock = new WorkspaceLock(readOnly ? null : location.lockPath);
+  const human = new HumanChannel(core, {
+    authority,
+    processes,
+    mode: options.human ?? "none",
+    ...(options.prompt === undefined ? {} : { prompt: options.prompt }),
+    ...(options.humanTtlMs === undefined ? {} : { ttlMs: options.humanTtlMs }),
+  });
   const primitives: Primitives = {
     fs: new FilesystemPrimitive({
       core,
@@ -161,9 +192,20 @@ function build(options: RuntimeOptions): Runtime {
       provider: options.filesystem ?? hostFilesystem(),
       workspace: location.workspace,
       lock,
+      human,
     }),
     clock: new ClockPrimitive(core),
   };
+  human.setDispatcher({
+    dispatch(pid, action) {
+      if (action.primitive.startsWith("fs.")) return primitives.fs.dispatch(pid, action);
+      return Promise.reject(
+        new ValidationError(
+          `No primitive runs stored actions of kind ${JSON.stringify(action.primitive)}`,
+        ),
+      );
+    },
+  });
   const schedulers = new Set<Scheduler>();
   let closed = false;
   const close = (): Promise<void> => {
@@ -192,9 +234,17 @@ function build(options: RuntimeOptions): Runtime {
     processes,
     primitives,
     lock,
+    human,
     ledger,
     scheduler(driver, schedulerOptions = {}) {
-      const scheduler = new Scheduler({ processes, ledger, driver, clock, ...schedulerOptions });
+      const scheduler = new Scheduler({
+        processes,
+        ledger,
+        driver,
+        clock,
+        human,
+        ...schedulerOptions,
+      });
       schedulers.add(scheduler);
       return scheduler;
     },

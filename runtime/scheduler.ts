@@ -6,7 +6,10 @@
  *
  * Processes run round-robin from a FIFO ready queue, at most `concurrency` quanta at a time.
  * Nothing polls: a process enters the queue when the process manager says it became runnable
- * (spawn, yield, a child's exit, a signal), and sleepers are woken by clock timers.
+ * (spawn, yield, a child's exit, a signal, a human's decision made in this runtime), and sleepers
+ * are woken by clock timers. The one exception (DESIGN §4): `runUntilIdle({ waitForHumans })`
+ * checks `PRAGMA data_version` on a short interval while a process waits on a human, to notice a
+ * decision made from another terminal.
  *
  * @module
  */
@@ -14,6 +17,7 @@ import type { ActionLedger, ActionOutcome, ActionRecord, ActionRequest } from ".
 import type { JsonValue } from "./canonical_json.ts";
 import type { Clock } from "./clock.ts";
 import { errorInfo } from "./errors.ts";
+import type { HumanChannel, HumanResolution } from "./human_channel.ts";
 import type { AgentProcess } from "./process.ts";
 import { deadline } from "./process_budget.ts";
 import type { ProcessManager, QuantumResult } from "./process_manager.ts";
@@ -26,6 +30,12 @@ export interface QuantumContext {
   readonly signal: AbortSignal;
   /** Outcomes the process has not seen yet, e.g. `outcome_unknown` after a restart. */
   readonly recovered: readonly ActionRecord[];
+  /**
+   * When a human's decision woke the process: what came of the request it waited on — the
+   * outcome of the approved action, run once by the runtime (no second model call), or a failed
+   * result with nothing done for a rejection or an expiry, or the answer to a question.
+   */
+  readonly resumed?: HumanResolution & { readonly type: "outcome" };
   /** Runs an effect at most once through the action ledger (intent committed first). */
   perform(
     action: ActionRequest,
@@ -62,6 +72,35 @@ export interface SchedulerOptions {
   readonly clock: Clock;
   /** Quanta in flight at once (default 4). */
   readonly concurrency?: number;
+  /** The human channel: re-dispatches approved actions when a decision wakes a process. */
+  readonly human?: HumanChannel;
+}
+
+/** Options of {@link Scheduler.runUntilIdle}. */
+export interface RunUntilIdleOptions {
+  readonly signal?: AbortSignal;
+  readonly maxQuanta?: number;
+  /**
+   * Keep running while a process waits on a human, until every such request is decided
+   * (from this runtime or another terminal) or expires; default false (waiting on a human counts
+   * as idle). Decisions made elsewhere are noticed by polling `PRAGMA data_version` (DESIGN §4).
+   */
+  readonly waitForHumans?: boolean;
+  /** How often to poll for decisions while waiting on humans (default 150 ms). */
+  readonly humanPollMs?: number;
+}
+
+/** Resolves after `ms` of real time, or when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }
 
 /** How many quanta may start before the run loop lets timers and I/O in. */
@@ -104,6 +143,7 @@ export class Scheduler implements Disposable {
   readonly #driver: ProcessDriver;
   readonly #clock: Clock;
   readonly #concurrency: number;
+  readonly #human: HumanChannel | undefined;
   readonly #ready: string[] = [];
   readonly #queued = new Set<string>();
   readonly #inFlight = new Map<string, InFlight>();
@@ -114,6 +154,7 @@ export class Scheduler implements Disposable {
   #wakeup = Promise.withResolvers<void>();
   #recovered = false;
   #closed = false;
+  #seenVersion = -1;
 
   /** Wires the scheduler to the process manager's notifications. */
   constructor(options: SchedulerOptions) {
@@ -121,6 +162,7 @@ export class Scheduler implements Disposable {
     this.#ledger = options.ledger;
     this.#driver = options.driver;
     this.#clock = options.clock;
+    this.#human = options.human;
     const concurrency = options.concurrency ?? 4;
     if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1024) {
       throw new RangeError(
@@ -174,30 +216,56 @@ export class Scheduler implements Disposable {
     this.#recovered = true;
     const outcomeUnknown = this.#ledger.recover();
     const recovered = this.#processes.recoverRunning();
-    const runnable: AgentProcess[] = [];
+    // Requests that expired while nothing ran are rejections: their processes wake now.
+    this.#human?.expireDue();
     let after: string | undefined;
     for (;;) {
       const page = this.#processes.list({
-        statuses: ["runnable", "sleeping"],
+        statuses: ["sleeping"],
         limit: 1000,
         ...(after ? { afterPid: after } : {}),
       });
       for (const p of page) {
-        if (p.status === "runnable") runnable.push(p);
-        else if (p.wait?.kind === "sleep") {
-          // A sleep that ended while nothing ran wakes now; the rest get timers.
-          if (p.wait.until > this.#clock.now() || !this.#processes.wakeIfDue(p.pid)) {
-            this.#arm(p.pid, p.wait.until);
-          }
+        if (p.wait?.kind !== "sleep") continue;
+        // A sleep that ended while nothing ran wakes now; the rest get timers.
+        if (p.wait.until > this.#clock.now() || !this.#processes.wakeIfDue(p.pid)) {
+          this.#arm(p.pid, p.wait.until);
         }
       }
       if (page.length < 1000) break;
       after = page[page.length - 1]!.pid;
     }
-    // Oldest first, so the first round runs processes in the order they were created.
-    runnable.sort((a, b) => a.createdAt - b.createdAt || (a.pid < b.pid ? -1 : 1));
-    for (const p of runnable) this.#enqueue(p.pid);
+    this.#enqueueRunnable();
     return { outcomeUnknown, recovered };
+  }
+
+  /**
+   * Queues every runnable process not queued or in flight, oldest first (so the first round
+   * after a restart runs processes in the order they were created). Also picks up processes
+   * another connection made runnable (a decision made with `libos human` from another terminal).
+   */
+  #enqueueRunnable(): void {
+    const runnable: AgentProcess[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = this.#processes.list({
+        statuses: ["runnable"],
+        limit: 1000,
+        ...(after ? { afterPid: after } : {}),
+      });
+      runnable.push(...page);
+      if (page.length < 1000) break;
+      after = page[page.length - 1]!.pid;
+    }
+    runnable.sort((a, b) => a.createdAt - b.createdAt || (a.pid < b.pid ? -1 : 1));
+    for (const p of runnable) {
+      if (!this.#inFlight.has(p.pid)) this.#enqueue(p.pid);
+    }
+  }
+
+  /** Whether some process waits on a human right now. */
+  #humansAwaited(): boolean {
+    return this.#processes.list({ statuses: ["waiting_human"], limit: 1 }).length > 0;
   }
 
   /** Pids waiting in the ready queue, in order. */
@@ -231,12 +299,19 @@ export class Scheduler implements Disposable {
     const recovered = this.#ledger.unreported(pid);
     let result: QuantumResult;
     try {
-      result = await this.#driver.runQuantum({
-        process: p,
-        signal: controller.signal,
-        recovered,
-        perform: (action, effect) => this.#ledger.perform(pid, action, effect, controller.signal),
-      });
+      const resumed = p.wake?.kind === "human" && this.#human
+        ? await this.#human.resume(pid, p.wake.request, controller.signal)
+        : undefined;
+      result = resumed?.type === "pending"
+        // Still undecided (or the re-run asked again): back to waiting, no model turn spent.
+        ? { type: "wait_human", request: resumed.request }
+        : await this.#driver.runQuantum({
+          process: p,
+          signal: controller.signal,
+          recovered,
+          ...(resumed ? { resumed } : {}),
+          perform: (action, effect) => this.#ledger.perform(pid, action, effect, controller.signal),
+        });
     } catch (error) {
       const info = errorInfo(error);
       result = { type: "fail", reason: `driver_error:${info.code}: ${info.message}` };
@@ -293,9 +368,7 @@ export class Scheduler implements Disposable {
    * and no sleeper has a timer (a process waiting on a human does not keep it running). Stops
    * early, aborting quanta in flight, when `signal` aborts or after `maxQuanta` quanta.
    */
-  async runUntilIdle(
-    options: { readonly signal?: AbortSignal; readonly maxQuanta?: number } = {},
-  ): Promise<RunReport> {
+  async runUntilIdle(options: RunUntilIdleOptions = {}): Promise<RunReport> {
     this.recover();
     const { signal } = options;
     const max = options.maxQuanta ?? Number.POSITIVE_INFINITY;
@@ -321,7 +394,13 @@ export class Scheduler implements Disposable {
       }
       if (this.#inFlight.size === 0) {
         if (started >= max) return { quanta: ran, idle: false };
-        if (this.#ready.length === 0 && this.#timers.size === 0) return { quanta: ran, idle: true };
+        if (this.#ready.length === 0 && this.#timers.size === 0) {
+          if (!options.waitForHumans || !this.#humansAwaited()) return { quanta: ran, idle: true };
+          // The one polling exception (DESIGN §4): only while a process waits on a human.
+          await pause(options.humanPollMs ?? 150, signal);
+          this.#noticeDecisions();
+          continue;
+        }
       }
       const waits: Promise<unknown>[] = [
         this.#wakeup.promise,
@@ -339,6 +418,18 @@ export class Scheduler implements Disposable {
     for (const entry of this.#inFlight.values()) entry.controller.abort(signal?.reason);
     await Promise.allSettled([...this.#inFlight.values()].map((f) => f.done));
     return { quanta: ran, idle: false };
+  }
+
+  /**
+   * Picks up decisions: expires requests past their time, and when another connection committed
+   * (`data_version` moved), queues the processes it made runnable.
+   */
+  #noticeDecisions(): void {
+    this.#human?.expireDue();
+    const version = this.#processes.dataVersion();
+    if (version === this.#seenVersion) return;
+    this.#seenVersion = version;
+    this.#enqueueRunnable();
   }
 
   /** Stops timers and listening; quanta in flight finish on their own. */

@@ -24,6 +24,8 @@ import {
   type CapabilityRow,
   type EventRead,
   type EventRow,
+  type HumanRequestQuery,
+  type HumanRequestRow,
   MAX_PAGE,
   type ProcessQuery,
   type ProcessRow,
@@ -493,6 +495,43 @@ export class SqliteStore implements Store {
       .map(capabilityRow);
   }
 
+  putHumanRequest(row: HumanRequestRow): void {
+    this.#write(
+      `INSERT INTO human_requests (id, pid, kind, status, data, created, expires) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data, expires = excluded.expires`,
+      [row.id, row.pid, row.kind, row.status, row.data, row.created, row.expires],
+    );
+  }
+
+  getHumanRequest(id: string): HumanRequestRow | undefined {
+    this.#usable();
+    const row = this.#stmt("SELECT * FROM human_requests WHERE id = ?").get(id);
+    return row === undefined ? undefined : humanRequestRow(row);
+  }
+
+  listHumanRequests(query: HumanRequestQuery): HumanRequestRow[] {
+    this.#usable();
+    const where: string[] = [];
+    const params: SQLInputValue[] = [];
+    if (query.statuses !== undefined) {
+      if (query.statuses.length === 0) return [];
+      where.push(`status IN (${query.statuses.map(() => "?").join(", ")})`);
+      params.push(...query.statuses);
+    }
+    if (query.pid !== undefined) {
+      where.push("pid = ?");
+      params.push(query.pid);
+    }
+    if (query.expiringBefore !== undefined) {
+      where.push("expires IS NOT NULL AND expires < ?");
+      params.push(query.expiringBefore);
+    }
+    const sql = `SELECT * FROM human_requests ${
+      where.length ? `WHERE ${where.join(" AND ")}` : ""
+    } ORDER BY created, id LIMIT ?`;
+    return this.#stmt(sql).all(...params, clampLimit(query.limit)).map(humanRequestRow);
+  }
+
   countAudit(): number {
     this.#usable();
     return Number(this.#stmt("SELECT count(*) AS n FROM audit").get()?.n ?? 0);
@@ -680,6 +719,18 @@ function capabilityRow(r: Row): CapabilityRow {
     revoked: r.revoked === null || r.revoked === undefined ? null : Number(r.revoked),
     data: String(r.data),
     created: Number(r.created),
+  };
+}
+
+function humanRequestRow(r: Row): HumanRequestRow {
+  return {
+    id: String(r.id),
+    pid: String(r.pid),
+    kind: String(r.kind),
+    status: String(r.status),
+    data: String(r.data),
+    created: Number(r.created),
+    expires: r.expires === null || r.expires === undefined ? null : Number(r.expires),
   };
 }
 

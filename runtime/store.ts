@@ -166,6 +166,27 @@ export interface CapabilityQuery {
   readonly limit: number;
 }
 
+/** One stored human request: its JSON document plus the indexed columns. */
+export interface HumanRequestRow {
+  readonly id: string;
+  readonly pid: string;
+  readonly kind: string;
+  readonly status: string;
+  /** JSON text of the whole request. */
+  readonly data: string;
+  readonly created: number;
+  readonly expires: number | null;
+}
+
+/** Which human requests to list, oldest first. */
+export interface HumanRequestQuery {
+  readonly statuses?: readonly string[];
+  readonly pid?: string;
+  /** Only requests that expire before this time (ms since the epoch). */
+  readonly expiringBefore?: number;
+  readonly limit: number;
+}
+
 /** The durable state of one runtime. See the module documentation for the contract. */
 export interface Store extends Disposable {
   /** An absolute file path, or `:memory:`. */
@@ -228,6 +249,11 @@ export interface Store extends Disposable {
   getCapability(id: string): CapabilityRow | undefined;
   /** Capabilities of a subject, or derived from one capability, in id order. */
   listCapabilities(query: CapabilityQuery): CapabilityRow[];
+
+  /** Inserts or replaces a human request. */
+  putHumanRequest(row: HumanRequestRow): void;
+  getHumanRequest(id: string): HumanRequestRow | undefined;
+  listHumanRequests(query: HumanRequestQuery): HumanRequestRow[];
 }
 
 /** Largest page any bounded read returns. */

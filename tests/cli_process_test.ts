@@ -36,6 +36,7 @@ Deno.test("libos spawn creates a runnable process that ps lists, and every chang
     [
       ["process.spawn", "operator", "operator"],
       ["capability.grant", "runtime", "mode:workspace-write"],
+      ["capability.grant", "runtime", "mode:workspace-write"],
       ["capability.grant", "runtime", "lineage"],
     ],
   );

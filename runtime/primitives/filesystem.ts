@@ -2,15 +2,18 @@
  * The filesystem primitive: read_text, write_text, list_dir, make_dir, delete_file, delete_dir,
  * stat — the only way any tool or syscall touches workspace files (DESIGN §2).
  *
- * Every call follows the same order:
+ * Every call follows the same order (see {@link FilesystemPrimitive.#operate}):
  * 1. resolve the path lexically against the process cwd (`..` or an absolute path that leaves the
  *    workspace is refused; encoded forms are literal names);
- * 2. `decide()` on that path — before the filesystem is asked anything, so a caller without
- *    authority gets the same answer whether the target exists or not (no existence oracle);
+ * 2. `decide()` on that path, with the action's digest — before the filesystem is asked
+ *    anything, so a caller without authority gets the same answer whether the target exists or
+ *    not (no existence oracle); a deny is audited and thrown;
  * 3. under the workspace lock (shared), canonicalise through the provider and decide again if a
  *    symlink led elsewhere (an alias cannot reach what its name could not; a symlink out of the
  *    workspace is refused);
- * 4. refuse a symlink as the final component; ask when a file has more than one hard link;
+ * 4. refuse a symlink as the final component; a file with more than one hard link, or an `ask`
+ *    decision, goes to the human channel — after the lock is released — with the facts and the
+ *    diff the human needs; interactive approval retries the call, queue mode parks the process;
  * 5. open, then verify that what was opened is what was checked (same `dev`/`ino`, parent
  *    directory still at its canonical path): a directory swapped for a symlink between the check
  *    and the open is caught here. (`O_NOFOLLOW` through `node:fs` is ignored by Deno 2.9.6 and
@@ -26,49 +29,38 @@
 import { basename, dirname, join } from "node:path";
 import type { ActionLedger } from "../action_ledger.ts";
 import type { Authority } from "../authority.ts";
-import { digestOf, sha256Hex } from "../canonical_json.ts";
+import { digestOf, type JsonValue, sha256Hex } from "../canonical_json.ts";
 import type { Right } from "../capability.ts";
-import type { Action, Decision } from "../decide.ts";
+import type { Decision } from "../decide.ts";
 import {
-  ApprovalRequiredError,
-  CapabilityDeniedError,
   IllegalTransitionError,
   NotFoundError,
   OutsideWorkspaceError,
   UnsafePathError,
   ValidationError,
 } from "../errors.ts";
+import type { HumanChannel } from "../human_channel.ts";
+import type { ApprovalDetails, PendingAction } from "../human_request.ts";
 import { isFinal } from "../process.ts";
 import type { ProcessManager } from "../process_manager.ts";
-import type { PathFacts } from "../providers/filesystem.ts";
-import type { FilesystemProvider } from "../providers/filesystem.ts";
+import type { FilesystemProvider, PathFacts } from "../providers/filesystem.ts";
 import type { RuntimeCore } from "../runtime_core.ts";
+import { unifiedDiff } from "../unified_diff.ts";
 import type { WorkspaceLock } from "../workspace_lock.ts";
 import { canonicalPath, lexicalPath, type WorkspacePath } from "../workspace_path.ts";
+import {
+  type AskFacts,
+  AskNeeded,
+  cutUtf8,
+  DEFAULT_FILESYSTEM_LIMITS,
+  type EntryType,
+  type FilesystemLimits,
+  sameFile,
+  stricter,
+  typeOf,
+} from "./_fs_support.ts";
 
-/** Bounds enforced inside the primitive, whatever a tool's schema says. */
-export interface FilesystemLimits {
-  /** Default and largest `maxBytes` of a read. */
-  readonly readBytes: number;
-  readonly readBytesMax: number;
-  /** Largest write. */
-  readonly writeBytesMax: number;
-  /** Default and largest number of directory entries listed. */
-  readonly listEntries: number;
-  readonly listEntriesMax: number;
-  /** Largest number of entries a recursive delete may remove. */
-  readonly deleteEntriesMax: number;
-}
-
-/** The limits when nothing else is configured. */
-export const DEFAULT_FILESYSTEM_LIMITS: FilesystemLimits = Object.freeze({
-  readBytes: 256 * 1024,
-  readBytesMax: 8 * 1024 * 1024,
-  writeBytesMax: 8 * 1024 * 1024,
-  listEntries: 1000,
-  listEntriesMax: 10_000,
-  deleteEntriesMax: 10_000,
-});
+export { DEFAULT_FILESYSTEM_LIMITS, type EntryType, type FilesystemLimits } from "./_fs_support.ts";
 
 /** What the primitive needs. */
 export interface FilesystemPrimitiveOptions {
@@ -76,6 +68,7 @@ export interface FilesystemPrimitiveOptions {
   readonly authority: Authority;
   readonly processes: ProcessManager;
   readonly ledger: ActionLedger;
+  readonly human: HumanChannel;
   readonly provider: FilesystemProvider;
   /** The workspace's real path. */
   readonly workspace: string;
@@ -83,35 +76,19 @@ export interface FilesystemPrimitiveOptions {
   readonly limits?: Partial<FilesystemLimits>;
 }
 
-/** The type of a directory entry or path. */
-export type EntryType = "file" | "directory" | "symlink" | "other";
-
-function typeOf(f: Pick<PathFacts, "isFile" | "isDirectory" | "isSymlink">): EntryType {
-  return f.isSymlink ? "symlink" : f.isDirectory ? "directory" : f.isFile ? "file" : "other";
+/** What an operation's body works with. */
+interface OpContext {
+  readonly path: WorkspacePath & { readonly exists: boolean };
+  readonly decision: Decision;
+  readonly digest: string;
+  /** Goes to the human when the decision asks or the target is hard-linked; returns otherwise. */
+  gate(facts: AskFacts): void;
+  /** Decides on another path of the same action (an entry inside a directory being deleted). */
+  decideAlso(relative: string, right: Right, what: string): Decision;
 }
 
-/** Cuts UTF-8 bytes at the last whole code point at or before `max`. */
-export function cutUtf8(bytes: Uint8Array, max: number): Uint8Array {
-  if (bytes.length <= max) return bytes;
-  let end = max;
-  // Step back over continuation bytes (10xxxxxx) to the lead byte, then keep it only if whole.
-  let lead = end;
-  while (lead > 0 && lead > end - 4 && (bytes[lead - 1]! & 0xc0) === 0x80) lead--;
-  if (lead > 0) {
-    const b = bytes[lead - 1]!;
-    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
-    if (end - (lead - 1) < need) end = lead - 1;
-  }
-  return bytes.subarray(0, end);
-}
-
-function sameFile(a: PathFacts, b: PathFacts): boolean {
-  return a.dev === b.dev && a.ino === b.ino;
-}
-
-function notFound(error: unknown): boolean {
-  return error instanceof Deno.errors.NotFound;
-}
+/** The largest current file a diff is computed against (bigger ones show a preview only). */
+const DIFF_SOURCE_MAX = 1024 * 1024;
 
 /** The filesystem primitive of one runtime. */
 export class FilesystemPrimitive {
@@ -119,6 +96,7 @@ export class FilesystemPrimitive {
   readonly #authority: Authority;
   readonly #processes: ProcessManager;
   readonly #ledger: ActionLedger;
+  readonly #human: HumanChannel;
   readonly #fs: FilesystemProvider;
   readonly #workspace: string;
   readonly #lock: WorkspaceLock;
@@ -130,6 +108,7 @@ export class FilesystemPrimitive {
     this.#authority = options.authority;
     this.#processes = options.processes;
     this.#ledger = options.ledger;
+    this.#human = options.human;
     this.#fs = options.provider;
     this.#workspace = options.workspace;
     this.#lock = options.lock;
@@ -157,24 +136,22 @@ export class FilesystemPrimitive {
     });
   }
 
-  /** Decides, auditing a refusal in a step of its own so the record survives the throw. */
-  #check(
+  /** Decides; a deny is audited (in a step of its own, so the record survives) and thrown. */
+  #decide(
     pid: string,
     op: string,
-    action: Action & { resource: { type: "fs"; path: string } },
+    path: string,
+    right: Right,
+    digest: string,
     what: string,
   ): Decision {
-    try {
-      return this.#authority.check(pid, action, what);
-    } catch (error) {
-      if (error instanceof CapabilityDeniedError) {
-        this.#record(pid, op, action.resource.path, "deny", error.reason);
-      }
-      if (error instanceof ApprovalRequiredError) {
-        this.#record(pid, op, action.resource.path, "ask", error.reason);
-      }
-      throw error;
+    const action = { resource: { type: "fs" as const, path }, right, digest };
+    const decision = this.#authority.decide(pid, action);
+    if (decision.effect === "deny") {
+      this.#record(pid, op, path, "deny", decision.reason, { inputDigest: digest });
+      throw this.#authority.refusal(pid, action, decision, what);
     }
+    return decision;
   }
 
   /** The calling process's cwd, refusing a finished or unknown process. */
@@ -200,37 +177,15 @@ export class FilesystemPrimitive {
     }
   }
 
-  /**
-   * Settles authority on the path as written, then (under the lock) on where it really leads.
-   * Returns the canonical path and the decision that allowed it.
-   */
-  #resolve(
-    pid: string,
-    op: string,
-    lexical: WorkspacePath,
-    right: Right,
-    what: string,
-    digest?: string,
-  ): { path: WorkspacePath & { exists: boolean }; decision: Decision } {
-    const action = (path: string) => ({
-      resource: { type: "fs" as const, path },
-      right,
-      ...(digest ? { digest } : {}),
-    });
-    let decision = this.#check(pid, op, action(lexical.relative), what);
-    let canonical: WorkspacePath & { exists: boolean };
+  #canonical(pid: string, op: string, lexical: WorkspacePath): WorkspacePath & { exists: boolean } {
     try {
-      canonical = canonicalPath(this.#fs, this.#workspace, lexical);
+      return canonicalPath(this.#fs, this.#workspace, lexical);
     } catch (error) {
       if (error instanceof OutsideWorkspaceError) {
         this.#record(pid, op, lexical.relative, "deny", "containment");
       }
       throw error;
     }
-    if (canonical.relative !== lexical.relative) {
-      decision = this.#check(pid, op, action(canonical.relative), what);
-    }
-    return { path: canonical, decision };
   }
 
   /** Whether the caller may learn facts about a path (it may stat or read it). */
@@ -249,28 +204,11 @@ export class FilesystemPrimitive {
     );
   }
 
-  /** Asks when a file has more than one hard link: a link can reach a file outside the workspace. */
-  #hardLinks(
-    pid: string,
-    op: string,
-    path: string,
-    facts: PathFacts,
-    digest: string | undefined,
-  ): void {
-    if (facts.isFile && facts.nlink > 1) {
-      this.#record(pid, op, path, "ask", "protected:hardlink");
-      throw new ApprovalRequiredError(
-        `Cannot use "${path}" without a human's approval: it has ${facts.nlink} hard links, and another of them may be outside the workspace`,
-        { reason: "protected:hardlink", digest: digest ?? digestOf({ primitive: op, path }) },
-      );
-    }
-  }
-
   #lstat(absolute: string): PathFacts | undefined {
     try {
       return this.#fs.lstat(absolute);
     } catch (error) {
-      if (notFound(error)) return undefined;
+      if (error instanceof Deno.errors.NotFound) return undefined;
       throw error;
     }
   }
@@ -317,47 +255,118 @@ export class FilesystemPrimitive {
     }
   }
 
+  /** The approval request a human sees for an operation that asked. */
+  #details(
+    op: string,
+    right: Right,
+    args: Record<string, JsonValue>,
+    digest: string,
+    ask: AskNeeded,
+  ): ApprovalDetails {
+    const f = ask.facts;
+    const action: PendingAction = { primitive: op, args: args as PendingAction["args"] };
+    return {
+      primitive: "filesystem",
+      operation: op,
+      path: ask.path.relative,
+      absolutePath: ask.path.absolute,
+      resource: `fs:${ask.path.relative}`,
+      right,
+      reason: ask.reason,
+      grantScope: "this exact action, once (bound to its digest)",
+      willCreate: f.willCreate ?? null,
+      willOverwrite: f.willOverwrite ?? null,
+      target: f.target === undefined
+        ? { exists: false, type: null, size: null, mtime: null, links: null }
+        : {
+          exists: true,
+          type: typeOf(f.target),
+          size: f.target.size,
+          mtime: f.target.mtime,
+          links: f.target.nlink,
+        },
+      bytes: f.bytes ?? null,
+      sha256: f.sha256 ?? null,
+      preview: f.preview ?? null,
+      diff: f.diff ?? null,
+      executable: null,
+      argv: null,
+      cwd: null,
+      envHash: null,
+      digest,
+      action,
+    };
+  }
+
   /**
-   * The shape every operation shares: resolve the path as written, decide on it before touching
-   * the filesystem, then under the shared workspace lock canonicalise, decide again where it
-   * really leads, and run `body`. An unsafe-path refusal (a symlink as the final component, a
-   * file or directory that changed under the check) is audited as a denial.
+   * The shape every operation shares (see the module documentation). `args` are the call's
+   * arguments as given — they are what an approval re-dispatches; `digestFields` are what the
+   * action digest binds besides the primitive and the path.
    */
   async #operate<T>(
     pid: string,
     op: string,
-    pathArg: string,
+    args: Record<string, JsonValue>,
     right: Right,
     verb: (relative: string) => string,
-    body: (
-      path: WorkspacePath & { exists: boolean },
-      decision: Decision,
-      digest: string | undefined,
-    ) => T,
-    options: {
-      readonly digest?: (relative: string) => string;
-      readonly before?: (relative: string) => void;
-    } = {},
+    digestFields: Record<string, JsonValue>,
+    body: (ctx: OpContext) => T,
+    before?: (relative: string) => void,
   ): Promise<T> {
-    const lexical = this.#lexical(pid, op, pathArg);
-    options.before?.(lexical.relative);
-    const digest = options.digest?.(lexical.relative);
-    const what = verb(lexical.relative);
-    this.#check(pid, op, {
-      resource: { type: "fs", path: lexical.relative },
-      right,
-      ...(digest ? { digest } : {}),
-    }, what);
-    try {
-      return await this.#lock.shared(() => {
-        const { path, decision } = this.#resolve(pid, op, lexical, right, what, digest);
-        return body(path, decision, digest);
-      });
-    } catch (error) {
-      if (error instanceof UnsafePathError) {
-        this.#record(pid, op, lexical.relative, "deny", "unsafe_path");
+    for (let attempt = 1;; attempt++) {
+      const lexical = this.#lexical(pid, op, String(args.path ?? "."));
+      before?.(lexical.relative);
+      const digest = digestOf({ primitive: op, path: lexical.relative, ...digestFields });
+      const what = verb(lexical.relative);
+      let d1 = this.#decide(pid, op, lexical.relative, right, digest, what);
+      try {
+        return await this.#lock.shared(() => {
+          const path = this.#canonical(pid, op, lexical);
+          if (path.relative !== lexical.relative) {
+            d1 = stricter(d1, this.#decide(pid, op, path.relative, right, digest, what));
+          }
+          let decision = d1;
+          const ctx: OpContext = {
+            path,
+            digest,
+            get decision() {
+              return decision;
+            },
+            gate: (facts) => {
+              const linked = facts.target?.isFile === true && facts.target.nlink > 1 &&
+                decision.approval !== true;
+              if (decision.effect === "ask" || linked) {
+                throw new AskNeeded(
+                  decision.effect === "ask" ? decision.reason : "protected:hardlink",
+                  path,
+                  facts,
+                );
+              }
+            },
+            decideAlso: (relative, r, w) => {
+              decision = stricter(decision, this.#decide(pid, op, relative, r, digest, w));
+              return decision;
+            },
+          };
+          return body(ctx);
+        });
+      } catch (error) {
+        if (error instanceof UnsafePathError) {
+          this.#record(pid, op, lexical.relative, "deny", "unsafe_path", { inputDigest: digest });
+        }
+        if (!(error instanceof AskNeeded)) throw error;
+        this.#record(pid, op, error.path.relative, "ask", error.reason, { inputDigest: digest });
+        if (attempt >= 3) {
+          throw new ValidationError(
+            `"${lexical.relative}" still needs approval after ${
+              attempt - 1
+            } approvals; it keeps changing — try again`,
+          );
+        }
+        // Interactive approval resolves (and the call is retried with the one-shot grant);
+        // queue mode throws HumanPendingError (the process parks); none rejects.
+        await this.#human.escalate(pid, this.#details(op, right, args, digest, error));
       }
-      throw error;
     }
   }
 
@@ -365,9 +374,9 @@ export class FilesystemPrimitive {
 
   /**
    * Reads a UTF-8 text file, at most `maxBytes` (cut on a code point boundary).
-   * @throws {CapabilityDeniedError} without read; {@link ApprovalRequiredError} for a
-   *   secret-bearing or hard-linked file; {@link UnsafePathError} for a symlink or a file
-   *   that changed while opening; {@link NotFoundError}.
+   * @throws {CapabilityDeniedError} without read; {@link HumanPendingError} /
+   *   {@link HumanDecisionError} for a secret-bearing or hard-linked file in queue / none mode;
+   *   {@link UnsafePathError} for a symlink or a file that changed while opening; {@link NotFoundError}.
    */
   async readText(
     pid: string,
@@ -383,10 +392,12 @@ export class FilesystemPrimitive {
     return await this.#operate(
       pid,
       op,
-      args.path,
+      { path: args.path, maxBytes },
       "read",
       (rel) => `read "${rel}"`,
-      (path, decision) => {
+      { maxBytes },
+      (ctx) => {
+        const { path } = ctx;
         const before = this.#lstat(path.absolute);
         if (!before) throw new NotFoundError(`Cannot read "${path.relative}": it does not exist`);
         if (before.isSymlink) {
@@ -399,7 +410,7 @@ export class FilesystemPrimitive {
             `Cannot read "${path.relative}": it is a ${typeOf(before)}, not a file`,
           );
         }
-        this.#hardLinks(pid, op, path.relative, before, undefined);
+        ctx.gate({ target: before });
         using handle = this.#fs.open(path.absolute);
         if (!sameFile(handle.facts(), before)) {
           throw new UnsafePathError(
@@ -410,14 +421,14 @@ export class FilesystemPrimitive {
         const raw = handle.read(maxBytes + 1);
         const truncated = raw.length > maxBytes;
         const kept = cutUtf8(raw, maxBytes);
-        const content = new TextDecoder().decode(kept);
-        this.#authority.consume(decision);
-        this.#record(pid, op, path.relative, "allow", decision.reason, {
+        this.#authority.consume(ctx.decision);
+        this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
+          inputDigest: ctx.digest,
           detail: { bytes: kept.length, truncated },
         });
         return {
           path: path.relative,
-          content,
+          content: new TextDecoder().decode(kept),
           bytes: kept.length,
           size: handle.facts().size,
           truncated,
@@ -426,11 +437,23 @@ export class FilesystemPrimitive {
     );
   }
 
+  /** The current content of a file for a diff, when it is small and readable. */
+  #current(absolute: string, facts: PathFacts): string | undefined {
+    if (!facts.isFile || facts.size > DIFF_SOURCE_MAX) return undefined;
+    try {
+      using handle = this.#fs.open(absolute);
+      if (!sameFile(handle.facts(), facts)) return undefined;
+      return new TextDecoder().decode(handle.read(DIFF_SOURCE_MAX));
+    } catch {
+      return undefined;
+    }
+  }
+
   /**
    * Writes a UTF-8 text file atomically (temporary file, sync, rename).
-   * @throws {CapabilityDeniedError} without write; {@link ApprovalRequiredError} for a protected
-   *   path (`.git`, …) or a hard-linked file; {@link UnsafePathError}; {@link ValidationError}
-   *   for a missing parent directory or `overwrite: false` on an existing file.
+   * @throws {CapabilityDeniedError} without write; {@link HumanPendingError} for a protected path
+   *   (`.git`, …) or a hard-linked file in queue mode; {@link UnsafePathError};
+   *   {@link ValidationError} for a missing parent directory or `overwrite: false` on an existing file.
    */
   async writeText(
     pid: string,
@@ -446,72 +469,86 @@ export class FilesystemPrimitive {
     const overwrite = args.overwrite ?? true;
     const op = "fs.write";
     const sha256 = sha256Hex(data);
-    return await this.#operate(
-      pid,
-      op,
-      args.path,
-      "write",
-      (rel) => `write "${rel}"`,
-      (path, decision, digest) => {
-        if (path.relative === ".") {
-          throw new UnsafePathError(`Cannot write to the workspace root itself`);
-        }
-        const dir = dirname(path.absolute);
-        const parent = this.#lstat(dir);
-        if (!parent?.isDirectory) {
-          throw this.#precondition(
-            pid,
-            dirname(path.relative),
-            "its directory does not exist; create it with make_dir first",
-          );
-        }
-        const existing = this.#lstat(path.absolute);
-        if (existing?.isSymlink) {
-          throw new UnsafePathError(
-            `Cannot write "${path.relative}": it is a symbolic link, and libos does not follow one as the final component`,
-          );
-        }
-        if (existing && !existing.isFile) {
-          throw this.#precondition(pid, path.relative, `it is a ${typeOf(existing)}`);
-        }
-        if (existing && !overwrite) {
-          throw this.#precondition(pid, path.relative, "it already exists and overwrite is false");
-        }
-        if (existing) this.#hardLinks(pid, op, path.relative, existing, digest);
-        this.#authority.consume(decision);
-        this.#effect(pid, op, { path: path.relative, sha256, bytes: data.length }, () => {
-          const temp = join(dir, `.${basename(path.absolute)}.libos-${crypto.randomUUID()}.tmp`);
-          let tempFacts: PathFacts;
-          {
-            using handle = this.#fs.create(temp, 0o644);
-            handle.write(data);
-            handle.sync();
-            tempFacts = handle.facts();
+    const callArgs = { path: args.path, content: args.content, overwrite };
+    return await this.#operate(pid, op, callArgs, "write", (rel) => `write "${rel}"`, {
+      sha256,
+      overwrite,
+    }, (ctx) => {
+      const { path } = ctx;
+      if (path.relative === ".") {
+        throw new UnsafePathError(`Cannot write to the workspace root itself`);
+      }
+      const dir = dirname(path.absolute);
+      if (!this.#lstat(dir)?.isDirectory) {
+        throw this.#precondition(
+          pid,
+          dirname(path.relative),
+          "its directory does not exist; create it with make_dir first",
+        );
+      }
+      const existing = this.#lstat(path.absolute);
+      if (existing?.isSymlink) {
+        throw new UnsafePathError(
+          `Cannot write "${path.relative}": it is a symbolic link, and libos does not follow one as the final component`,
+        );
+      }
+      if (existing && !existing.isFile) {
+        throw this.#precondition(pid, path.relative, `it is a ${typeOf(existing)}`);
+      }
+      if (existing && !overwrite) {
+        throw this.#precondition(pid, path.relative, "it already exists and overwrite is false");
+      }
+      const current = existing && (ctx.decision.effect === "ask" || existing.nlink > 1)
+        ? this.#current(path.absolute, existing)
+        : undefined;
+      ctx.gate({
+        target: existing,
+        willCreate: !existing,
+        willOverwrite: existing !== undefined,
+        bytes: data.length,
+        sha256,
+        preview: args.content.slice(0, 4000),
+        ...(current !== undefined
+          ? {
+            diff: unifiedDiff(current, args.content, {
+              fromLabel: `a/${path.relative}`,
+              toLabel: `b/${path.relative}`,
+            }).text,
           }
+          : {}),
+      });
+      this.#authority.consume(ctx.decision);
+      this.#effect(pid, op, { path: path.relative, sha256, bytes: data.length }, () => {
+        const temp = join(dir, `.${basename(path.absolute)}.libos-${crypto.randomUUID()}.tmp`);
+        let tempFacts: PathFacts;
+        {
+          using handle = this.#fs.create(temp, 0o644);
+          handle.write(data);
+          handle.sync();
+          tempFacts = handle.facts();
+        }
+        try {
+          this.#parentStill(dir, path.relative);
+          const check = this.#lstat(temp);
+          if (!check || !sameFile(check, tempFacts)) {
+            throw new UnsafePathError(
+              `"${path.relative}" changed while it was being written; nothing was written`,
+            );
+          }
+          this.#fs.rename(temp, path.absolute);
+        } catch (error) {
           try {
-            this.#parentStill(dir, path.relative);
-            const check = this.#lstat(temp);
-            if (!check || !sameFile(check, tempFacts)) {
-              throw new UnsafePathError(
-                `"${path.relative}" changed while it was being written; nothing was written`,
-              );
-            }
-            this.#fs.rename(temp, path.absolute);
-          } catch (error) {
-            try {
-              this.#fs.remove(temp);
-            } catch { /* it may already be gone */ }
-            throw error;
-          }
-        });
-        this.#record(pid, op, path.relative, "allow", decision.reason, {
-          ...(digest ? { inputDigest: digest } : {}),
-          detail: { bytes: data.length, created: !existing },
-        });
-        return { path: path.relative, bytes: data.length, sha256, created: !existing };
-      },
-      { digest: (rel) => digestOf({ primitive: op, path: rel, sha256, overwrite }) },
-    );
+            this.#fs.remove(temp);
+          } catch { /* it may already be gone */ }
+          throw error;
+        }
+      });
+      this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
+        inputDigest: ctx.digest,
+        detail: { bytes: data.length, created: !existing },
+      });
+      return { path: path.relative, bytes: data.length, sha256, created: !existing };
+    });
   }
 
   /**
@@ -532,10 +569,12 @@ export class FilesystemPrimitive {
     return await this.#operate(
       pid,
       op,
-      args.path ?? ".",
+      { path: args.path ?? ".", limit },
       "read",
       (rel) => `list "${rel}"`,
-      (path, decision) => {
+      { limit },
+      (ctx) => {
+        const { path } = ctx;
         const facts = this.#lstat(path.absolute);
         if (!facts) throw new NotFoundError(`Cannot list "${path.relative}": it does not exist`);
         if (!facts.isDirectory) {
@@ -543,6 +582,7 @@ export class FilesystemPrimitive {
             `Cannot list "${path.relative}": it is a ${typeOf(facts)}, not a directory`,
           );
         }
+        ctx.gate({ target: facts });
         const entries: { name: string; type: EntryType }[] = [];
         let truncated = false;
         for (const entry of this.#fs.readDir(path.absolute)) {
@@ -554,8 +594,9 @@ export class FilesystemPrimitive {
         }
         this.#parentStill(path.absolute, path.relative);
         entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-        this.#authority.consume(decision);
-        this.#record(pid, op, path.relative, "allow", decision.reason, {
+        this.#authority.consume(ctx.decision);
+        this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
+          inputDigest: ctx.digest,
           detail: { entries: entries.length, truncated },
         });
         return { path: path.relative, entries, truncated };
@@ -572,16 +613,19 @@ export class FilesystemPrimitive {
     args: { readonly path: string; readonly parents?: boolean },
   ): Promise<{ path: string; created: string[] }> {
     const op = "fs.mkdir";
+    const parents = args.parents ?? false;
     return await this.#operate(
       pid,
       op,
-      args.path,
+      { path: args.path, parents },
       "write",
       (rel) => `create directory "${rel}"`,
-      (path, decision) => {
+      { parents },
+      (ctx) => {
+        const { path } = ctx;
         if (path.exists) {
           const facts = this.#lstat(path.absolute);
-          if (facts?.isDirectory && args.parents) return { path: path.relative, created: [] };
+          if (facts?.isDirectory && parents) return { path: path.relative, created: [] };
           throw this.#precondition(pid, path.relative, "it already exists");
         }
         // The missing components, outermost first; each must be allowed on its own.
@@ -594,30 +638,30 @@ export class FilesystemPrimitive {
           if (this.#lstat(join(this.#workspace, rel))) break;
           missing.unshift(rel);
         }
-        if (missing.length > 1 && !args.parents) {
+        if (missing.length > 1 && !parents) {
           throw this.#precondition(
             pid,
             dirname(path.relative),
             "its parent directory does not exist; pass parents: true",
           );
         }
-        const decisions = missing.map((rel) =>
-          rel === path.relative ? decision : this.#check(
-            pid,
-            op,
-            { resource: { type: "fs", path: rel }, right: "write" },
-            `create directory "${rel}"`,
-          )
-        );
-        for (const d of decisions) this.#authority.consume(d);
-        this.#effect(pid, op, { path: path.relative, parents: args.parents ?? false }, () => {
+        for (const rel of missing) {
+          if (rel !== path.relative) {
+            ctx.decideAlso(rel, "write", `create directory "${rel}"`);
+          }
+        }
+        ctx.gate({ willCreate: true });
+        this.#authority.consume(ctx.decision);
+        this.#effect(pid, op, { path: path.relative, parents }, () => {
           for (const rel of missing) {
             this.#parentStill(dirname(join(this.#workspace, rel)), rel);
             this.#fs.mkdir(join(this.#workspace, rel));
           }
         });
-        for (const [i, rel] of missing.entries()) {
-          this.#record(pid, op, rel, "allow", decisions[i]!.reason);
+        for (const rel of missing) {
+          this.#record(pid, op, rel, "allow", ctx.decision.reason, {
+            inputDigest: ctx.digest,
+          });
         }
         return { path: path.relative, created: missing };
       },
@@ -633,33 +677,43 @@ export class FilesystemPrimitive {
     args: { readonly path: string; readonly missingOk?: boolean },
   ): Promise<{ path: string; deleted: boolean }> {
     const op = "fs.delete";
+    const missingOk = args.missingOk ?? false;
     return await this.#operate(
       pid,
       op,
-      args.path,
+      { path: args.path, missingOk },
       "delete",
       (rel) => `delete "${rel}"`,
-      (path, decision) => {
+      { missingOk },
+      (ctx) => {
+        const { path } = ctx;
         const facts = this.#lstat(path.absolute);
         if (!facts) {
-          if (!args.missingOk) throw this.#precondition(pid, path.relative, "it does not exist");
+          if (!missingOk) throw this.#precondition(pid, path.relative, "it does not exist");
+          ctx.gate({});
           // A no-op delete still uses up a one-shot approval: the approved action happened.
-          this.#authority.consume(decision);
-          this.#record(pid, op, path.relative, "allow", decision.reason, {
+          this.#authority.consume(ctx.decision);
+          this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
+            inputDigest: ctx.digest,
             detail: { deleted: false },
           });
           return { path: path.relative, deleted: false };
         }
         if (facts.isDirectory) {
-          throw this.#precondition(pid, path.relative, "it is a directory; use delete_dir");
+          throw this.#precondition(
+            pid,
+            path.relative,
+            "it is a directory; use delete_dir",
+          );
         }
-        this.#hardLinks(pid, op, path.relative, facts, undefined);
-        this.#authority.consume(decision);
+        ctx.gate({ target: facts });
+        this.#authority.consume(ctx.decision);
         this.#effect(pid, op, { path: path.relative }, () => {
           this.#parentStill(dirname(path.absolute), path.relative);
           this.#fs.remove(path.absolute);
         });
-        this.#record(pid, op, path.relative, "allow", decision.reason, {
+        this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
+          inputDigest: ctx.digest,
           detail: { deleted: true },
         });
         return { path: path.relative, deleted: true };
@@ -669,76 +723,82 @@ export class FilesystemPrimitive {
 
   /**
    * Deletes a directory; with `recursive`, everything in it — but only after deciding on every
-   * entry inside (a deny or ask anywhere in the tree refuses the whole delete, nothing removed).
-   * The workspace root is never deleted.
+   * entry inside (a deny anywhere in the tree refuses the whole delete, an ask asks for all of
+   * it; nothing is removed before). The workspace root is never deleted.
    */
   async deleteDir(
     pid: string,
     args: { readonly path: string; readonly recursive?: boolean },
   ): Promise<{ path: string; deleted: number }> {
     const op = "fs.rmdir";
+    const recursive = args.recursive ?? false;
+    const refuseRoot = (rel: string) => {
+      if (rel !== ".") return;
+      this.#record(pid, op, ".", "deny", "containment");
+      throw new UnsafePathError(
+        "Cannot delete the workspace root; delete what is inside it instead",
+      );
+    };
     return await this.#operate(
       pid,
       op,
-      args.path,
+      { path: args.path, recursive },
       "delete",
       (rel) => `delete directory "${rel}"`,
-      (path, decision) => {
-        if (path.relative === ".") {
-          throw new UnsafePathError(
-            "Cannot delete the workspace root; delete what is inside it instead",
-          );
-        }
+      { recursive },
+      (ctx) => {
+        const { path } = ctx;
+        refuseRoot(path.relative);
         const facts = this.#lstat(path.absolute);
         if (!facts) throw this.#precondition(pid, path.relative, "it does not exist");
         if (!facts.isDirectory) {
-          throw this.#precondition(pid, path.relative, `it is a ${typeOf(facts)}; use delete_file`);
+          throw this.#precondition(
+            pid,
+            path.relative,
+            `it is a ${typeOf(facts)}; use delete_file`,
+          );
         }
         // Walk without following anything, deciding on every entry before removing any.
-        const entries: { rel: string; dir: boolean }[] = [];
+        const entries: string[] = [];
         const walk = (rel: string) => {
           for (const entry of this.#fs.readDir(join(this.#workspace, rel))) {
             const child = `${rel}/${entry.name}`;
+            if (!recursive) {
+              throw this.#precondition(
+                pid,
+                path.relative,
+                "it is not empty; pass recursive: true",
+              );
+            }
             if (entries.length >= this.limits.deleteEntriesMax) {
               throw new ValidationError(
                 `Cannot delete "${path.relative}": it holds more than ${this.limits.deleteEntriesMax} entries`,
               );
             }
-            if (!args.recursive) {
-              throw this.#precondition(pid, path.relative, "it is not empty; pass recursive: true");
-            }
-            this.#check(
-              pid,
-              op,
-              { resource: { type: "fs", path: child }, right: "delete" },
-              `delete "${child}" inside "${path.relative}"`,
-            );
+            ctx.decideAlso(child, "delete", `delete "${child}" inside "${path.relative}"`);
             if (entry.isDirectory && !entry.isSymlink) walk(child);
-            entries.push({ rel: child, dir: entry.isDirectory && !entry.isSymlink });
+            entries.push(child);
           }
         };
         walk(path.relative);
-        this.#authority.consume(decision);
+        ctx.gate({
+          target: facts,
+          preview: entries.slice(0, 200).join("\n") +
+            (entries.length > 200 ? `\n… and ${entries.length - 200} more` : ""),
+        });
+        this.#authority.consume(ctx.decision);
         this.#effect(pid, op, { path: path.relative, entries: entries.length }, () => {
           this.#parentStill(dirname(path.absolute), path.relative);
-          for (const entry of entries) this.#fs.remove(join(this.#workspace, entry.rel));
+          for (const rel of entries) this.#fs.remove(join(this.#workspace, rel));
           this.#fs.remove(path.absolute);
         });
-        this.#record(pid, op, path.relative, "allow", decision.reason, {
+        this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
+          inputDigest: ctx.digest,
           detail: { entries: entries.length },
         });
         return { path: path.relative, deleted: entries.length + 1 };
       },
-      {
-        // The workspace root is refused before any decision: no answer makes deleting it fine.
-        before: (rel) => {
-          if (rel !== ".") return;
-          this.#record(pid, op, ".", "deny", "containment");
-          throw new UnsafePathError(
-            "Cannot delete the workspace root; delete what is inside it instead",
-          );
-        },
-      },
+      refuseRoot,
     );
   }
 
@@ -762,13 +822,17 @@ export class FilesystemPrimitive {
     return await this.#operate(
       pid,
       op,
-      args.path,
+      { path: args.path },
       "stat",
       (rel) => `stat "${rel}"`,
-      (path, decision) => {
+      {},
+      (ctx) => {
+        const { path } = ctx;
         const facts = this.#lstat(path.absolute);
-        this.#authority.consume(decision);
-        this.#record(pid, op, path.relative, "allow", decision.reason, {
+        ctx.gate({ target: facts });
+        this.#authority.consume(ctx.decision);
+        this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
+          inputDigest: ctx.digest,
           detail: { exists: facts !== undefined },
         });
         return {
@@ -780,5 +844,52 @@ export class FilesystemPrimitive {
         };
       },
     );
+  }
+
+  /**
+   * Runs a stored pending action again (an approved one): the same operation with the same
+   * arguments, decided afresh — the one-shot approval bound to its digest now allows it.
+   * @throws {ValidationError} for an operation this primitive does not have, or bad arguments.
+   */
+  async dispatch(pid: string, action: PendingAction): Promise<JsonValue> {
+    const a = action.args;
+    const text = (k: string) => {
+      const v = a[k];
+      if (typeof v !== "string") {
+        throw new ValidationError(`Stored action ${action.primitive} has no text "${k}"`);
+      }
+      return v;
+    };
+    const flag = (k: string) => a[k] === true;
+    switch (action.primitive) {
+      case "fs.read":
+        return await this.readText(pid, {
+          path: text("path"),
+          ...(typeof a.maxBytes === "number" ? { maxBytes: a.maxBytes } : {}),
+        });
+      case "fs.write":
+        return await this.writeText(pid, {
+          path: text("path"),
+          content: text("content"),
+          overwrite: a.overwrite !== false,
+        });
+      case "fs.list":
+        return await this.listDir(pid, {
+          path: text("path"),
+          ...(typeof a.limit === "number" ? { limit: a.limit } : {}),
+        });
+      case "fs.mkdir":
+        return await this.makeDir(pid, { path: text("path"), parents: flag("parents") });
+      case "fs.delete":
+        return await this.deleteFile(pid, { path: text("path"), missingOk: flag("missingOk") });
+      case "fs.rmdir":
+        return await this.deleteDir(pid, { path: text("path"), recursive: flag("recursive") });
+      case "fs.stat":
+        return await this.stat(pid, { path: text("path") });
+      default:
+        throw new ValidationError(
+          `The filesystem primitive has no operation ${JSON.stringify(action.primitive)}`,
+        );
+    }
   }
 }

