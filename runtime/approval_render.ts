@@ -8,11 +8,26 @@
  *
  * @module
  */
+import type { CapabilityResource } from "./capability.ts";
 import { escapePreview } from "./escape_preview.ts";
 import type { HumanRequest } from "./human_request.ts";
 
 /** How much of each kind of field is shown before the truncation marker. */
 const LIMITS = Object.freeze({ field: 300, path: 4096, text: 4000, block: 20_000 });
+
+/** How many arguments of an argv are shown, one line each; the rest are counted. */
+const MAX_ARGS = 64;
+
+/** One line per argument: escaped once, no quoting an argument could imitate. */
+function argvLines(label: string, argv: readonly string[]): string[] {
+  const shown = argv.slice(0, MAX_ARGS).map((arg, i) => line(`${label}[${i}]`, arg, LIMITS.text));
+  if (argv.length > MAX_ARGS) {
+    shown.push(
+      `${label}: …[${argv.length - MAX_ARGS} more arguments not shown; --json shows every one]`,
+    );
+  }
+  return shown;
+}
 
 /** The gutter every line of a multiline block starts with. */
 export const GUTTER = "  │ ";
@@ -36,11 +51,37 @@ function block(label: string, text: string | null, max: number = LIMITS.block): 
   return [`${label}:`, ...escaped.split("\n").map((l) => `${GUTTER}${l}`)];
 }
 
+/** A stored time as ISO 8601; a number no date can hold is shown as the number, never thrown on. */
+function when(ms: number): string {
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? `${ms} (not a valid time)` : date.toISOString();
+}
+
+const SCOPES: Readonly<Record<CapabilityResource["scope"], string>> = Object.freeze({
+  exact: "exactly this one",
+  prefix: "everything that starts with this",
+  subtree: "this directory and everything below it",
+  any: "every resource of this type",
+});
+
+/** A requested resource, one unambiguous part per line (no notation an agent could imitate). */
+function resourceLines(r: CapabilityResource): string[] {
+  return [
+    line("requested type", r.type),
+    ...(r.type === "fs"
+      ? [line("requested path", r.path, LIMITS.path)]
+      : r.type === "shell"
+      ? argvLines("requested argv", r.argv)
+      : [line("requested key", r.key, LIMITS.path)]),
+    line("requested scope", `${r.scope} (${SCOPES[r.scope]})`),
+  ];
+}
+
 function facts(target: NonNullable<NonNullable<HumanRequest["approval"]>["target"]>): string {
   if (!target.exists) return "does not exist yet";
   const parts = [target.type ?? "unknown type"];
   if (target.size !== null) parts.push(`${target.size} bytes`);
-  if (target.mtime !== null) parts.push(`modified ${new Date(target.mtime).toISOString()}`);
+  if (target.mtime !== null) parts.push(`modified ${when(target.mtime)}`);
   if (target.links !== null && target.links > 1) parts.push(`${target.links} hard links`);
   return parts.join(", ");
 }
@@ -60,8 +101,8 @@ export function renderApprovalRequest(request: HumanRequest): string {
         : "Interrupt"
     } request ${request.id} (${request.status})`,
     line("process", request.pid),
-    line("created", new Date(request.createdAt).toISOString()),
-    line("expires", request.expiresAt === null ? null : new Date(request.expiresAt).toISOString()),
+    line("created", when(request.createdAt)),
+    line("expires", request.expiresAt === null ? null : when(request.expiresAt)),
   ];
   const a = request.approval;
   if (a) {
@@ -83,7 +124,7 @@ export function renderApprovalRequest(request: HumanRequest): string {
     if (a.executable !== null) {
       out.push(
         line("executable", a.executable, LIMITS.path),
-        line("argv", a.argv ? JSON.stringify(a.argv) : null, LIMITS.text),
+        ...argvLines("argv", a.argv ?? []),
         line("cwd", a.cwd, LIMITS.path),
         line("environment hash", a.envHash),
       );
@@ -94,13 +135,8 @@ export function renderApprovalRequest(request: HumanRequest): string {
   }
   if (request.permission) {
     const p = request.permission;
-    const target = p.resource.type === "fs"
-      ? `fs:${p.resource.path}${p.resource.scope === "subtree" ? "/**" : ""}`
-      : p.resource.type === "shell"
-      ? `shell:${p.resource.argv.join(" ")}${p.resource.scope === "prefix" ? " *" : ""}`
-      : `${p.resource.type}:${p.resource.key}${p.resource.scope === "exact" ? "" : "*"}`;
     out.push(
-      line("requested resource", target, LIMITS.path),
+      ...resourceLines(p.resource),
       line("requested rights", p.rights.join(", ")),
       ...block("their reason", p.reason, LIMITS.text),
     );
@@ -114,7 +150,7 @@ export function renderApprovalRequest(request: HumanRequest): string {
     const r = request.response;
     out.push(
       line("decided by", r.by),
-      line("decided at", new Date(r.at).toISOString()),
+      line("decided at", when(r.at)),
       ...(r.always ? [line("allow always", r.always)] : []),
       ...(r.reason !== undefined ? [line("reason", r.reason, LIMITS.text)] : []),
       ...(r.answer !== undefined ? block("answer", r.answer, LIMITS.text) : []),

@@ -33,8 +33,8 @@ const VS16 = 0xfe0f;
 const KEYCAP = 0x20e3;
 const BLACK_FLAG = 0x1f3f4;
 const CANCEL_TAG = 0xe007f;
-/** Longest tag spec of a valid subdivision flag: a 3-digit region plus a 4-character suffix. */
-const MAX_TAG_SPEC = 7;
+/** Longest tag spec of an RGI subdivision flag (`gbeng`). */
+const MAX_TAG_SPEC = 5;
 
 // No `g` or `y` flag: these are shared, so they must not carry a `lastIndex` between calls.
 const EMOJI = /\p{Emoji}/u;
@@ -42,7 +42,12 @@ const PICTOGRAPHIC = /\p{Extended_Pictographic}/u;
 const EMOJI_MODIFIER = /\p{Emoji_Modifier}/u;
 const REGIONAL_INDICATOR = /\p{Regional_Indicator}/u;
 /** A CLDR subdivision id (`gbeng`): a 2-letter or 3-digit region, then 1–4 letters or digits. */
-const SUBDIVISION_ID = /^(?:[a-z]{2}|[0-9]{3})[a-z0-9]{1,4}$/;
+/**
+ * The tag sequences Unicode recommends for general interchange (RGI, UTS #51): England, Scotland,
+ * Wales. Anything else spelled in tags behind a black flag is not an emoji but hidden text, so it
+ * is escaped (a syntax-only check would let any short word through invisibly).
+ */
+const RGI_SUBDIVISIONS: readonly string[] = Object.freeze(["gbeng", "gbsct", "gbwls"]);
 /**
  * Code points a terminal draws as nothing (or as a line break) although they change or hide what is
  * shown. Default_Ignorable_Code_Point covers the bidi controls, zero-width characters, word joiner
@@ -191,7 +196,7 @@ function tagSequenceEnd(text: string, u: number): number | undefined {
     t += 2;
   }
   if (codePointAt(text, t) !== CANCEL_TAG) return undefined;
-  return SUBDIVISION_ID.test(spec) ? t + 2 : undefined;
+  return RGI_SUBDIVISIONS.includes(spec) ? t + 2 : undefined;
 }
 
 /** Whether the element `[u, end)` may stand next to a ZWJ: it is drawn as a pictograph. */

@@ -18,7 +18,7 @@ import type { ActionOutcome } from "./action_ledger.ts";
 import { renderApprovalRequest } from "./approval_render.ts";
 import type { Authority } from "./authority.ts";
 import type { JsonValue } from "./canonical_json.ts";
-import { type CapabilityResource, resourceString, type Right } from "./capability.ts";
+import { type CapabilityResource, resourceString, type Right, specificity } from "./capability.ts";
 import {
   errorInfo,
   HumanDecisionError,
@@ -389,26 +389,60 @@ export class HumanChannel {
 
   // ------------------------------------------------------------------ decisions
 
-  /** The "allow always" choices for a request, each with exactly what it would grant. */
+  /**
+   * The "allow always" choices for a request, each with exactly what it would grant — only
+   * choices that would really allow this action next time: the ask must come from a capability
+   * (`cap:<id>`; a mode ceiling or a protected path asks whatever a capability says), and the new
+   * capability must be more specific than the one that asked. For files: `path` (this path
+   * exactly) and `subtree` (its directory and everything below).
+   */
   alwaysOptions(request: HumanRequest): AlwaysOption[] {
     const a = request.approval;
-    if (!a || a.path === null) return [];
+    if (!a || a.path === null || !a.reason.startsWith("cap:")) return [];
+    let asking: CapabilityResource;
+    try {
+      asking = this.#authority.capabilities.get(a.reason.slice("cap:".length)).resource;
+    } catch (error) {
+      if (error instanceof NotFoundError) return [];
+      throw error;
+    }
+    const action = { type: "fs", path: a.path } as const;
+    const floor = specificity(asking, action, true) ?? 0;
     const right = a.right as Right;
-    const options: AlwaysOption[] = [];
-    const add = (scope: GrantScope, resource: CapabilityResource) =>
-      options.push({
+    const dir = dirname(a.path);
+    const candidates: [GrantScope, CapabilityResource][] = [
+      ["path", { type: "fs", path: a.path, scope: "exact" }],
+      ["subtree", { type: "fs", path: dir === "" ? "." : dir, scope: "subtree" }],
+    ];
+    return candidates
+      .filter(([, resource]) => (specificity(resource, action, false) ?? 0) > floor)
+      .map(([scope, resource]) => ({
         scope,
         resource,
         rights: [right],
         description: `allow ${right} on ${
           resourceString(resource)
-        } for ${request.pid} from now on (revocable)`,
-      });
-    add("exact", { type: "fs", path: a.path, scope: "exact" });
-    add("path", { type: "fs", path: a.path, scope: "exact" });
-    const dir = dirname(a.path);
-    add("subtree", { type: "fs", path: dir === "" ? "." : dir, scope: "subtree" });
-    return options;
+        } for ${request.pid} from now on (revocable with "libos revoke")`,
+      }));
+  }
+
+  /**
+   * The allow-always option `scope` of a request.
+   * @throws {ValidationError} when the request does not offer it (nothing is approved).
+   */
+  #alwaysOption(request: HumanRequest, scope: GrantScope): AlwaysOption {
+    const offered = this.alwaysOptions(request);
+    const option = offered.find((o) => o.scope === scope);
+    if (option) return option;
+    throw new ValidationError(
+      offered.length
+        ? `"${scope}" is not an allow-always scope of request ${request.id}; use one of ${
+          offered.map((o) => o.scope).join(", ")
+        } ("libos human show ${request.id}" says what each grants); nothing was approved`
+        : `Request ${request.id} offers no allow-always scope: it asks because of ${
+          request.approval?.reason ?? request.kind
+        }, which no capability overrides; approve it once instead; nothing was approved`,
+    );
   }
 
   #decide(
@@ -455,6 +489,10 @@ export class HumanChannel {
     id: string,
     options: { readonly by: string; readonly always?: GrantScope },
   ): HumanRequest {
+    this.expireDue();
+    const option = options.always === undefined
+      ? undefined
+      : this.#alwaysOption(this.get(id), options.always);
     return this.#decide(id, options.by, (request) => {
       const caps: string[] = [];
       const now = Math.trunc(this.#core.clock.now());
@@ -471,18 +509,11 @@ export class HumanChannel {
             oneShot: true,
             actionDigest: a.digest,
             issuer: `human:${id}`,
-            expiresAt: request.expiresAt ?? now + this.#ttlMs,
+            // Good until the process resumes, even if that is after the request's own expiry.
+            expiresAt: now + this.#ttlMs,
           }, options.by).id,
         );
-        if (options.always) {
-          const option = this.alwaysOptions(request).find((o) => o.scope === options.always);
-          if (!option) {
-            throw new ValidationError(
-              `"${options.always}" is not an allow-always scope for request ${id}; use one of ${
-                this.alwaysOptions(request).map((o) => o.scope).join(", ") || "none"
-              }`,
-            );
-          }
+        if (option) {
           caps.push(
             this.#authority.capabilities.grant({
               subject: request.pid,
@@ -532,6 +563,10 @@ export class HumanChannel {
 
   /** Rejects a pending approval, permission request or question. */
   reject(id: string, options: { readonly by: string; readonly reason?: string }): HumanRequest {
+    if (options.reason !== undefined && options.reason.length > 4096) {
+      throw new ValidationError("A rejection reason must be at most 4096 characters");
+    }
+    this.expireDue();
     return this.#decide(id, options.by, (request) => {
       this.#core.audit.append({
         actor: options.by,
@@ -558,6 +593,7 @@ export class HumanChannel {
     if (typeof options.text !== "string" || options.text.length > 100_000) {
       throw new ValidationError("An answer must be text of at most 100000 characters");
     }
+    this.expireDue();
     return this.#decide(id, options.by, (request) => {
       this.#core.audit.append({
         actor: options.by,

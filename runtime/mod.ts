@@ -1,6 +1,7 @@
 /**
- * The runtime layer: store, audit chain, event log, and (in later issues) processes, decide(),
- * capabilities, the human queue, object memory, primitives and the model executor.
+ * The runtime layer: store, audit chain, event log, processes and their scheduler, decide() and
+ * capabilities, the primitives, and the human channel (later issues add object memory, tools and
+ * the model executor).
  *
  * @module
  */
@@ -20,22 +21,84 @@ export { canonicalJson, digestOf, type JsonValue, sha256Hex } from "./canonical_
 export { type Clock, FakeClock, systemClock } from "./clock.ts";
 export { type DatabaseLocation, locateDatabase, openDatabase } from "./database.ts";
 export {
+  ApprovalRequiredError,
   AuditError,
+  BudgetExhaustedError,
+  CapabilityDeniedError,
   type ErrorInfo,
   errorInfo,
   type Fault,
+  HumanDecisionError,
+  type HumanErrorCode,
+  HumanPendingError,
+  IllegalTransitionError,
   LibosError,
   NotFoundError,
+  OutsideWorkspaceError,
   StoreError,
   type StoreErrorCode,
+  UnsafePathError,
   UsageError,
   ValidationError,
 } from "./errors.ts";
 export { escapePreview, type EscapePreviewOptions } from "./escape_preview.ts";
+export {
+  ActionLedger,
+  type ActionOutcome,
+  type ActionRecord,
+  type ActionRequest,
+} from "./action_ledger.ts";
+export { Authority, type RunOptions } from "./authority.ts";
+export {
+  type Capability,
+  type CapabilityResource,
+  type Effect,
+  resourceString,
+  type Right,
+} from "./capability.ts";
+export { type Action, type Decision, parseRunDeny } from "./decide.ts";
+export { type ModeName, parseMode } from "./modes.ts";
+export { type AgentProcess, type Budgets, type ProcessStatus, type Signal } from "./process.ts";
+export { ProcessManager, type QuantumResult, type SpawnOptions } from "./process_manager.ts";
+export {
+  type ProcessDriver,
+  type QuantumContext,
+  type QuantumReport,
+  type RunReport,
+  type RunUntilIdleOptions,
+  Scheduler,
+} from "./scheduler.ts";
+export { FilesystemPrimitive } from "./primitives/filesystem.ts";
+export { ClockPrimitive } from "./primitives/clock.ts";
+export {
+  type FilesystemProvider,
+  hostFilesystem,
+  recordingFilesystem,
+} from "./providers/filesystem.ts";
+export {
+  type AlwaysOption,
+  HumanChannel,
+  type HumanDecision,
+  type HumanMode,
+  type HumanPrompt,
+  type HumanResolution,
+} from "./human_channel.ts";
+export {
+  type ApprovalDetails,
+  GrantScope,
+  HumanRequest,
+  HumanRequestKind,
+  HumanRequestStatus,
+  type PendingAction,
+  type PermissionRequest,
+} from "./human_request.ts";
+export { GUTTER, renderApprovalRequest } from "./approval_render.ts";
+export { type TerminalIo, terminalPrompt } from "./tty_prompt.ts";
+export { type UnifiedDiff, unifiedDiff } from "./unified_diff.ts";
 export { EventLog, type SubscribeOptions } from "./event_log.ts";
 export { EVENT_VERSION, type EventBody, type EventEnvelope, type EventKind } from "./events.ts";
 export { type IdSource, randomIds, seededIds } from "./ids.ts";
-export { createRuntime, type Runtime, type RuntimeOptions } from "./runtime.ts";
+export { createRuntime, type Primitives, type Runtime, type RuntimeOptions } from "./runtime.ts";
 export { SCHEMA_VERSION } from "./_schema.ts";
 export { SqliteStore, type SqliteStoreOptions } from "./sqlite_store.ts";
 export { type EnvReader, MEMORY_DB } from "./state_paths.ts";

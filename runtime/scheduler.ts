@@ -16,7 +16,7 @@
 import type { ActionLedger, ActionOutcome, ActionRecord, ActionRequest } from "./action_ledger.ts";
 import type { JsonValue } from "./canonical_json.ts";
 import type { Clock } from "./clock.ts";
-import { errorInfo } from "./errors.ts";
+import { errorInfo, HumanPendingError } from "./errors.ts";
 import type { HumanChannel, HumanResolution } from "./human_channel.ts";
 import type { AgentProcess } from "./process.ts";
 import { deadline } from "./process_budget.ts";
@@ -45,7 +45,10 @@ export interface QuantumContext {
 
 /** What makes a process progress: the model executor, or a test's fake. */
 export interface ProcessDriver {
-  /** Runs one quantum and says what the process does next. */
+  /**
+   * Runs one quantum and says what the process does next. A {@link HumanPendingError} thrown
+   * out of it (a primitive parked an action on a human) means `wait_human` on that request.
+   */
   runQuantum(context: QuantumContext): Promise<QuantumResult>;
 }
 
@@ -313,8 +316,13 @@ export class Scheduler implements Disposable {
           perform: (action, effect) => this.#ledger.perform(pid, action, effect, controller.signal),
         });
     } catch (error) {
-      const info = errorInfo(error);
-      result = { type: "fail", reason: `driver_error:${info.code}: ${info.message}` };
+      if (error instanceof HumanPendingError) {
+        // A primitive parked the action on a human: the process waits for the decision.
+        result = { type: "wait_human", request: error.request };
+      } else {
+        const info = errorInfo(error);
+        result = { type: "fail", reason: `driver_error:${info.code}: ${info.message}` };
+      }
     } finally {
       deadlineTimer.abort(QUANTUM_OVER);
     }

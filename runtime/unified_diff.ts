@@ -13,7 +13,14 @@
  * Difference Algorithm and Its Variations", 1986, §4b): find the middle snake of the edit graph, then
  * recurse on both halves. Two exact reductions run first: the common prefix and suffix are trimmed,
  * and lines that occur nowhere on the other side are set aside as changed, since no longest common
- * subsequence can use them. That keeps a file replaced wholesale from costing O(N²).
+ * subsequence can use them. That keeps a file replaced wholesale from costing O(N²); memory stays
+ * linear in the number of lines.
+ *
+ * Where several diffs are equally short, the one printed follows GNU diffutils' rules (its search
+ * order, its analysis window and its sliding of change runs), so on ordinary input the text is
+ * byte-for-byte what `diff -u --label a --label b` prints. It differs only where GNU's speed
+ * heuristics (provisional discarding of very frequent lines, the too-expensive cut-off) would give
+ * up minimality; this module never does, short of the `maxLines` fallback, which it reports.
  *
  * @module
  */
@@ -74,8 +81,7 @@ interface Change {
  * contains a line feed (it would forge extra lines in the header).
  * @example
  * ```ts
- * unifiedDiff("a\nb\n", "a\nc\n").text;
- * // "--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"
+ * unifiedDiff("a\nb\n", "a\nc\n").text; // => "--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"
  * ```
  */
 export function unifiedDiff(
@@ -96,7 +102,7 @@ export function unifiedDiff(
   const approximate = n > maxLines || m > maxLines;
   const changes = approximate
     ? [{ a: 0, aEnd: n, b: 0, bEnd: m }]
-    : collectChanges(...markChanges(from, to), n, m);
+    : collectChanges(...markChanges(from, to, context), n, m);
   const header = `--- ${fromLabel}\n+++ ${toLabel}\n`;
   return { ...renderHunks(from, to, changes, context, header), approximate };
 }
@@ -152,19 +158,28 @@ function intern(from: Side, to: Side): [Int32Array, Int32Array] {
   return [number(from), number(to)];
 }
 
-/** Marks, per side, which lines a minimal edit script deletes (old side) or inserts (new side). */
-function markChanges(from: Side, to: Side): [Uint8Array, Uint8Array] {
+/**
+ * Marks, per side, which lines a minimal edit script deletes (old side) or inserts (new side).
+ *
+ * Like GNU, only a window is analysed: the common prefix and suffix minus `horizon` lines next to
+ * the change (GNU's `horizon_lines`, which `diff -u` sets to the context). The window bounds where
+ * runs of changes may slide and which lines count as occurring on the other side, so the same
+ * window is what makes equally short diffs come out the way GNU prints them.
+ */
+function markChanges(from: Side, to: Side, horizon: number): [Uint8Array, Uint8Array] {
   const [a, b] = intern(from, to);
   const changedA = new Uint8Array(a.length);
   const changedB = new Uint8Array(b.length);
-  let lo = 0;
-  let aHi = a.length;
-  let bHi = b.length;
-  while (lo < aHi && lo < bHi && a[lo] === b[lo]) lo++;
-  while (lo < aHi && lo < bHi && a[aHi - 1] === b[bHi - 1]) {
-    aHi--;
-    bHi--;
-  }
+  let prefix = 0;
+  while (prefix < a.length && prefix < b.length && a[prefix] === b[prefix]) prefix++;
+  const lo = Math.max(0, prefix - horizon);
+  // GNU finds no common suffix when only one side ends with LF; here the last lines then differ.
+  const limit = Math.min(a.length, b.length) - lo;
+  let suffix = 0;
+  while (suffix < limit && a[a.length - 1 - suffix] === b[b.length - 1 - suffix]) suffix++;
+  const cut = Math.max(0, suffix - horizon);
+  const aHi = a.length - cut;
+  const bHi = b.length - cut;
   const keptA = keepShared(a, lo, aHi, b, lo, bHi, changedA);
   const keptB = keepShared(b, lo, bHi, a, lo, aHi, changedB);
   const ra = keptA.map((i) => a[i] ?? -1);
@@ -189,19 +204,23 @@ function markChanges(from: Side, to: Side): [Uint8Array, Uint8Array] {
   reducedB.forEach((c, i) => {
     if (c) changedB[keptB[i] ?? 0] = 1;
   });
-  shiftBoundaries(a, changedA, changedB);
-  shiftBoundaries(b, changedB, changedA);
+  const windowA = changedA.subarray(lo, aHi);
+  const windowB = changedB.subarray(lo, bHi);
+  shiftBoundaries(a.subarray(lo, aHi), windowA, windowB);
+  shiftBoundaries(b.subarray(lo, bHi), windowB, windowA);
   return [changedA, changedB];
 }
 
 /**
- * GNU's `shift_boundaries`, ported line for line: slides each run of changed lines over equal
- * neighbours so runs merge, ends as late as possible, and lines up with a run on the other side.
- * The edit count is unchanged; it only picks, among equally short diffs, the one GNU prints.
+ * Chooses among equally short diffs the way GNU's `shift_boundaries` does: each run of changed lines
+ * slides back over equal neighbours (merging with earlier runs), then forward as far as it can
+ * (merging with later runs) until it stops growing, and finally back to the last place where it
+ * ends together with a run on the other side. Sliding keeps the edit count; `other` is read to
+ * track that alignment and is not modified.
  */
 function shiftBoundaries(ids: Int32Array, changed: Uint8Array, other: Uint8Array): void {
   const end = ids.length;
-  // GNU's arrays carry an unchanged sentinel on each side; reads outside the range see one.
+  // Reads outside the window see an unchanged line, as if each end had a sentinel.
   const mine = (i: number): boolean => i >= 0 && i < end && changed[i] === 1;
   const theirs = (j: number): boolean => j >= 0 && j < other.length && other[j] === 1;
   let i = 0;

@@ -2,9 +2,13 @@
  * A scratch workspace and state directory for CLI tests, with `runCli` wired to them.
  */
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { DatabaseSync } from "node:sqlite";
 import { sha256Hex } from "../runtime/canonical_json.ts";
 import { runCli } from "../runtime/cli/mod.ts";
+
+/** The repository root. */
+export const REPO = fileURLToPath(new URL("..", import.meta.url));
 
 /** What one CLI invocation printed and returned. */
 export interface Run {
@@ -70,4 +74,35 @@ export function tamper(dbPath: string, sql: string): void {
   raw.exec(sql);
   for (const t of triggers) raw.exec(String(t.sql));
   raw.close();
+}
+
+/**
+ * Runs `deno task …` in a fresh process. TMPDIR points at a private folder, so the temporary
+ * directory grant does not happen to cover the workspace, state or database under test.
+ */
+export async function task(cwd: string, state: string, ...args: string[]): Promise<Run> {
+  const temp = Deno.makeTempDirSync({ prefix: "libos-task-tmp-" });
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "--quiet", `--config=${join(REPO, "deno.json")}`, ...args],
+    cwd,
+    // A fresh environment without INIT_CWD: under "deno task test" the outer task's INIT_CWD
+    // would otherwise be inherited and win over the subprocess's cwd.
+    clearEnv: true,
+    env: {
+      ...Object.fromEntries(Object.entries(Deno.env.toObject()).filter(([k]) => k !== "INIT_CWD")),
+      XDG_STATE_HOME: state,
+      TMPDIR: temp,
+      DENO_NO_UPDATE_CHECK: "1",
+      NO_COLOR: "1",
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  Deno.removeSync(temp, { recursive: true });
+  const decoder = new TextDecoder();
+  return {
+    status: output.code,
+    stdout: decoder.decode(output.stdout),
+    stderr: decoder.decode(output.stderr),
+  };
 }

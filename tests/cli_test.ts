@@ -5,12 +5,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { fileURLToPath } from "node:url";
 import { sha256Hex } from "../runtime/canonical_json.ts";
 import { permissionFlags, UnlistablePathError } from "../runtime/cli/bootstrap.ts";
-import { type Run, sandbox, tamper } from "./_cli_sandbox.ts";
-
-const REPO = fileURLToPath(new URL("..", import.meta.url));
+import { sandbox, tamper, task } from "./_cli_sandbox.ts";
 
 Deno.test("libos init creates the workspace database (0600) and head file in the state directory, and is idempotent", async () => {
   using s = sandbox();
@@ -283,37 +280,6 @@ Deno.test("bootstrap refuses a path with a comma instead of passing Deno a broke
     (e: unknown) => e instanceof UnlistablePathError && /comma/.test(e.message),
   );
 });
-
-/**
- * Runs `deno task …` in a fresh process. TMPDIR points at a private folder, so the temporary
- * directory grant does not happen to cover the workspace, state or database under test.
- */
-async function task(cwd: string, state: string, ...args: string[]): Promise<Run> {
-  const temp = Deno.makeTempDirSync({ prefix: "libos-task-tmp-" });
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["task", "--quiet", `--config=${join(REPO, "deno.json")}`, ...args],
-    cwd,
-    // A fresh environment without INIT_CWD: under "deno task test" the outer task's INIT_CWD
-    // would otherwise be inherited and win over the subprocess's cwd.
-    clearEnv: true,
-    env: {
-      ...Object.fromEntries(Object.entries(Deno.env.toObject()).filter(([k]) => k !== "INIT_CWD")),
-      XDG_STATE_HOME: state,
-      TMPDIR: temp,
-      DENO_NO_UPDATE_CHECK: "1",
-      NO_COLOR: "1",
-    },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  Deno.removeSync(temp, { recursive: true });
-  const decoder = new TextDecoder();
-  return {
-    status: output.code,
-    stdout: decoder.decode(output.stdout),
-    stderr: decoder.decode(output.stderr),
-  };
-}
 
 Deno.test("deno task libos runs through the bootstrap with narrow permissions: init, verify, and exit statuses", async () => {
   using s = sandbox();

@@ -391,6 +391,47 @@ const CASES: readonly Case[] = [
     },
   },
   {
+    name: "stores human requests and lists them by status, process and expiry, oldest first",
+    run(store) {
+      const h = (
+        id: string,
+        pid: string,
+        status: string,
+        created: number,
+        expires: number | null,
+      ) => ({
+        id,
+        pid,
+        kind: "approval",
+        status,
+        data: JSON.stringify({ id, note: "ünïcode ✓" }),
+        created,
+        expires,
+      });
+      store.putHumanRequest(h("hreq_3", "pid_b", "pending", 3, null));
+      store.putHumanRequest(h("hreq_1", "pid_a", "pending", 1, 100));
+      store.putHumanRequest(h("hreq_2", "pid_a", "approved", 2, 50));
+      store.putHumanRequest(h("hreq_4", "pid_a", "pending", 4, 200));
+      assert.deepEqual(store.getHumanRequest("hreq_1"), h("hreq_1", "pid_a", "pending", 1, 100));
+      assert.equal(store.getHumanRequest("hreq_9"), undefined);
+      // Replacing keeps one row per id.
+      store.putHumanRequest(h("hreq_4", "pid_a", "expired", 4, 200));
+      const ids = (q: Parameters<Store["listHumanRequests"]>[0]) =>
+        store.listHumanRequests(q).map((r) => r.id);
+      assert.deepEqual(ids({ limit: 10 }), ["hreq_1", "hreq_2", "hreq_3", "hreq_4"]);
+      assert.deepEqual(ids({ statuses: ["pending"], limit: 10 }), ["hreq_1", "hreq_3"]);
+      assert.deepEqual(ids({ statuses: ["pending", "expired"], pid: "pid_a", limit: 10 }), [
+        "hreq_1",
+        "hreq_4",
+      ]);
+      // A request that never expires is never due.
+      assert.deepEqual(ids({ statuses: ["pending"], expiringBefore: 101, limit: 10 }), ["hreq_1"]);
+      assert.deepEqual(ids({ expiringBefore: 100, limit: 10 }), ["hreq_2"]);
+      assert.deepEqual(ids({ limit: 1 }), ["hreq_1"]);
+      assert.deepEqual(ids({ statuses: [], limit: 10 }), []);
+    },
+  },
+  {
     name: "a closed store refuses every call with store_closed, and close() is idempotent",
     run(store) {
       store.close();

@@ -54,6 +54,8 @@ export const OPTION_SPECS = {
   effect: { type: "string" },
   once: { type: "boolean" },
   expires: { type: "string" },
+  always: { type: "string" },
+  reason: { type: "string" },
 } as const;
 
 /** The name of an option. */

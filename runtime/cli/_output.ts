@@ -6,7 +6,7 @@
  */
 import { type ErrorInfo, errorInfo, UsageError } from "../errors.ts";
 import { escapePreview } from "../escape_preview.ts";
-import type { CliIo } from "./_options.ts";
+import { type CliIo, flagOption, type ParsedArgs } from "./_options.ts";
 
 /** Exit status: success. */
 export const EXIT_OK = 0;
@@ -18,6 +18,22 @@ export const EXIT_USAGE = 2;
 /** Writes one JSON document and a newline to stdout. */
 export function printJson(io: CliIo, document: unknown): void {
   io.stdout(JSON.stringify(document) + "\n");
+}
+
+/**
+ * Prints a command's result: `{db, ...document}` under `--json`, `text` otherwise; returns
+ * {@link EXIT_OK}.
+ */
+export function say(
+  io: CliIo,
+  parsed: ParsedArgs,
+  db: string,
+  document: Record<string, unknown>,
+  text: string,
+): number {
+  if (flagOption(parsed, "json")) printJson(io, { db, ...document });
+  else io.stdout(text + "\n");
+  return EXIT_OK;
 }
 
 /** Escapes one untrusted value for a single terminal line. */

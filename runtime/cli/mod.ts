@@ -11,6 +11,14 @@ import { demoCommand } from "./demo_command.ts";
 import { initCommand } from "./init_command.ts";
 import { capsCommand, grantCommand, revokeCommand } from "./capability_commands.ts";
 import {
+  humanAnswerCommand,
+  humanApproveCommand,
+  humanInterruptCommand,
+  humanListCommand,
+  humanRejectCommand,
+  humanShowCommand,
+} from "./human_commands.ts";
+import {
   cdCommand,
   exitCommand,
   psCommand,
@@ -43,6 +51,12 @@ const COMMANDS: readonly Command[] = [
   capsCommand,
   grantCommand,
   revokeCommand,
+  humanListCommand,
+  humanShowCommand,
+  humanApproveCommand,
+  humanRejectCommand,
+  humanAnswerCommand,
+  humanInterruptCommand,
   auditQueryCommand,
   auditVerifyCommand,
   demoCommand,

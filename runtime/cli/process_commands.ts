@@ -16,7 +16,7 @@ import {
   type ParsedArgs,
   stringOption,
 } from "./_options.ts";
-import { EXIT_FAILED, EXIT_OK, field, printJson } from "./_output.ts";
+import { EXIT_FAILED, field, printJson, say } from "./_output.ts";
 import { openRuntime } from "./_workspace.ts";
 
 const DEFAULT_IMAGE = "base-agent:v0";
@@ -30,18 +30,6 @@ function processLine(p: AgentProcess): string {
     field(p.cwd, 60),
     field(p.goal, 60),
   ].join("  ");
-}
-
-function say(
-  io: CliIo,
-  parsed: ParsedArgs,
-  db: string,
-  document: Record<string, unknown>,
-  text: string,
-): number {
-  if (flagOption(parsed, "json")) printJson(io, { db, ...document });
-  else io.stdout(text + "\n");
-  return EXIT_OK;
 }
 
 async function spawn(parsed: ParsedArgs, io: CliIo): Promise<number> {
