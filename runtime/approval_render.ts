@@ -23,7 +23,9 @@ function argvLines(label: string, argv: readonly string[]): string[] {
   const shown = argv.slice(0, MAX_ARGS).map((arg, i) => line(`${label}[${i}]`, arg, LIMITS.text));
   if (argv.length > MAX_ARGS) {
     shown.push(
-      `${label}: …[${argv.length - MAX_ARGS} more arguments not shown; --json shows every one]`,
+      `${label}: …[${argv.length - MAX_ARGS} more argument${
+        argv.length - MAX_ARGS === 1 ? "" : "s"
+      } not shown; --json shows every one]`,
     );
   }
   return shown;
