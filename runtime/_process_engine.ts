@@ -297,7 +297,11 @@ export class ProcessEngine {
           status: "runnable",
           wait: null,
           pending: null,
-          wake: { kind: "cancelled", waited: p.wait?.kind ?? "sleep" },
+          wake: {
+            kind: "cancelled",
+            waited: p.wait?.kind ?? "sleep",
+            ...(p.wait?.kind === "human" ? { request: p.wait.request } : {}),
+          },
         };
         break;
       case "interrupt":
@@ -305,7 +309,14 @@ export class ProcessEngine {
           ...next,
           interrupts: p.interrupts + 1,
           ...(target === "runnable"
-            ? { status: "runnable" as const, wait: null, wake: { kind: "interrupted" as const } }
+            ? {
+              status: "runnable" as const,
+              wait: null,
+              wake: {
+                kind: "interrupted" as const,
+                ...(p.wait?.kind === "human" ? { request: p.wait.request } : {}),
+              },
+            }
             : {}),
         };
         break;

@@ -37,6 +37,7 @@ import {
   type PendingAction,
   type PermissionRequest,
 } from "./human_request.ts";
+import { isFinal } from "./process.ts";
 import type { ProcessManager } from "./process_manager.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
 import type { HumanRequestRow } from "./store.ts";
@@ -490,6 +491,7 @@ export class HumanChannel {
     options: { readonly by: string; readonly always?: GrantScope },
   ): HumanRequest {
     this.expireDue();
+    this.#refuseIfOrphaned(id);
     const option = options.always === undefined
       ? undefined
       : this.#alwaysOption(this.get(id), options.always);
@@ -594,6 +596,7 @@ export class HumanChannel {
       throw new ValidationError("An answer must be text of at most 100000 characters");
     }
     this.expireDue();
+    this.#refuseIfOrphaned(id);
     return this.#decide(id, options.by, (request) => {
       this.#core.audit.append({
         actor: options.by,
@@ -609,6 +612,59 @@ export class HumanChannel {
         response: { by: options.by, at: Math.trunc(this.#core.clock.now()), answer: options.text },
       };
     }, ["question"]);
+  }
+
+  /**
+   * A pending request whose process has ended is cancelled (audited) instead of approved or
+   * answered: nobody is left to act on it.
+   * @throws {IllegalTransitionError} after cancelling it.
+   */
+  #refuseIfOrphaned(id: string): void {
+    const request = this.get(id);
+    if (request.status !== "pending") return;
+    const p = this.#processes.find(request.pid);
+    if (p && !isFinal(p.status)) return;
+    this.cancel(id, "runtime", `its process ${request.pid} has ${p ? p.status : "gone"}`);
+    throw new IllegalTransitionError(
+      "illegal_transition",
+      `Request ${id} was cancelled: its process ${request.pid} ${
+        p ? `has ${p.status}` : "no longer exists"
+      }, so nothing was approved`,
+    );
+  }
+
+  /**
+   * Cancels a pending request nobody will act on (its process was cancelled or ended); audited.
+   * Returns undefined when it was no longer pending.
+   */
+  cancel(id: string, by: string, why: string): HumanRequest | undefined {
+    const row = this.#core.store.getHumanRequest(id);
+    if (!row || row.status !== "pending") return undefined;
+    return this.#decide(id, by, (request) => {
+      this.#core.audit.append({
+        actor: by,
+        pid: request.pid,
+        action: "human.cancel",
+        resource: request.approval?.resource ?? "human:owner",
+        decision: "none",
+        authority: by,
+        correlation: id,
+        detail: { why },
+      });
+      return {
+        status: "cancelled",
+        response: { by, at: Math.trunc(this.#core.clock.now()), reason: why },
+      };
+    }, ["approval", "permission", "question"]);
+  }
+
+  /**
+   * After process `pid` parked on request `id`: if the request was decided in the meantime (between
+   * the ask and the park, when nobody was waiting yet), wakes the process now.
+   */
+  settleWait(pid: string, id: string): void {
+    const row = this.#core.store.getHumanRequest(id);
+    if (row && row.status !== "pending") this.#processes.wakeHuman(pid, id);
   }
 
   /** Expires every pending request past its time (a rejection, audited); returns them. */

@@ -91,8 +91,17 @@ export const WakeReason = z.discriminatedUnion("kind", [
     result: z.string().nullable(),
   }).strict(),
   z.object({ kind: z.literal("resumed") }).strict(),
-  z.object({ kind: z.literal("cancelled"), waited: z.enum(["sleep", "child", "human"]) }).strict(),
-  z.object({ kind: z.literal("interrupted") }).strict(),
+  z.object({
+    kind: z.literal("cancelled"),
+    waited: z.enum(["sleep", "child", "human"]),
+    /** The human request it waited on, now withdrawn. */
+    request: z.string().optional(),
+  }).strict(),
+  z.object({
+    kind: z.literal("interrupted"),
+    /** The human request it waited on, now withdrawn. */
+    request: z.string().optional(),
+  }).strict(),
   z.object({ kind: z.literal("human"), request: z.string() }).strict(),
 ]);
 /** Why a process became runnable again. */

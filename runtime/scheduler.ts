@@ -302,6 +302,10 @@ export class Scheduler implements Disposable {
     const recovered = this.#ledger.unreported(pid);
     let result: QuantumResult;
     try {
+      if ((p.wake?.kind === "cancelled" || p.wake?.kind === "interrupted") && p.wake.request) {
+        // Cancelled or interrupted while waiting on a human: the request is withdrawn.
+        this.#human?.cancel(p.wake.request, "runtime", `process ${pid} was ${p.wake.kind}`);
+      }
       const resumed = p.wake?.kind === "human" && this.#human
         ? await this.#human.resume(pid, p.wake.request, controller.signal)
         : undefined;
@@ -331,6 +335,10 @@ export class Scheduler implements Disposable {
       interrupts: p.interrupts,
       wake: p.wake,
     });
+    if (result.type === "wait_human" && after?.status === "waiting_human") {
+      // A decision made before the process parked found nobody waiting: wake it now.
+      this.#human?.settleWait(pid, result.request);
+    }
     return { pid, result, status: after?.status ?? "failed" };
   }
 

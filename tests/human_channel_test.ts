@@ -7,7 +7,11 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { ActionOutcome } from "../runtime/action_ledger.ts";
 import { FakeClock } from "../runtime/clock.ts";
-import { HumanDecisionError, HumanPendingError } from "../runtime/errors.ts";
+import {
+  HumanDecisionError,
+  HumanPendingError,
+  IllegalTransitionError,
+} from "../runtime/errors.ts";
 import type { HumanRequest } from "../runtime/human_request.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
 import type { ProcessDriver } from "../runtime/scheduler.ts";
@@ -350,4 +354,54 @@ Deno.test("HumanChannel: allow always mints a standing capability of the chosen 
   assert.equal(refused.status, 1);
   assert.match((refused.doc.error as { message: string }).message, /offers no allow-always scope/);
   assert.equal(runtime.human.get(env.id).status, "pending", "nothing was approved");
+});
+
+Deno.test("HumanChannel: a decision made before the process finished parking still wakes it (race: approve between the ask and the park)", async () => {
+  using s = sandbox();
+  await using runtime = await open(s);
+  const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
+  const seen: ActionOutcome[] = [];
+  const inner = writer(runtime, seen);
+  using scheduler = runtime.scheduler({
+    async runQuantum(ctx) {
+      try {
+        return await inner.runQuantum(ctx);
+      } catch (error) {
+        if (!(error instanceof HumanPendingError)) throw error;
+        // A fast human decides while the quantum is still running: nobody waits on it yet.
+        runtime.human.approve(error.request, { by: "human:fast" });
+        return { type: "wait_human", request: error.request };
+      }
+    },
+  });
+  const report = await scheduler.runUntilIdle();
+  assert.equal(report.quanta, 2);
+  assert.equal(seen.length, 1);
+  assert.equal(seen[0]!.ok, true);
+  assert.equal(runtime.processes.get(pid).status, "exited");
+  assert.equal(writesDone(runtime, pid), 1);
+});
+
+Deno.test("HumanChannel: a process cancelled or killed while it waits withdraws its request; approving it later grants nothing", async () => {
+  using s = sandbox();
+  await using runtime = await open(s);
+  const [cancelled, first] = await park(runtime, []);
+  runtime.processes.signal(cancelled, "cancel");
+  using scheduler = runtime.scheduler({ runQuantum: () => Promise.resolve({ type: "exit" }) });
+  await scheduler.runUntilIdle();
+  assert.equal(runtime.human.get(first.id).status, "cancelled");
+  assert.equal(runtime.processes.get(cancelled).status, "exited");
+
+  const [killed, second] = await park(runtime, []);
+  runtime.processes.signal(killed, "terminate");
+  const capsBefore = runtime.authority.capabilities.list(killed).length;
+  assert.throws(
+    () => runtime.human.approve(second.id, { by: "human:late" }),
+    (e: unknown) => e instanceof IllegalTransitionError && /cancelled/.test(e.message),
+  );
+  assert.equal(runtime.human.get(second.id).status, "cancelled");
+  assert.equal(runtime.authority.capabilities.list(killed).length, capsBefore, "nothing minted");
+  assert.equal(fileText(s), null);
+  const audited = runtime.audit.query({ action: "human.cancel", limit: 10 });
+  assert.deepEqual(audited.map((r) => r.correlation), [first.id, second.id]);
 });
