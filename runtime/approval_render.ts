@@ -54,7 +54,7 @@ function block(label: string, text: string | null, max: number = LIMITS.block): 
 }
 
 /** A stored time as ISO 8601; a number no date can hold is shown as the number, never thrown on. */
-function when(ms: number): string {
+export function formatTime(ms: number): string {
   const date = new Date(ms);
   return Number.isNaN(date.getTime()) ? `${ms} (not a valid time)` : date.toISOString();
 }
@@ -83,7 +83,7 @@ function facts(target: NonNullable<NonNullable<HumanRequest["approval"]>["target
   if (!target.exists) return "does not exist yet";
   const parts = [target.type ?? "unknown type"];
   if (target.size !== null) parts.push(`${target.size} bytes`);
-  if (target.mtime !== null) parts.push(`modified ${when(target.mtime)}`);
+  if (target.mtime !== null) parts.push(`modified ${formatTime(target.mtime)}`);
   if (target.links !== null && target.links > 1) parts.push(`${target.links} hard links`);
   return parts.join(", ");
 }
@@ -103,8 +103,8 @@ export function renderApprovalRequest(request: HumanRequest): string {
         : "Interrupt"
     } request ${request.id} (${request.status})`,
     line("process", request.pid),
-    line("created", when(request.createdAt)),
-    line("expires", request.expiresAt === null ? null : when(request.expiresAt)),
+    line("created", formatTime(request.createdAt)),
+    line("expires", request.expiresAt === null ? null : formatTime(request.expiresAt)),
   ];
   const a = request.approval;
   if (a) {
@@ -152,7 +152,7 @@ export function renderApprovalRequest(request: HumanRequest): string {
     const r = request.response;
     out.push(
       line("decided by", r.by),
-      line("decided at", when(r.at)),
+      line("decided at", formatTime(r.at)),
       ...(r.always ? [line("allow always", r.always)] : []),
       ...(r.reason !== undefined ? [line("reason", r.reason, LIMITS.text)] : []),
       ...(r.answer !== undefined ? block("answer", r.answer, LIMITS.text) : []),

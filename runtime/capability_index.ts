@@ -133,7 +133,12 @@ export class CapabilityIndex {
   constructor(caps: readonly Capability[]) {
     this.size = caps.length;
     for (const cap of caps) {
-      if (cap.effect === "allow" && cap.actionDigest !== null) this.#approvals.push(cap);
+      if (cap.effect === "allow" && cap.actionDigest !== null) {
+        // An approval answers an ask for exactly its action, never an ordinary lookup: indexed
+        // with the rest it could tie with, or outrank, a standing grant on another path.
+        this.#approvals.push(cap);
+        continue;
+      }
       const fold = cap.effect !== "allow";
       const id = `${cap.resource.type}|${cap.tier}|${fold}`;
       let b = this.#buckets.get(id);

@@ -16,7 +16,7 @@ import {
   resourceString,
 } from "./capability.ts";
 import { CapabilityIndex, type CapabilityMatch } from "./capability_index.ts";
-import { NotFoundError, StoreError, ValidationError } from "./errors.ts";
+import { CapabilityDeniedError, NotFoundError, StoreError, ValidationError } from "./errors.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
 import type { CapabilityRow } from "./store.ts";
 
@@ -243,9 +243,23 @@ export class CapabilityTable {
     });
   }
 
-  /** Marks a one-shot capability used (inside the step that records the action it allowed). */
+  /**
+   * Marks a one-shot capability used — before the effect it allows. Compare-and-set: the stored
+   * row is read again, and one already used (by a concurrent call, or another runtime) refuses.
+   * @throws {CapabilityDeniedError} `capability_denied` when it was already used.
+   */
   consume(cap: Capability): void {
     if (!cap.oneShot) return;
-    this.#save({ ...this.get(cap.id), usedAt: Math.trunc(this.#core.clock.now()) });
+    const current = this.get(cap.id);
+    if (current.usedAt !== null) {
+      throw new CapabilityDeniedError(
+        "capability_denied",
+        `One-shot capability ${cap.id} was already used (${
+          new Date(current.usedAt).toISOString()
+        }); it allows one action, once — ask again`,
+        { reason: `cap:${cap.id}` },
+      );
+    }
+    this.#save({ ...current, usedAt: Math.trunc(this.#core.clock.now()) });
   }
 }

@@ -56,6 +56,11 @@ export interface Decision {
   readonly capability?: string;
   /** True when a human's approval of exactly this action (a digest-bound allow) decided. */
   readonly approval?: boolean;
+  /**
+   * On an ask from a rule or capability: the mode or protected-path ask that also applies, which
+   * no capability lifts (so an "allow always" capability would not change the answer).
+   */
+  readonly ceiling?: string;
 }
 
 /** A run-scoped deny: `<type>[.<right>]:<glob>`, e.g. `fs.write:secrets/**`, `net:*`. */
@@ -215,5 +220,6 @@ export function decide(
       ...(decision.capability === undefined ? {} : { capability: decision.capability }),
     };
   }
+  if (cap && decision.effect === "ask") return { ...decision, ceiling: cap.reason };
   return decision;
 }

@@ -131,6 +131,20 @@ const ALLOW_DIGEST = cap(20, {
   effect: "allow",
   actionDigest: D1,
 });
+const APPROVE_GIT_CONFIG = cap(30, {
+  resource: fs(".git/config", "exact"),
+  rights: ["write"],
+  effect: "allow",
+  oneShot: true,
+  actionDigest: D1,
+});
+const APPROVE_DELETE_A = cap(31, {
+  resource: fs("src/a.ts", "exact"),
+  rights: ["delete"],
+  effect: "allow",
+  oneShot: true,
+  actionDigest: D1,
+});
 const EXPIRED = cap(21, {
   resource: fs("src/a.ts", "exact"),
   rights: ["read"],
@@ -835,13 +849,51 @@ const CASES: readonly Case[] = [
   },
   // Digest-bound, expiring, revoked and one-shot capabilities.
   {
-    name: "digest: a digest-bound capability matches the action with that digest",
+    name:
+      "digest: a digest-bound capability (a human's approval) answers only an ask, never lifts a default deny",
     mode: "full-access",
     denies: [],
     wall: false,
     caps: [ALLOW_DIGEST],
     action: write("src/a.ts", D1),
-    expected: allow(id(ALLOW_DIGEST)),
+    expected: deny("default"),
+  },
+  {
+    name: "digest: a human's approval of exactly this action answers a protected-path ask",
+    mode: "full-access",
+    denies: [],
+    wall: false,
+    caps: [ALLOW_ALL_WRITE, APPROVE_GIT_CONFIG],
+    action: write(".git/config", D1),
+    expected: allow(id(APPROVE_GIT_CONFIG)),
+  },
+  {
+    name:
+      "digest: an approval of one payload leaves the protected-path ask for another (attack: bait and switch)",
+    mode: "full-access",
+    denies: [],
+    wall: false,
+    caps: [ALLOW_ALL_WRITE, APPROVE_GIT_CONFIG],
+    action: write(".git/config", D2),
+    expected: ask("protected:**/.git/**"),
+  },
+  {
+    name: "digest: an approval never beats a deny capability (attack: approve past a deny)",
+    mode: "full-access",
+    denies: [],
+    wall: false,
+    caps: [ALLOW_ALL_WRITE, DENY_GIT_WRITE, APPROVE_GIT_CONFIG],
+    action: write(".git/config", D1),
+    expected: deny(id(DENY_GIT_WRITE)),
+  },
+  {
+    name: "digest: an approval answers a mode-ceiling ask for exactly its action",
+    mode: "workspace-write",
+    denies: [],
+    wall: false,
+    caps: [ALLOW_ALL_DELETE, APPROVE_DELETE_A],
+    action: { ...del("src/a.ts"), digest: D1 },
+    expected: allow(id(APPROVE_DELETE_A)),
   },
   {
     name: "digest: a digest-bound capability does not match another payload (attack: swap content)",
@@ -970,6 +1022,7 @@ function layers(c: Pick<Case, "caps" | "hardline" | "rules">): Layers {
     ...(c.rules ? { rules: c.rules } : {}),
     capabilities: {
       match: (_subject, a) => index.match(a.resource, a.right, a.digest, NOW),
+      approval: (_subject, a) => index.approval(a.resource, a.right, a.digest, NOW),
     },
   };
 }

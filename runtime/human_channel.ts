@@ -17,7 +17,7 @@ import { dirname } from "node:path";
 import type { ActionOutcome } from "./action_ledger.ts";
 import { renderApprovalRequest } from "./approval_render.ts";
 import type { Authority } from "./authority.ts";
-import type { JsonValue } from "./canonical_json.ts";
+import { type JsonValue, sha256Hex } from "./canonical_json.ts";
 import { type CapabilityResource, resourceString, type Right, specificity } from "./capability.ts";
 import {
   errorInfo,
@@ -181,13 +181,28 @@ export class HumanChannel {
       readonly statuses?: readonly HumanRequestStatus[];
       readonly pid?: string;
       readonly limit?: number;
+      /**
+       * Called with the id of each stored request libos cannot read (edited outside libos), which
+       * is then left out; without it such a request is a `store_corrupt` error.
+       */
+      readonly onCorrupt?: (id: string, error: StoreError) => void;
     } = {},
   ): HumanRequest[] {
-    return this.#core.store.listHumanRequests({
+    const rows = this.#core.store.listHumanRequests({
       statuses: query.statuses ?? ["pending"],
       limit: query.limit ?? 1000,
       ...(query.pid === undefined ? {} : { pid: query.pid }),
-    }).map((row) => this.#decode(row));
+    });
+    const out: HumanRequest[] = [];
+    for (const row of rows) {
+      try {
+        out.push(this.#decode(row));
+      } catch (error) {
+        if (!(error instanceof StoreError) || !query.onCorrupt) throw error;
+        query.onCorrupt(row.id, error);
+      }
+    }
+    return out;
   }
 
   #create(
@@ -399,7 +414,7 @@ export class HumanChannel {
    */
   alwaysOptions(request: HumanRequest): AlwaysOption[] {
     const a = request.approval;
-    if (!a || a.path === null || !a.reason.startsWith("cap:")) return [];
+    if (!a || a.path === null || !a.reason.startsWith("cap:") || a.ceiling) return [];
     let asking: CapabilityResource;
     try {
       asking = this.#authority.capabilities.get(a.reason.slice("cap:".length)).resource;
@@ -492,6 +507,7 @@ export class HumanChannel {
   ): HumanRequest {
     this.expireDue();
     this.#refuseIfOrphaned(id);
+    this.#refuseIfInconsistent(this.get(id));
     const option = options.always === undefined
       ? undefined
       : this.#alwaysOption(this.get(id), options.always);
@@ -505,7 +521,10 @@ export class HumanChannel {
         caps.push(
           this.#authority.capabilities.grant({
             subject: request.pid,
-            resource: { type: "fs", path: ".", scope: "subtree" },
+            // The exact file the human was shown (the digest binds everything else).
+            resource: a.path === null
+              ? { type: "fs", path: ".", scope: "subtree" }
+              : { type: "fs", path: a.path, scope: "exact" },
             rights: [a.right],
             effect: "allow",
             oneShot: true,
@@ -631,6 +650,26 @@ export class HumanChannel {
         p ? `has ${p.status}` : "no longer exists"
       }, so nothing was approved`,
     );
+  }
+
+  /**
+   * What the human was shown must be what runs: the stored action's operation, and for a write
+   * its content's size and sha256, must match the displayed fields.
+   * @throws {StoreError} `store_corrupt` when they differ (the database was edited).
+   */
+  #refuseIfInconsistent(request: HumanRequest): void {
+    const a = request.approval;
+    if (!a) return;
+    const content = a.action.args.content;
+    const data = typeof content === "string" ? new TextEncoder().encode(content) : undefined;
+    const agrees = a.action.primitive === a.operation &&
+      (data === undefined || (sha256Hex(data) === a.sha256 && data.length === a.bytes));
+    if (!agrees) {
+      throw new StoreError(
+        "store_corrupt",
+        `Request ${request.id} stores an action that differs from what it shows; the database was edited outside libos — nothing was approved; reject it`,
+      );
+    }
   }
 
   /**

@@ -90,6 +90,11 @@ export const ApprovalDetails = z.object({
   envHash: z.string().nullable(),
   /** The canonical digest of the action; the one-shot grant is bound to it. */
   digest: z.string(),
+  /**
+   * A mode or protected-path ask that applies whatever a capability says (so no "allow always"
+   * scope is offered), when there is one.
+   */
+  ceiling: z.string().nullable().optional(),
   action: PendingAction,
 }).strict();
 /** What a human is shown before approving one action. */
@@ -121,7 +126,7 @@ export type HumanResponse = z.infer<typeof HumanResponse>;
 /** A stored human request. */
 export const HumanRequest = z.object({
   id: z.string().regex(/^hreq_[0-9a-f]{12}$/),
-  pid: z.string(),
+  pid: z.string().regex(/^pid_[0-9a-f]{12}$/),
   kind: HumanRequestKind,
   status: HumanRequestStatus,
   approval: ApprovalDetails.nullable(),

@@ -37,30 +37,38 @@ function standardIo(): TerminalIo {
 }
 
 /** Reads lines from `io`, keeping what follows a line for the next read. */
-function lineReader(io: TerminalIo): () => Promise<string | null> {
+function lineReader(
+  io: TerminalIo,
+): { next(): Promise<string | null>; discard(): void } {
   const decoder = new TextDecoder();
   let pending = "";
   let ended = false;
-  return async () => {
-    for (;;) {
-      const newline = pending.indexOf("\n");
-      if (newline >= 0) {
-        const line = pending.slice(0, newline);
-        pending = pending.slice(newline + 1);
-        return line.replace(/\r$/, "");
+  return {
+    /** Drops what was typed ahead: an answer counts only if typed after its question. */
+    discard() {
+      pending = "";
+    },
+    next: async () => {
+      for (;;) {
+        const newline = pending.indexOf("\n");
+        if (newline >= 0) {
+          const line = pending.slice(0, newline);
+          pending = pending.slice(newline + 1);
+          return line.replace(/\r$/, "");
+        }
+        if (ended) {
+          const rest = pending;
+          pending = "";
+          return rest === "" ? null : rest;
+        }
+        const buffer = new Uint8Array(4096);
+        const n = await io.read(buffer);
+        if (n === null) {
+          ended = true;
+          pending += decoder.decode();
+        } else pending += decoder.decode(buffer.subarray(0, n), { stream: true });
       }
-      if (ended) {
-        const rest = pending;
-        pending = "";
-        return rest === "" ? null : rest;
-      }
-      const buffer = new Uint8Array(4096);
-      const n = await io.read(buffer);
-      if (n === null) {
-        ended = true;
-        pending += decoder.decode();
-      } else pending += decoder.decode(buffer.subarray(0, n), { stream: true });
-    }
+    },
   };
 }
 
@@ -107,13 +115,14 @@ export function terminalPrompt(io: TerminalIo = standardIo()): HumanPrompt {
       "The interactive human mode needs a terminal on standard input; use --human queue (answer later with libos human) or --human none",
     );
   }
-  const readLine = lineReader(io);
+  const lines = lineReader(io);
   return {
     async decide(request, rendered, always) {
+      lines.discard();
       io.write(`\n${rendered}\n\n`);
       for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
         io.write(choices(request, always));
-        const answer = await readLine();
+        const answer = await lines.next();
         if (answer === null) return { type: "reject", reason: "the terminal closed" };
         const decision = parse(request, answer, always);
         if (decision) return decision;

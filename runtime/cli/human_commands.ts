@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { renderApprovalRequest } from "../approval_render.ts";
+import { formatTime, renderApprovalRequest } from "../approval_render.ts";
 import { UsageError } from "../errors.ts";
 import { GrantScope, type HumanRequest, HumanRequestStatus } from "../human_request.ts";
 import type { Runtime } from "../runtime.ts";
@@ -32,12 +32,12 @@ function summary(r: HumanRequest): string {
     ? `${r.permission.rights.join(",")} on ${r.permission.resource.type}`
     : r.text ?? "";
   return [
-    r.id,
-    r.pid,
+    field(r.id, 40),
+    field(r.pid, 40),
     r.kind.padEnd(10),
     r.status.padEnd(10),
     field(what, 80),
-    r.expiresAt === null ? "-" : `expires ${new Date(r.expiresAt).toISOString()}`,
+    r.expiresAt === null ? "-" : `expires ${formatTime(r.expiresAt)}`,
   ].join("  ");
 }
 
@@ -63,11 +63,21 @@ async function list(parsed: ParsedArgs, io: CliIo): Promise<number> {
   const pid = stringOption(parsed, "pid");
   const limit = integerOption(parsed, "limit", 1, 10_000) ?? 1000;
   await using runtime = await openRuntime(parsed, io, "read");
+  const corrupt: string[] = [];
   const requests = runtime.human.list({
     statuses: statuses ?? HumanRequestStatus.options,
     limit,
     ...(pid === undefined ? {} : { pid }),
+    // One unreadable row must not hide the rest of the queue.
+    onCorrupt: (id) => corrupt.push(id),
   });
+  for (const id of corrupt) {
+    io.stderr(
+      `libos: request ${
+        field(id, 40)
+      } is stored in a shape libos does not understand (edited outside libos) and is not listed\n`,
+    );
+  }
   return say(
     io,
     parsed,
@@ -133,7 +143,7 @@ async function approve(parsed: ParsedArgs, io: CliIo): Promise<number> {
     runtime.location.path,
     { request: decided },
     [
-      `${id}: approved; ${decided.pid} resumes with ${
+      `${field(id)}: approved; ${field(decided.pid)} resumes with ${
         decided.kind === "approval" ? "the approved action run once" : "the granted permission"
       } at its next quantum.`,
       ...(option ? [`Allow always: ${field(option.description, 400)}.`] : []),
@@ -155,7 +165,9 @@ async function reject(parsed: ParsedArgs, io: CliIo): Promise<number> {
     parsed,
     runtime.location.path,
     { request: decided },
-    `${id}: rejected; ${decided.pid} resumes with a failed result and nothing was done.`,
+    `${field(id)}: rejected; ${
+      field(decided.pid)
+    } resumes with a failed result and nothing was done.`,
   );
 }
 
@@ -168,7 +180,7 @@ async function answer(parsed: ParsedArgs, io: CliIo): Promise<number> {
     parsed,
     runtime.location.path,
     { request: decided },
-    `${id}: answered; ${decided.pid} resumes with the answer.`,
+    `${field(id)}: answered; ${field(decided.pid)} resumes with the answer.`,
   );
 }
 
@@ -182,7 +194,9 @@ async function interrupt(parsed: ParsedArgs, io: CliIo): Promise<number> {
     parsed,
     runtime.location.path,
     { request: sent },
-    `${pid}: interrupted with a message from you (${sent.id}); it reads it at its next quantum.`,
+    `${
+      field(pid)
+    }: interrupted with a message from you (${sent.id}); it reads it at its next quantum.`,
   );
 }
 

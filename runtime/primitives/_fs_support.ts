@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { JsonValue } from "../canonical_json.ts";
 import type { Decision } from "../decide.ts";
 import type { PathFacts } from "../providers/filesystem.ts";
 import type { WorkspacePath } from "../workspace_path.ts";
@@ -75,15 +76,36 @@ export interface AskFacts {
   readonly sha256?: string;
   readonly preview?: string;
   readonly diff?: string;
+  /** Every path a recursive delete would remove, in walk order (bound into the approval). */
+  readonly entries?: readonly string[];
+}
+
+/**
+ * What an approval of a file action is bound to about its target: the file itself (device,
+ * inode, type, size, mtime, links) or its absence — so an approval of "create" never covers an
+ * overwrite, and an approval of one file never covers another that took its name.
+ */
+export function targetFingerprint(target: PathFacts | undefined): JsonValue {
+  if (!target) return null;
+  return [typeOf(target), target.dev, target.ino, target.size, target.mtime, target.nlink];
 }
 
 /**
  * Raised inside an operation (under the workspace lock) when a human must decide; the operation
  * catches it after the lock is released and escalates, so nobody waits on a human holding it.
+ * `digest` is what an approval is bound to: the primitive, the path as written and where it
+ * resolved, the content and flags, the target's fingerprint and (for recursive deletes) the
+ * entries; `ceiling` a mode or protected-path ask that no capability lifts.
  */
 export class AskNeeded extends Error {
-  /** Builds the signal with the reason that asked and the facts for the human. */
-  constructor(readonly reason: string, readonly path: WorkspacePath, readonly facts: AskFacts) {
+  /** Builds the signal with the reason that asked, the facts for the human and the binding. */
+  constructor(
+    readonly reason: string,
+    readonly path: WorkspacePath,
+    readonly facts: AskFacts,
+    readonly digest: string,
+    readonly ceiling: string | null,
+  ) {
     super(`ask: ${reason}`);
   }
 }

@@ -12,8 +12,12 @@
  *    symlink led elsewhere (an alias cannot reach what its name could not; a symlink out of the
  *    workspace is refused);
  * 4. refuse a symlink as the final component; a file with more than one hard link, or an `ask`
- *    decision, goes to the human channel — after the lock is released — with the facts and the
- *    diff the human needs; interactive approval retries the call, queue mode parks the process;
+ *    decision, needs a human's approval of exactly this action — bound to the path as written and
+ *    as resolved, the content and flags, the target's fingerprint and every entry of a recursive
+ *    delete. Without one it goes to the human channel (after the lock is released) with the facts
+ *    and the diff the human needs: interactive approval retries the call, queue mode parks the
+ *    process. Every one-shot capability behind the action (an approval included) is used up
+ *    here, compare-and-set, before the effect;
  * 5. open, then verify that what was opened is what was checked (same `dev`/`ino`, parent
  *    directory still at its canonical path): a directory swapped for a symlink between the check
  *    and the open is caught here. (`O_NOFOLLOW` through `node:fs` is ignored by Deno 2.9.6 and
@@ -57,6 +61,7 @@ import {
   type FilesystemLimits,
   sameFile,
   stricter,
+  targetFingerprint,
   typeOf,
 } from "./_fs_support.ts";
 
@@ -260,7 +265,6 @@ export class FilesystemPrimitive {
     op: string,
     right: Right,
     args: Record<string, JsonValue>,
-    digest: string,
     ask: AskNeeded,
   ): ApprovalDetails {
     const f = ask.facts;
@@ -293,7 +297,8 @@ export class FilesystemPrimitive {
       argv: null,
       cwd: null,
       envHash: null,
-      digest,
+      digest: ask.digest,
+      ceiling: ask.ceiling,
       action,
     };
   }
@@ -318,14 +323,16 @@ export class FilesystemPrimitive {
       before?.(lexical.relative);
       const digest = digestOf({ primitive: op, path: lexical.relative, ...digestFields });
       const what = verb(lexical.relative);
-      let d1 = this.#decide(pid, op, lexical.relative, right, digest, what);
+      const first = this.#decide(pid, op, lexical.relative, right, digest, what);
       try {
         return await this.#lock.shared(() => {
           const path = this.#canonical(pid, op, lexical);
+          // Every decision this operation takes: the path as written, where it leads, entries.
+          const taken = [first];
           if (path.relative !== lexical.relative) {
-            d1 = stricter(d1, this.#decide(pid, op, path.relative, right, digest, what));
+            taken.push(this.#decide(pid, op, path.relative, right, digest, what));
           }
-          let decision = d1;
+          let decision = taken.reduce(stricter);
           const ctx: OpContext = {
             path,
             digest,
@@ -333,18 +340,58 @@ export class FilesystemPrimitive {
               return decision;
             },
             gate: (facts) => {
-              const linked = facts.target?.isFile === true && facts.target.nlink > 1 &&
-                decision.approval !== true;
+              const linked = facts.target?.isFile === true && facts.target.nlink > 1;
               if (decision.effect === "ask" || linked) {
-                throw new AskNeeded(
-                  decision.effect === "ask" ? decision.reason : "protected:hardlink",
-                  path,
-                  facts,
+                // Only a human's approval of exactly this — the path as written and as resolved,
+                // the content, the target as it is now, every entry — lets it through.
+                const binding = digestOf({
+                  primitive: op,
+                  path: lexical.relative,
+                  resolved: path.relative,
+                  ...digestFields,
+                  target: targetFingerprint(facts.target),
+                  ...(facts.entries ? { entries: [...facts.entries] } : {}),
+                });
+                const approved = this.#authority.capabilities.approval(
+                  pid,
+                  { type: "fs", path: path.relative },
+                  right,
+                  binding,
                 );
+                if (!approved) {
+                  throw new AskNeeded(
+                    decision.effect === "ask" ? decision.reason : "protected:hardlink",
+                    path,
+                    facts,
+                    binding,
+                    taken.find((d) => d.ceiling !== undefined)?.ceiling ??
+                      taken.find((d) =>
+                        d.effect === "ask" && (d.layer === "mode" || d.layer === "protected")
+                      )?.reason ?? null,
+                  );
+                }
+                decision = {
+                  effect: "allow",
+                  reason: `cap:${approved.capability.id}`,
+                  layer: "cap",
+                  capability: approved.capability.id,
+                  approval: true,
+                };
+                taken.push(decision);
+              }
+              // Use up every one-shot capability behind this action before its effect
+              // (compare-and-set: one used meanwhile refuses), so none outlives its one use.
+              const spent = new Set<string>();
+              for (const d of taken) {
+                if (d.effect !== "allow" || !d.capability || spent.has(d.capability)) continue;
+                spent.add(d.capability);
+                this.#authority.consume(d);
               }
             },
             decideAlso: (relative, r, w) => {
-              decision = stricter(decision, this.#decide(pid, op, relative, r, digest, w));
+              const also = this.#decide(pid, op, relative, r, digest, w);
+              taken.push(also);
+              decision = stricter(decision, also);
               return decision;
             },
           };
@@ -355,7 +402,9 @@ export class FilesystemPrimitive {
           this.#record(pid, op, lexical.relative, "deny", "unsafe_path", { inputDigest: digest });
         }
         if (!(error instanceof AskNeeded)) throw error;
-        this.#record(pid, op, error.path.relative, "ask", error.reason, { inputDigest: digest });
+        this.#record(pid, op, error.path.relative, "ask", error.reason, {
+          inputDigest: error.digest,
+        });
         if (attempt >= 3) {
           throw new ValidationError(
             `"${lexical.relative}" still needs approval after ${
@@ -365,7 +414,7 @@ export class FilesystemPrimitive {
         }
         // Interactive approval resolves (and the call is retried with the one-shot grant);
         // queue mode throws HumanPendingError (the process parks); none rejects.
-        await this.#human.escalate(pid, this.#details(op, right, args, digest, error));
+        await this.#human.escalate(pid, this.#details(op, right, args, error));
       }
     }
   }
@@ -421,7 +470,6 @@ export class FilesystemPrimitive {
         const raw = handle.read(maxBytes + 1);
         const truncated = raw.length > maxBytes;
         const kept = cutUtf8(raw, maxBytes);
-        this.#authority.consume(ctx.decision);
         this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
           inputDigest: ctx.digest,
           detail: { bytes: kept.length, truncated },
@@ -517,7 +565,6 @@ export class FilesystemPrimitive {
           }
           : {}),
       });
-      this.#authority.consume(ctx.decision);
       this.#effect(pid, op, { path: path.relative, sha256, bytes: data.length }, () => {
         const temp = join(dir, `.${basename(path.absolute)}.libos-${crypto.randomUUID()}.tmp`);
         let tempFacts: PathFacts;
@@ -594,7 +641,6 @@ export class FilesystemPrimitive {
         }
         this.#parentStill(path.absolute, path.relative);
         entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-        this.#authority.consume(ctx.decision);
         this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
           inputDigest: ctx.digest,
           detail: { entries: entries.length, truncated },
@@ -651,7 +697,6 @@ export class FilesystemPrimitive {
           }
         }
         ctx.gate({ willCreate: true });
-        this.#authority.consume(ctx.decision);
         this.#effect(pid, op, { path: path.relative, parents }, () => {
           for (const rel of missing) {
             this.#parentStill(dirname(join(this.#workspace, rel)), rel);
@@ -691,8 +736,6 @@ export class FilesystemPrimitive {
         if (!facts) {
           if (!missingOk) throw this.#precondition(pid, path.relative, "it does not exist");
           ctx.gate({});
-          // A no-op delete still uses up a one-shot approval: the approved action happened.
-          this.#authority.consume(ctx.decision);
           this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
             inputDigest: ctx.digest,
             detail: { deleted: false },
@@ -707,7 +750,6 @@ export class FilesystemPrimitive {
           );
         }
         ctx.gate({ target: facts });
-        this.#authority.consume(ctx.decision);
         this.#effect(pid, op, { path: path.relative }, () => {
           this.#parentStill(dirname(path.absolute), path.relative);
           this.#fs.remove(path.absolute);
@@ -783,10 +825,10 @@ export class FilesystemPrimitive {
         walk(path.relative);
         ctx.gate({
           target: facts,
+          entries,
           preview: entries.slice(0, 200).join("\n") +
             (entries.length > 200 ? `\n… and ${entries.length - 200} more` : ""),
         });
-        this.#authority.consume(ctx.decision);
         this.#effect(pid, op, { path: path.relative, entries: entries.length }, () => {
           this.#parentStill(dirname(path.absolute), path.relative);
           for (const rel of entries) this.#fs.remove(join(this.#workspace, rel));
@@ -830,7 +872,6 @@ export class FilesystemPrimitive {
         const { path } = ctx;
         const facts = this.#lstat(path.absolute);
         ctx.gate({ target: facts });
-        this.#authority.consume(ctx.decision);
         this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
           inputDigest: ctx.digest,
           detail: { exists: facts !== undefined },
