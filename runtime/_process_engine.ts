@@ -87,6 +87,7 @@ export class ProcessEngine {
   readonly clock: Clock;
   readonly ids: IdSource;
   readonly #listeners = new Set<ProcessListener>();
+  readonly #finishHooks = new Set<(p: AgentProcess) => void>();
   readonly #cache = new Map<string, { readonly version: number; readonly process: AgentProcess }>();
   #notes: (() => void)[] = [];
   #depth = 0;
@@ -104,6 +105,15 @@ export class ProcessEngine {
   listen(listener: ProcessListener): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * Registers a hook run inside the step that finishes a process (exit, fail, kill), so what it
+   * writes commits or rolls back with the finish itself; returns the function that removes it.
+   */
+  onFinished(hook: (p: AgentProcess) => void): () => void {
+    this.#finishHooks.add(hook);
+    return () => this.#finishHooks.delete(hook);
   }
 
   /**
@@ -409,6 +419,7 @@ export class ProcessEngine {
 
   /** Settles a finished process with its parent, wakes the parent, and ends its descendants. */
   #finished(p: AgentProcess, actor: Actor): void {
+    for (const hook of this.#finishHooks) hook(p);
     for (const child of this.children(p.pid)) {
       if (!isFinal(child.status)) {
         this.move(child, "terminate", actor, { message: `parent ${p.pid} ${p.status}` });

@@ -142,6 +142,46 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX human_requests_by_pid ON human_requests (pid, created);
     `,
   },
+  {
+    version: 5,
+    sql: `
+      -- Typed objects. The payload is canonical JSON; NULL for a volatile object, whose payload
+      -- lives only in the memory of the runtime that created it.
+      CREATE TABLE objects (
+        oid       TEXT    PRIMARY KEY,
+        namespace TEXT    NOT NULL,
+        name      TEXT,
+        type      TEXT    NOT NULL,
+        creator   TEXT    NOT NULL,
+        data      TEXT    NOT NULL,
+        payload   TEXT,
+        volatile  INTEGER NOT NULL CHECK (volatile IN (0, 1)),
+        created   INTEGER NOT NULL,
+        updated   INTEGER NOT NULL,
+        CHECK (volatile = 0 OR payload IS NULL)
+      ) STRICT;
+      -- A name is unique within its namespace (the same name may live in two namespaces).
+      CREATE UNIQUE INDEX objects_by_name ON objects (namespace, name) WHERE name IS NOT NULL;
+      CREATE INDEX objects_by_namespace ON objects (namespace, oid);
+
+      CREATE TABLE object_links (
+        src     TEXT    NOT NULL,
+        dst     TEXT    NOT NULL,
+        rel     TEXT    NOT NULL,
+        creator TEXT    NOT NULL,
+        created INTEGER NOT NULL,
+        PRIMARY KEY (src, dst, rel)
+      ) STRICT;
+      CREATE INDEX object_links_by_dst ON object_links (dst);
+
+      -- Explicit namespaces (process namespaces exist with their process).
+      CREATE TABLE namespaces (
+        key     TEXT    PRIMARY KEY,
+        creator TEXT    NOT NULL,
+        created INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

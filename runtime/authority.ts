@@ -28,6 +28,7 @@ import {
 import { delegate, type InheritScope } from "./delegation.ts";
 import { ApprovalRequiredError, CapabilityDeniedError } from "./errors.ts";
 import { defaultGrants, type ModeName, parseMode } from "./modes.ts";
+import { processNamespace } from "./memory_object.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
 import { digestOf } from "./canonical_json.ts";
 
@@ -161,7 +162,7 @@ export class Authority {
 
   /** Grants a process its starting authority: the mode's default set, and rights over itself. */
   grantDefaults(pid: string, issuer = `mode:${this.context.mode}`): void {
-    for (const grant of defaultGrants(this.context.mode, pid)) {
+    for (const grant of defaultGrants(this.context.mode)) {
       this.capabilities.grant({
         subject: pid,
         resource: grant.resource,
@@ -173,18 +174,26 @@ export class Authority {
     this.grantSelf(pid);
   }
 
-  /** A process's rights over itself: spawn children and exec (exec never lifts other capabilities). */
+  /**
+   * A process's rights over itself: spawn children and exec (exec never lifts other capabilities),
+   * and its own object namespace `process:<pid>` (the mode's ceiling still applies: read-only
+   * cannot write there).
+   */
   grantSelf(pid: string): void {
-    this.capabilities.grant(
-      {
-        subject: pid,
-        resource: { type: "process", key: pid, scope: "exact" },
-        rights: ["spawn", "exec"],
-        effect: "allow",
-        issuer: "lineage",
-      },
-      "runtime",
-    );
+    const self: [CapabilityResource, Right[]][] = [
+      [{ type: "process", key: pid, scope: "exact" }, ["spawn", "exec"]],
+      [{ type: "namespace", key: processNamespace(pid), scope: "exact" }, ["list", "create"]],
+      [
+        { type: "object", key: `${processNamespace(pid)}/`, scope: "prefix" },
+        ["read", "write", "delete", "grant", "link"],
+      ],
+    ];
+    for (const [resource, rights] of self) {
+      this.capabilities.grant(
+        { subject: pid, resource, rights, effect: "allow", issuer: "lineage" },
+        "runtime",
+      );
+    }
   }
 
   /** A parent's rights over its new child: signal it and wait for it. */

@@ -163,6 +163,19 @@ export class ApprovalRequiredError extends LibosError {
   }
 }
 
+/**
+ * A volatile object's payload is gone: it lived only in the memory of a runtime that has since
+ * stopped (DESIGN §6). The object's description survives; its payload does not.
+ */
+export class VolatileLostError extends LibosError {
+  declare readonly code: "volatile_lost";
+
+  /** Builds the error for one object. */
+  constructor(message: string, options: LibosErrorOptions = {}) {
+    super("volatile_lost", "runtime", message, options);
+  }
+}
+
 /** Stable codes of {@link HumanDecisionError}. */
 export type HumanErrorCode = "approval_rejected" | "approval_expired" | "human_unavailable";
 

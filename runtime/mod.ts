@@ -40,6 +40,7 @@ export {
   UnsafePathError,
   UsageError,
   ValidationError,
+  VolatileLostError,
 } from "./errors.ts";
 export { escapePreview, type EscapePreviewOptions } from "./escape_preview.ts";
 export {
@@ -95,6 +96,23 @@ export {
 export { GUTTER, renderApprovalRequest } from "./approval_render.ts";
 export { type TerminalIo, terminalPrompt } from "./tty_prompt.ts";
 export { type UnifiedDiff, unifiedDiff } from "./unified_diff.ts";
+export {
+  type ObjectInfo,
+  type ObjectLink,
+  processNamespace,
+  type Provenance,
+} from "./memory_object.ts";
+export {
+  type CreateObject,
+  DEFAULT_OBJECT_LIMITS,
+  type MemoryRecord,
+  type ObjectHandle,
+  type ObjectLimits,
+  ObjectMemory,
+  type ObjectQueryOptions,
+  OPERATOR_ACTOR,
+  type QueryResult,
+} from "./object_memory.ts";
 export { EventLog, type SubscribeOptions } from "./event_log.ts";
 export { EVENT_VERSION, type EventBody, type EventEnvelope, type EventKind } from "./events.ts";
 export { type IdSource, randomIds, seededIds } from "./ids.ts";

@@ -6,8 +6,8 @@
  * | mode | ceiling | default grants |
  * | --- | --- | --- |
  * | `read-only` | denies writes, deletes, network; shell only inside the OS wall | workspace read |
- * | `plan` | like read-only, but the process may write its own `process:<pid>` objects | workspace read, own namespace |
- * | `workspace-write` (`edit`) | asks for deletes and network | workspace read and write |
+ * | `plan` | like read-only, but the process may write its own `process:<pid>` objects | workspace read |
+ * | `workspace-write` (`edit`) | asks for file deletes and network | workspace read and write |
  * | `full-access` (`full`) | none beyond hardline and protected paths | workspace read, write, delete |
  *
  * Every mode also grants `human:owner` write: a process may always ask its human.
@@ -85,7 +85,8 @@ export function modeCeiling(
   if (mode === "full-access") return "pass";
   if (mode === "workspace-write") {
     if (resource.type === "net") return "ask";
-    if (right === "delete") return "ask";
+    // Deleting files asks; a process's objects are its own memory (their rights decide).
+    if (right === "delete" && resource.type === "fs") return "ask";
     return "pass";
   }
   // read-only and plan
@@ -110,12 +111,12 @@ const HUMAN_OWNER: DefaultGrant = Object.freeze({
   rights: Object.freeze(["write"]),
 }) as DefaultGrant;
 
-/** The default grant set of a mode for process `pid`. */
-export function defaultGrants(mode: ModeName, pid: string): DefaultGrant[] {
-  return [...workspaceGrants(mode, pid), HUMAN_OWNER];
+/** The default grant set of a mode (its own namespace comes with every process, not the mode). */
+export function defaultGrants(mode: ModeName): DefaultGrant[] {
+  return [...workspaceGrants(mode), HUMAN_OWNER];
 }
 
-function workspaceGrants(mode: ModeName, pid: string): DefaultGrant[] {
+function workspaceGrants(mode: ModeName): DefaultGrant[] {
   const workspace = (rights: Right[]): DefaultGrant => ({
     resource: { type: "fs", path: ".", scope: "subtree" },
     rights,
@@ -124,17 +125,9 @@ function workspaceGrants(mode: ModeName, pid: string): DefaultGrant[] {
     case "read-only":
       return [workspace(["read", "stat"])];
     case "plan":
-      return [
-        workspace(["read", "stat"]),
-        {
-          resource: { type: "namespace", key: `process:${pid}`, scope: "exact" },
-          rights: ["list", "create", "delete"],
-        },
-        {
-          resource: { type: "object", key: `process:${pid}/`, scope: "prefix" },
-          rights: ["read", "write", "delete"],
-        },
-      ];
+      // Its own namespace comes with every process (Authority.grantSelf); plan's ceiling lets
+      // it write there.
+      return [workspace(["read", "stat"])];
     case "workspace-write":
       return [workspace(["read", "stat", "write"])];
     case "full-access":

@@ -184,6 +184,14 @@ export class ProcessManager {
     }
   }
 
+  /**
+   * Registers a hook run inside the step that finishes a process (its scratch memory is released
+   * there); returns the function that removes it.
+   */
+  onFinished(hook: (p: AgentProcess) => void): () => void {
+    return this.#engine.onFinished(hook);
+  }
+
   /** A number that moves when another connection commits (to notice its decisions and signals). */
   dataVersion(): number {
     return this.#engine.store.dataVersion();

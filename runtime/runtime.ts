@@ -16,6 +16,7 @@ import { parseMode } from "./modes.ts";
 import { ClockPrimitive } from "./primitives/clock.ts";
 import { FilesystemPrimitive } from "./primitives/filesystem.ts";
 import { HumanChannel, type HumanMode, type HumanPrompt } from "./human_channel.ts";
+import { type ObjectLimits, ObjectMemory } from "./object_memory.ts";
 import { WorkspaceLock } from "./workspace_lock.ts";
 import { type IdSource, randomIds } from "./ids.ts";
 import type { Budgets } from "./process.ts";
@@ -56,6 +57,8 @@ export interface RuntimeOptions extends RunOptions {
   readonly prompt?: HumanPrompt;
   /** How long a human request stays answerable (default 24 hours); expiry is a rejection. */
   readonly humanTtlMs?: number;
+  /** Bounds of the object memory. */
+  readonly objectLimits?: Partial<ObjectLimits>;
 }
 
 /** The runtime's primitives. */
@@ -75,6 +78,8 @@ export interface Runtime extends RuntimeCore, AsyncDisposable {
   readonly lock: WorkspaceLock;
   /** Durable requests between processes and their human (DESIGN §4). */
   readonly human: HumanChannel;
+  /** Typed objects in namespaces, behind capabilities. */
+  readonly memory: ObjectMemory;
   readonly processes: ProcessManager;
   readonly ledger: ActionLedger;
   /** A scheduler that runs this runtime's processes with `driver`. */
@@ -183,6 +188,11 @@ function build(options: RuntimeOptions): Runtime {
     ...(options.prompt === undefined ? {} : { prompt: options.prompt }),
     ...(options.humanTtlMs === undefined ? {} : { ttlMs: options.humanTtlMs }),
   });
+  const memory = new ObjectMemory(core, {
+    authority,
+    processes,
+    ...(options.objectLimits === undefined ? {} : { limits: options.objectLimits }),
+  });
   const primitives: Primitives = {
     fs: new FilesystemPrimitive({
       core,
@@ -235,6 +245,7 @@ function build(options: RuntimeOptions): Runtime {
     primitives,
     lock,
     human,
+    memory,
     ledger,
     scheduler(driver, schedulerOptions = {}) {
       const scheduler = new Scheduler({

@@ -12,6 +12,16 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import { type Migration, MIGRATIONS } from "./_schema.ts";
 import { openConnection, sqliteCode, storeFailure } from "./_sqlite_open.ts";
+import {
+  actionRow,
+  auditRow,
+  capabilityRow,
+  clampLimit,
+  humanRequestRow,
+  linkRow,
+  objectRow,
+  processRow,
+} from "./_sqlite_rows.ts";
 import { StoreError } from "./errors.ts";
 import { MEMORY_DB } from "./state_paths.ts";
 import {
@@ -26,7 +36,10 @@ import {
   type EventRow,
   type HumanRequestQuery,
   type HumanRequestRow,
-  MAX_PAGE,
+  type LinkRow,
+  type NamespaceRow,
+  type ObjectQuery,
+  type ObjectRow,
   type ProcessQuery,
   type ProcessRow,
   type Store,
@@ -532,6 +545,117 @@ export class SqliteStore implements Store {
     return this.#stmt(sql).all(...params, clampLimit(query.limit)).map(humanRequestRow);
   }
 
+  putObject(row: ObjectRow): void {
+    this.#write(
+      `INSERT INTO objects (oid, namespace, name, type, creator, data, payload, volatile, created, updated)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (oid) DO UPDATE SET namespace = excluded.namespace, name = excluded.name,
+         type = excluded.type, data = excluded.data, payload = excluded.payload,
+         volatile = excluded.volatile, updated = excluded.updated`,
+      [
+        row.oid,
+        row.namespace,
+        row.name,
+        row.type,
+        row.creator,
+        row.data,
+        row.payload,
+        row.volatile ? 1 : 0,
+        row.created,
+        row.updated,
+      ],
+    );
+  }
+
+  getObject(oid: string): ObjectRow | undefined {
+    this.#usable();
+    const row = this.#stmt("SELECT * FROM objects WHERE oid = ?").get(oid);
+    return row === undefined ? undefined : objectRow(row);
+  }
+
+  getObjectByName(namespace: string, name: string): ObjectRow | undefined {
+    this.#usable();
+    const row = this.#stmt("SELECT * FROM objects WHERE namespace = ? AND name = ?").get(
+      namespace,
+      name,
+    );
+    return row === undefined ? undefined : objectRow(row);
+  }
+
+  listObjects(query: ObjectQuery): ObjectRow[] {
+    this.#usable();
+    const where: string[] = [];
+    const params: SQLInputValue[] = [];
+    if (query.namespaces !== undefined) {
+      if (query.namespaces.length === 0) return [];
+      where.push(`namespace IN (${query.namespaces.map(() => "?").join(", ")})`);
+      params.push(...query.namespaces);
+    }
+    for (const [column, value] of [["type", query.type], ["creator", query.creator]] as const) {
+      if (value === undefined) continue;
+      where.push(`${column} = ?`);
+      params.push(value);
+    }
+    if (query.namePrefix !== undefined) {
+      // substr() compares exactly (LIKE would treat % and _ as wildcards, and fold case).
+      where.push("substr(name, 1, ?) = ?");
+      params.push(query.namePrefix.length, query.namePrefix);
+    }
+    if (query.afterOid !== undefined) {
+      where.push("oid > ?");
+      params.push(query.afterOid);
+    }
+    const sql = `SELECT * FROM objects ${
+      where.length ? `WHERE ${where.join(" AND ")}` : ""
+    } ORDER BY oid LIMIT ?`;
+    return this.#stmt(sql).all(...params, clampLimit(query.limit)).map(objectRow);
+  }
+
+  deleteObject(oid: string): boolean {
+    return this.step(() => {
+      this.#write("DELETE FROM object_links WHERE src = ? OR dst = ?", [oid, oid]);
+      return this.#write("DELETE FROM objects WHERE oid = ?", [oid]) > 0;
+    });
+  }
+
+  putLink(row: LinkRow): void {
+    this.#write(
+      `INSERT INTO object_links (src, dst, rel, creator, created) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (src, dst, rel) DO NOTHING`,
+      [row.from, row.to, row.rel, row.creator, row.created],
+    );
+  }
+
+  deleteLink(from: string, to: string, rel: string): boolean {
+    return this.#write("DELETE FROM object_links WHERE src = ? AND dst = ? AND rel = ?", [
+      from,
+      to,
+      rel,
+    ]) > 0;
+  }
+
+  listLinks(oid: string, limit: number): LinkRow[] {
+    this.#usable();
+    return this.#stmt(
+      "SELECT * FROM object_links WHERE src = ? OR dst = ? ORDER BY created, src, dst, rel LIMIT ?",
+    ).all(oid, oid, clampLimit(limit)).map(linkRow);
+  }
+
+  putNamespace(row: NamespaceRow): void {
+    this.#write(
+      "INSERT INTO namespaces (key, creator, created) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
+      [row.key, row.creator, row.created],
+    );
+  }
+
+  getNamespace(key: string): NamespaceRow | undefined {
+    this.#usable();
+    const row = this.#stmt("SELECT * FROM namespaces WHERE key = ?").get(key);
+    return row === undefined
+      ? undefined
+      : { key: String(row.key), creator: String(row.creator), created: Number(row.created) };
+  }
+
   countAudit(): number {
     this.#usable();
     return Number(this.#stmt("SELECT count(*) AS n FROM audit").get()?.n ?? 0);
@@ -695,85 +819,4 @@ export class SqliteStore implements Store {
     } ORDER BY created, id LIMIT ?`;
     return this.#stmt(sql).all(...params, clampLimit(query.limit)).map(actionRow);
   }
-}
-
-type Row = Record<string, SQLInputValue>;
-
-function processRow(r: Row): ProcessRow {
-  return {
-    pid: String(r.pid),
-    parent: nullableString(r.parent),
-    status: String(r.status),
-    data: String(r.data),
-    created: Number(r.created),
-    updated: Number(r.updated),
-    version: Number(r.version),
-  };
-}
-
-function capabilityRow(r: Row): CapabilityRow {
-  return {
-    id: String(r.id),
-    subject: String(r.subject),
-    derivedFrom: nullableString(r.derived_from),
-    revoked: r.revoked === null || r.revoked === undefined ? null : Number(r.revoked),
-    data: String(r.data),
-    created: Number(r.created),
-  };
-}
-
-function humanRequestRow(r: Row): HumanRequestRow {
-  return {
-    id: String(r.id),
-    pid: String(r.pid),
-    kind: String(r.kind),
-    status: String(r.status),
-    data: String(r.data),
-    created: Number(r.created),
-    expires: r.expires === null || r.expires === undefined ? null : Number(r.expires),
-  };
-}
-
-function actionRow(r: Row): ActionRow {
-  return {
-    id: String(r.id),
-    pid: String(r.pid),
-    kind: String(r.kind),
-    digest: String(r.digest),
-    status: String(r.status),
-    request: String(r.request),
-    outcome: nullableString(r.outcome),
-    reported: Number(r.reported) !== 0,
-    created: Number(r.created),
-    updated: Number(r.updated),
-  };
-}
-
-function clampLimit(limit: number): number {
-  return Math.max(0, Math.min(MAX_PAGE, Math.trunc(limit)));
-}
-
-function nullableString(value: SQLInputValue | undefined): string | null {
-  return value === null || value === undefined ? null : String(value);
-}
-
-function auditRow(r: Row): AuditRow {
-  return {
-    seq: Number(r.seq),
-    chain: String(r.chain),
-    chainSeq: Number(r.chain_seq),
-    time: Number(r.time),
-    actor: String(r.actor),
-    pid: nullableString(r.pid),
-    action: String(r.action),
-    resource: String(r.resource),
-    decision: String(r.decision),
-    authority: String(r.authority),
-    inputDigest: nullableString(r.input_digest),
-    correlation: nullableString(r.correlation),
-    parent: r.parent === null || r.parent === undefined ? null : Number(r.parent),
-    detail: nullableString(r.detail),
-    prev: String(r.prev),
-    hash: String(r.hash),
-  };
 }

@@ -187,6 +187,50 @@ export interface HumanRequestQuery {
   readonly limit: number;
 }
 
+/** One stored object: its description (JSON) and, unless volatile, its payload (JSON). */
+export interface ObjectRow {
+  readonly oid: string;
+  readonly namespace: string;
+  readonly name: string | null;
+  readonly type: string;
+  readonly creator: string;
+  /** JSON text of the object's description (without the payload). */
+  readonly data: string;
+  /** Canonical JSON of the payload; null for a volatile object. */
+  readonly payload: string | null;
+  readonly volatile: boolean;
+  readonly created: number;
+  readonly updated: number;
+}
+
+/** Which objects to list, in oid order. */
+export interface ObjectQuery {
+  /** Objects in any of these namespaces (an empty list matches nothing). */
+  readonly namespaces?: readonly string[];
+  readonly type?: string;
+  readonly creator?: string;
+  /** Only objects whose name starts with this. */
+  readonly namePrefix?: string;
+  readonly afterOid?: string;
+  readonly limit: number;
+}
+
+/** A link between two objects. */
+export interface LinkRow {
+  readonly from: string;
+  readonly to: string;
+  readonly rel: string;
+  readonly creator: string;
+  readonly created: number;
+}
+
+/** An explicit namespace. */
+export interface NamespaceRow {
+  readonly key: string;
+  readonly creator: string;
+  readonly created: number;
+}
+
 /** The durable state of one runtime. See the module documentation for the contract. */
 export interface Store extends Disposable {
   /** An absolute file path, or `:memory:`. */
@@ -254,6 +298,24 @@ export interface Store extends Disposable {
   putHumanRequest(row: HumanRequestRow): void;
   getHumanRequest(id: string): HumanRequestRow | undefined;
   listHumanRequests(query: HumanRequestQuery): HumanRequestRow[];
+
+  /**
+   * Stores an object, replacing the row with its oid.
+   * @throws {StoreError} `store_conflict` when another object has the same name in the namespace.
+   */
+  putObject(row: ObjectRow): void;
+  getObject(oid: string): ObjectRow | undefined;
+  getObjectByName(namespace: string, name: string): ObjectRow | undefined;
+  listObjects(query: ObjectQuery): ObjectRow[];
+  /** Deletes an object and every link from or to it; false when there was none. */
+  deleteObject(oid: string): boolean;
+  /** Stores a link (storing it again changes nothing). */
+  putLink(row: LinkRow): void;
+  deleteLink(from: string, to: string, rel: string): boolean;
+  /** Links from or to `oid`, oldest first. */
+  listLinks(oid: string, limit: number): LinkRow[];
+  putNamespace(row: NamespaceRow): void;
+  getNamespace(key: string): NamespaceRow | undefined;
 }
 
 /** Largest page any bounded read returns. */

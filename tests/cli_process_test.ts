@@ -37,6 +37,9 @@ Deno.test("libos spawn creates a runnable process that ps lists, and every chang
       ["process.spawn", "operator", "operator"],
       ["capability.grant", "runtime", "mode:workspace-write"],
       ["capability.grant", "runtime", "mode:workspace-write"],
+      // Its rights over itself: spawn/exec, its namespace, its objects.
+      ["capability.grant", "runtime", "lineage"],
+      ["capability.grant", "runtime", "lineage"],
       ["capability.grant", "runtime", "lineage"],
     ],
   );

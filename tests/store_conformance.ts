@@ -432,6 +432,70 @@ const CASES: readonly Case[] = [
     },
   },
   {
+    name: "stores objects with unique names per namespace, lists them by filter, and deletes links",
+    run(store) {
+      const o = (oid: string, namespace: string, name: string | null, type = "note") => ({
+        oid,
+        namespace,
+        name,
+        type,
+        creator: "pid_a",
+        data: JSON.stringify({ oid, note: "ünïcode ✓" }),
+        payload: '{"text":"hello"}',
+        volatile: false,
+        created: 1,
+        updated: 1,
+      });
+      store.putObject(o("obj_1", "process:pid_a", "note"));
+      store.putObject(o("obj_2", "project", "note"));
+      store.putObject(o("obj_3", "project", "notes%_", "result"));
+      store.putObject({ ...o("obj_4", "project", null), payload: null, volatile: true });
+      assert.deepEqual(store.getObject("obj_1"), o("obj_1", "process:pid_a", "note"));
+      assert.equal(store.getObjectByName("project", "note")?.oid, "obj_2");
+      assert.equal(store.getObjectByName("process:pid_b", "note"), undefined);
+      // The same name in the same namespace conflicts; nothing changes.
+      assert.throws(
+        () => store.putObject(o("obj_5", "project", "note")),
+        (e: unknown) => e instanceof StoreError && e.code === "store_conflict",
+      );
+      assert.equal(store.getObject("obj_5"), undefined);
+      // A volatile object never stores a payload.
+      assert.throws(
+        () => store.putObject({ ...o("obj_6", "project", null), volatile: true }),
+        StoreError,
+      );
+      const ids = (q: Parameters<Store["listObjects"]>[0]) =>
+        store.listObjects(q).map((r) => r.oid);
+      assert.deepEqual(ids({ namespaces: ["project"], limit: 10 }), ["obj_2", "obj_3", "obj_4"]);
+      assert.deepEqual(ids({ namespaces: [], limit: 10 }), []);
+      assert.deepEqual(ids({ type: "result", limit: 10 }), ["obj_3"]);
+      // A name prefix is literal: % and _ are not wildcards.
+      assert.deepEqual(ids({ namePrefix: "notes%", limit: 10 }), ["obj_3"]);
+      assert.deepEqual(ids({ namePrefix: "no", limit: 10 }), ["obj_1", "obj_2", "obj_3"]);
+      assert.deepEqual(ids({ afterOid: "obj_2", limit: 1 }), ["obj_3"]);
+      store.putLink({ from: "obj_2", to: "obj_3", rel: "cites", creator: "pid_a", created: 5 });
+      store.putLink({ from: "obj_2", to: "obj_3", rel: "cites", creator: "pid_a", created: 6 });
+      store.putLink({ from: "obj_1", to: "obj_2", rel: "answers", creator: "pid_a", created: 7 });
+      assert.deepEqual(store.listLinks("obj_2", 10).map((l) => [l.from, l.to, l.rel]), [
+        ["obj_2", "obj_3", "cites"],
+        ["obj_1", "obj_2", "answers"],
+      ]);
+      assert.equal(store.deleteLink("obj_1", "obj_2", "answers"), true);
+      assert.equal(store.deleteLink("obj_1", "obj_2", "answers"), false);
+      assert.equal(store.deleteObject("obj_3"), true);
+      assert.deepEqual(store.listLinks("obj_2", 10), [], "links of a deleted object go with it");
+      assert.equal(store.deleteObject("obj_3"), false);
+      store.putNamespace({ key: "project", creator: "operator", created: 1 });
+      store.putNamespace({ key: "project", creator: "someone", created: 2 });
+      assert.deepEqual(store.getNamespace("project"), {
+        key: "project",
+        creator: "operator",
+        created: 1,
+      });
+      assert.equal(store.getNamespace("team"), undefined);
+    },
+  },
+  {
     name: "a closed store refuses every call with store_closed, and close() is idempotent",
     run(store) {
       store.close();

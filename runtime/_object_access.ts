@@ -1,0 +1,273 @@
+/**
+ * What every part of the object memory shares: the runtime it is bound to, the decisions (with
+ * the one "invisible" refusal that tells nothing about existence), row decoding, payloads — the
+ * volatile ones held in this runtime's memory only — and input parsing.
+ *
+ * @module
+ */
+import type { z } from "zod";
+import type { Authority } from "./authority.ts";
+import { canonicalJson, type JsonValue, sha256Hex } from "./canonical_json.ts";
+import type { ActionResource, Right } from "./capability.ts";
+import type { Decision } from "./decide.ts";
+import {
+  ApprovalRequiredError,
+  CapabilityDeniedError,
+  StoreError,
+  ValidationError,
+  VolatileLostError,
+} from "./errors.ts";
+import { EXPLICIT_NAMESPACE, ObjectInfo, objectResource, Oid } from "./memory_object.ts";
+import { isFinal } from "./process.ts";
+import type { ProcessManager } from "./process_manager.ts";
+import type { RuntimeCore } from "./runtime_core.ts";
+import type { ObjectRow } from "./store.ts";
+
+/** Who acts: a process, or the operator (the host or the CLI; audited as such, never decided). */
+export type MemoryActor = string;
+
+/** The operator: the host or the command line. */
+export const OPERATOR_ACTOR = "operator";
+
+/** Bounds enforced inside the object memory. */
+export interface ObjectLimits {
+  /** Largest payload (canonical JSON bytes). */
+  readonly payloadBytesMax: number;
+  /** Most rows a query scans before it stops (and says it was cut). */
+  readonly queryScanMax: number;
+  /** Largest page a listing or query returns. */
+  readonly pageMax: number;
+}
+
+/** The limits when nothing else is configured. */
+export const DEFAULT_OBJECT_LIMITS: ObjectLimits = Object.freeze({
+  payloadBytesMax: 1024 * 1024,
+  queryScanMax: 10_000,
+  pageMax: 1000,
+});
+
+/** The rights objects know. */
+export const OBJECT_RIGHTS: readonly Right[] = Object.freeze([
+  "read",
+  "write",
+  "delete",
+  "grant",
+  "link",
+]);
+
+/** Parses with a schema; a failure is a ValidationError naming the field. */
+export function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const where = issue && issue.path.length ? ` (${issue.path.map(String).join(".")})` : "";
+  throw new ValidationError(`Invalid ${what}${where}: ${issue?.message ?? "invalid"}`);
+}
+
+/** The shared state and checks of one runtime's object memory. */
+export class ObjectAccess {
+  readonly core: RuntimeCore;
+  readonly authority: Authority;
+  readonly processes: ProcessManager;
+  readonly limits: ObjectLimits;
+  /** Payloads of volatile objects: this runtime's memory only. */
+  readonly volatile: Map<string, JsonValue> = new Map();
+
+  /** Binds the access to a runtime. */
+  constructor(
+    core: RuntimeCore,
+    authority: Authority,
+    processes: ProcessManager,
+    limits: ObjectLimits,
+  ) {
+    this.core = core;
+    this.authority = authority;
+    this.processes = processes;
+    this.limits = limits;
+  }
+
+  /** Audits one object operation of an actor. */
+  audit(
+    actor: MemoryActor,
+    action: string,
+    resource: string,
+    decision: "allow" | "deny",
+    authority: string,
+    detail?: Record<string, string | number | boolean | null>,
+  ): void {
+    this.core.audit.append({
+      actor,
+      ...(actor === OPERATOR_ACTOR ? {} : { pid: actor }),
+      action,
+      resource,
+      decision,
+      authority,
+      ...(detail ? { detail } : {}),
+    });
+  }
+
+  /** The decision for an actor's action (the operator is always allowed). */
+  decision(actor: MemoryActor, resource: ActionResource, right: Right): Decision {
+    if (actor === OPERATOR_ACTOR) return { effect: "allow", reason: "operator", layer: "cap" };
+    return this.authority.decide(actor, { resource, right });
+  }
+
+  may(actor: MemoryActor, resource: ActionResource, right: Right): boolean {
+    return this.decision(actor, resource, right).effect === "allow";
+  }
+
+  /**
+   * Requires `right` on `resource`; a refusal is audited and thrown as `refusal()` (so callers
+   * choose a message that tells nothing the actor may not know). An ask is an
+   * {@link ApprovalRequiredError}.
+   */
+  require(
+    actor: MemoryActor,
+    action: string,
+    resource: ActionResource,
+    right: Right,
+    refusal: () => Error,
+  ): Decision {
+    const decision = this.decision(actor, resource, right);
+    const key = `${resource.type}:${"key" in resource ? resource.key : ""}`;
+    if (decision.effect === "allow") return decision;
+    this.audit(actor, action, key, "deny", decision.reason, { right });
+    if (decision.effect === "ask") {
+      throw new ApprovalRequiredError(
+        `${action} needs a human's approval: ${right} on ${key} (${decision.reason})`,
+        { reason: decision.reason, digest: `sha256:${sha256Hex(`${action}|${key}|${right}`)}` },
+      );
+    }
+    throw refusal();
+  }
+
+  /** The one answer for "no such object" and "you may not": identical, so nothing leaks. */
+  invisible(actor: MemoryActor, oid: string, right: Right): CapabilityDeniedError {
+    return new CapabilityDeniedError(
+      "capability_denied",
+      `${actor} cannot ${right} object ${
+        JSON.stringify(oid)
+      }: it does not exist or ${actor} lacks ${right} on it; a process that holds it can grant it`,
+      { reason: "object" },
+    );
+  }
+
+  /** The row of an object the actor may act on with `right`, or the one invisible error. */
+  visible(actor: MemoryActor, oid: string, right: Right, action: string): ObjectRow {
+    const row = Oid.safeParse(oid).success ? this.core.store.getObject(oid) : undefined;
+    if (!row) {
+      this.audit(actor, action, `object:?/${String(oid).slice(0, 64)}`, "deny", "not_visible", {
+        right,
+      });
+      throw this.invisible(actor, oid, right);
+    }
+    this.require(
+      actor,
+      action,
+      objectResource(row.namespace, row.oid),
+      right,
+      () => this.invisible(actor, oid, right),
+    );
+    return row;
+  }
+
+  decode(row: ObjectRow): ObjectInfo {
+    try {
+      return ObjectInfo.parse(JSON.parse(row.data));
+    } catch (error) {
+      throw new StoreError(
+        "store_corrupt",
+        `Object ${row.oid} is stored in a shape this libos does not understand; the database was edited outside libos`,
+        { cause: error },
+      );
+    }
+  }
+
+  payload(row: ObjectRow, info: ObjectInfo): JsonValue {
+    if (row.volatile) {
+      if (!this.volatile.has(row.oid)) {
+        throw new VolatileLostError(
+          `Object ${row.oid}${
+            info.name ? ` (${info.name})` : ""
+          } was volatile: its payload lived only in the memory of a runtime that has stopped; recreate it`,
+        );
+      }
+      return structuredClone(this.volatile.get(row.oid)!);
+    }
+    try {
+      return JSON.parse(row.payload ?? "null") as JsonValue;
+    } catch (error) {
+      throw new StoreError(
+        "store_corrupt",
+        `The payload of object ${row.oid} is not JSON; the database was edited outside libos`,
+        { cause: error },
+      );
+    }
+  }
+
+  serialise(payload: JsonValue): { text: string; bytes: number; sha256: string } {
+    let text: string;
+    try {
+      text = canonicalJson(payload);
+    } catch (error) {
+      throw new ValidationError(
+        `An object's payload must be JSON (no undefined, functions, cycles or non-finite numbers)`,
+        { cause: error },
+      );
+    }
+    const data = new TextEncoder().encode(text);
+    if (data.length > this.limits.payloadBytesMax) {
+      throw new ValidationError(
+        `The payload is ${data.length} bytes; the limit is ${this.limits.payloadBytesMax} (store large content in a file)`,
+      );
+    }
+    return { text, bytes: data.length, sha256: sha256Hex(data) };
+  }
+
+  save(info: ObjectInfo, payloadText: string | null): void {
+    try {
+      this.core.store.putObject({
+        oid: info.oid,
+        namespace: info.namespace,
+        name: info.name,
+        type: info.type,
+        creator: info.creator,
+        data: JSON.stringify(info),
+        payload: info.volatile ? null : payloadText,
+        volatile: info.volatile,
+        created: info.createdAt,
+        updated: info.updatedAt,
+      });
+    } catch (error) {
+      if (error instanceof StoreError && error.code === "store_conflict") {
+        throw new ValidationError(
+          `The name ${
+            JSON.stringify(info.name)
+          } is taken in namespace ${info.namespace}; choose another`,
+          { cause: error },
+        );
+      }
+      throw error;
+    }
+  }
+
+  /** Whether `namespace` exists: a live process's own, or an explicit one. */
+  namespaceExists(namespace: string): boolean {
+    if (EXPLICIT_NAMESPACE.test(namespace)) {
+      return this.core.store.getNamespace(namespace) !== undefined;
+    }
+    const pid = namespace.slice("process:".length);
+    const p = this.processes.find(pid);
+    return p !== undefined && !isFinal(p.status);
+  }
+
+  namespaceRefusal(actor: MemoryActor, namespace: string, right: Right): CapabilityDeniedError {
+    return new CapabilityDeniedError(
+      "capability_denied",
+      `${actor} cannot ${right} in namespace ${
+        JSON.stringify(namespace)
+      }: it does not exist or ${actor} lacks namespace ${right} on it`,
+      { reason: "namespace" },
+    );
+  }
+}

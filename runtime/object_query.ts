@@ -1,0 +1,162 @@
+/**
+ * Listing and querying the object memory: only objects the caller may read, in namespaces it may
+ * list, bounded in what is scanned and returned.
+ *
+ * @module
+ */
+import { type MemoryActor, type ObjectAccess, OPERATOR_ACTOR, parse } from "./_object_access.ts";
+import type { Capability } from "./capability.ts";
+import { ValidationError } from "./errors.ts";
+import {
+  NamespaceKey,
+  namespaceResource,
+  type ObjectInfo,
+  objectResource,
+  ObjectType,
+  processNamespace,
+} from "./memory_object.ts";
+import type { ObjectRow } from "./store.ts";
+
+/** What a query looks for; every filter narrows. */
+export interface ObjectQueryOptions {
+  /** One namespace (needs list); default: every namespace the caller may list. */
+  readonly namespace?: string;
+  readonly type?: string;
+  /** Objects carrying every one of these tags. */
+  readonly tags?: readonly string[];
+  /** A case-insensitive substring of the name, tags, attributes or textual payload. */
+  readonly text?: string;
+  /** A name prefix. */
+  readonly name?: string;
+  readonly limit?: number;
+}
+
+/** What a query found, and whether it stopped at its scan bound. */
+export interface QueryResult {
+  readonly objects: ObjectInfo[];
+  /** True when the scan bound was reached before the whole scope was searched. */
+  readonly truncated: boolean;
+}
+
+/** The objects of a namespace the actor may read (needs namespace list), in oid order. */
+export function listObjects(
+  a: ObjectAccess,
+  actor: MemoryActor,
+  namespace?: string,
+  options: { readonly limit?: number; readonly after?: string } = {},
+): ObjectInfo[] {
+  const ns = parse(NamespaceKey, namespace ?? processNamespace(actor), "namespace");
+  a.require(
+    actor,
+    "namespace.list",
+    namespaceResource(ns),
+    "list",
+    () => a.namespaceRefusal(actor, ns, "list"),
+  );
+  const limit = Math.min(options.limit ?? a.limits.pageMax, a.limits.pageMax);
+  const out: ObjectInfo[] = [];
+  let after = options.after;
+  for (let scanned = 0; out.length < limit && scanned < a.limits.queryScanMax;) {
+    const rows = a.core.store.listObjects({
+      namespaces: [ns],
+      limit: 500,
+      ...(after === undefined ? {} : { afterOid: after }),
+    });
+    for (const row of rows) {
+      if (out.length >= limit) break;
+      if (a.may(actor, objectResource(row.namespace, row.oid), "read")) {
+        out.push(a.decode(row));
+      }
+    }
+    scanned += rows.length;
+    if (rows.length < 500) break;
+    after = rows[rows.length - 1]!.oid;
+  }
+  return out;
+}
+
+/**
+ * A bounded query over the namespaces the actor may list: only objects it may read, at most
+ * `limit`, scanning at most `queryScanMax` rows (then `truncated`).
+ */
+export function queryObjects(
+  a: ObjectAccess,
+  actor: MemoryActor,
+  options: ObjectQueryOptions = {},
+): QueryResult {
+  const limit = Math.max(1, Math.min(options.limit ?? 100, a.limits.pageMax));
+  const type = options.type === undefined ? undefined : parse(ObjectType, options.type, "type");
+  const text = options.text?.toLowerCase();
+  if (text !== undefined && (text.length === 0 || text.length > 256)) {
+    throw new ValidationError("A text query must be 1-256 characters");
+  }
+  const namespaces = options.namespace !== undefined
+    ? [parse(NamespaceKey, options.namespace, "namespace")]
+    : listable(a, actor);
+  for (const ns of namespaces) {
+    if (options.namespace !== undefined) {
+      a.require(
+        actor,
+        "object.query",
+        namespaceResource(ns),
+        "list",
+        () => a.namespaceRefusal(actor, ns, "list"),
+      );
+    }
+  }
+  const out: ObjectInfo[] = [];
+  let scanned = 0;
+  let after: string | undefined;
+  for (;;) {
+    const rows = a.core.store.listObjects({
+      namespaces,
+      ...(type === undefined ? {} : { type }),
+      ...(options.name === undefined ? {} : { namePrefix: options.name }),
+      limit: Math.min(500, a.limits.queryScanMax - scanned),
+      ...(after === undefined ? {} : { afterOid: after }),
+    });
+    for (const row of rows) {
+      if (out.length >= limit) return { objects: out, truncated: false };
+      if (!a.may(actor, objectResource(row.namespace, row.oid), "read")) continue;
+      const info = a.decode(row);
+      if (options.tags && !options.tags.every((t) => info.metadata.tags.includes(t))) continue;
+      if (text !== undefined && !mentions(a, row, info, text)) continue;
+      out.push(info);
+    }
+    scanned += rows.length;
+    if (rows.length === 0 || rows.length < 500) return { objects: out, truncated: false };
+    if (scanned >= a.limits.queryScanMax) return { objects: out, truncated: true };
+    after = rows[rows.length - 1]!.oid;
+  }
+}
+
+/** The namespaces an actor may list: its own, and explicit ones it holds list on. */
+function listable(a: ObjectAccess, actor: MemoryActor): string[] {
+  const out = actor === OPERATOR_ACTOR ? [] : [processNamespace(actor)];
+  if (actor === OPERATOR_ACTOR) return out;
+  const caps: Capability[] = a.authority.capabilities.list(actor).filter((c) =>
+    c.resource.type === "namespace" && c.effect === "allow" && c.rights.includes("list")
+  );
+  for (const cap of caps) {
+    if (cap.resource.type !== "namespace" || cap.resource.scope !== "exact") continue;
+    const key = cap.resource.key;
+    if (!out.includes(key) && a.may(actor, namespaceResource(key), "list")) out.push(key);
+  }
+  return out;
+}
+
+function mentions(a: ObjectAccess, row: ObjectRow, info: ObjectInfo, text: string): boolean {
+  const haystacks = [
+    info.name ?? "",
+    info.type,
+    ...info.metadata.tags,
+    JSON.stringify(info.metadata.attrs),
+  ];
+  if (!row.volatile && row.payload !== null && row.payload.length <= 64 * 1024) {
+    haystacks.push(row.payload);
+  } else if (row.volatile && a.volatile.has(row.oid)) {
+    const text = JSON.stringify(a.volatile.get(row.oid));
+    if (text.length <= 64 * 1024) haystacks.push(text);
+  }
+  return haystacks.some((h) => h.toLowerCase().includes(text));
+}

@@ -1,0 +1,327 @@
+/**
+ * Sharing objects between processes: links, handles, grants with attenuation, the release of a
+ * finished process's scratch objects, merging a child's result, and a process's view.
+ *
+ * @module
+ */
+import { type MemoryActor, OBJECT_RIGHTS, type ObjectAccess } from "./_object_access.ts";
+import type { Capability, Right } from "./capability.ts";
+import { CapabilityDeniedError, IllegalTransitionError, ValidationError } from "./errors.ts";
+import {
+  type ObjectInfo,
+  type ObjectLink,
+  objectResource,
+  Oid,
+  processNamespace,
+} from "./memory_object.ts";
+import { type AgentProcess, isFinal } from "./process.ts";
+
+const LINK_REL = /^[a-z][a-z0-9_.-]{0,63}$/;
+
+/** A handle: an object and the rights the holder has on it, backed by its capabilities. */
+export interface ObjectHandle {
+  readonly oid: string;
+  readonly namespace: string;
+  readonly name: string | null;
+  readonly type: string;
+  readonly rights: Right[];
+  /** When the earliest of the capabilities behind the handle expires (null: never). */
+  readonly expiresAt: number | null;
+}
+
+/** Lists a namespace as the actor may see it (the memory's `list`). */
+export type Lister = (
+  actor: MemoryActor,
+  namespace: string,
+  options: { readonly limit?: number },
+) => ObjectInfo[];
+
+/** Links, handles, grants, release, merge and views over one runtime's objects. */
+export class ObjectSharing {
+  readonly #a: ObjectAccess;
+  readonly #list: Lister;
+
+  /** Binds sharing to the memory's shared state. */
+  constructor(access: ObjectAccess, list: Lister) {
+    this.#a = access;
+    this.#list = list;
+  }
+
+  // ---------------------------------------------------------------- links
+
+  /** Links `from` to `to` (`rel`, e.g. `derived_from`): link on `from`, read on `to`. */
+  link(actor: MemoryActor, from: string, to: string, rel: string): ObjectLink {
+    if (!LINK_REL.test(rel)) {
+      throw new ValidationError(
+        `A link relation must be 1-64 lowercase letters, digits and _ . - (e.g. derived_from)`,
+      );
+    }
+    return this.#a.core.store.step(() => {
+      const src = this.#a.visible(actor, from, "link", "object.link");
+      this.#a.visible(actor, to, "read", "object.link");
+      const link: ObjectLink = {
+        from,
+        to,
+        rel,
+        creator: actor,
+        createdAt: Math.trunc(this.#a.core.clock.now()),
+      };
+      this.#a.core.store.putLink({ ...link, created: link.createdAt });
+      this.#a.audit(actor, "object.link", `object:${src.namespace}/${from}`, "allow", "object", {
+        to,
+        rel,
+      });
+      return link;
+    });
+  }
+
+  /** Removes a link (link on `from`); false when there was none. */
+  unlink(actor: MemoryActor, from: string, to: string, rel: string): boolean {
+    return this.#a.core.store.step(() => {
+      this.#a.visible(actor, from, "link", "object.unlink");
+      return this.#a.core.store.deleteLink(from, to, rel);
+    });
+  }
+
+  /** Links from or to an object the actor may read, whose other end it may read too. */
+  links(actor: MemoryActor, oid: string): ObjectLink[] {
+    this.#a.visible(actor, oid, "read", "object.links");
+    return this.#a.core.store.listLinks(oid, this.#a.limits.pageMax).filter((l) => {
+      const other = this.#a.core.store.getObject(l.from === oid ? l.to : l.from);
+      return other !== undefined &&
+        this.#a.may(actor, objectResource(other.namespace, other.oid), "read");
+    }).map((l) => ({
+      from: l.from,
+      to: l.to,
+      rel: l.rel,
+      creator: l.creator,
+      createdAt: l.created,
+    }));
+  }
+
+  // ---------------------------------------------------------------- handles and grants
+
+  /**
+   * The actor's handle on an object: the rights it holds on it and when the earliest capability
+   * behind them expires.
+   * @throws {CapabilityDeniedError} when it holds none (the same when there is no such object).
+   */
+  handle(actor: MemoryActor, oid: string): ObjectHandle {
+    const row = Oid.safeParse(oid).success ? this.#a.core.store.getObject(oid) : undefined;
+    if (!row) throw this.#a.invisible(actor, oid, "read");
+    const resource = objectResource(row.namespace, row.oid);
+    const rights: Right[] = [];
+    let expiresAt: number | null = null;
+    for (const right of OBJECT_RIGHTS) {
+      const d = this.#a.decision(actor, resource, right);
+      if (d.effect !== "allow") continue;
+      rights.push(right);
+      const cap = d.capability ? this.#a.authority.capabilities.get(d.capability) : undefined;
+      if (cap?.expiresAt != null) {
+        expiresAt = expiresAt === null ? cap.expiresAt : Math.min(expiresAt, cap.expiresAt);
+      }
+    }
+    if (rights.length === 0) throw this.#a.invisible(actor, oid, "read");
+    const info = this.#a.decode(row);
+    return {
+      oid,
+      namespace: info.namespace,
+      name: info.name,
+      type: info.type,
+      rights,
+      expiresAt,
+    };
+  }
+
+  /**
+   * Passes rights on an object to another process: needs `grant` on it, and every right passed
+   * must be one the giver holds (allow, not ask). Each new capability derives from the one that
+   * gave the giver that right — revoking the giver's revokes it — and never outlives it.
+   * @throws {CapabilityDeniedError} without grant (the same when there is no such object), or
+   *   `cannot_delegate` for a right the giver does not hold.
+   */
+  grant(
+    actor: MemoryActor,
+    oid: string,
+    to: string,
+    rights: readonly Right[],
+    options: { readonly expiresAt?: number } = {},
+  ): Capability[] {
+    if (rights.length === 0 || rights.some((r) => !OBJECT_RIGHTS.includes(r))) {
+      throw new ValidationError(`Object rights are ${OBJECT_RIGHTS.join(", ")}; pass at least one`);
+    }
+    return this.#a.core.store.step(() => {
+      const row = this.#a.visible(actor, oid, "grant", "object.grant");
+      const target = this.#a.processes.get(to);
+      if (isFinal(target.status)) {
+        throw new IllegalTransitionError("illegal_transition", `Process ${to} is ${target.status}`);
+      }
+      const resource = objectResource(row.namespace, row.oid);
+      // Group the rights by the capability that gives the giver each one.
+      const bySource = new Map<string, { cap: Capability | undefined; rights: Right[] }>();
+      for (const right of new Set(rights)) {
+        const d = this.#a.decision(actor, resource, right);
+        if (d.effect !== "allow") {
+          this.#a.audit(actor, "object.grant", `object:${row.namespace}/${oid}`, "deny", d.reason, {
+            right,
+            to,
+          });
+          throw new CapabilityDeniedError(
+            "cannot_delegate",
+            `${actor} cannot pass ${right} on object ${oid}: it does not hold it (${d.reason}); a process can only pass rights it has`,
+            { reason: d.reason },
+          );
+        }
+        const id = d.capability ?? "operator";
+        const entry = bySource.get(id) ??
+          {
+            cap: d.capability ? this.#a.authority.capabilities.get(d.capability) : undefined,
+            rights: [],
+          };
+        entry.rights.push(right);
+        bySource.set(id, entry);
+      }
+      const minted: Capability[] = [];
+      for (const { cap, rights: given } of bySource.values()) {
+        const limits = [options.expiresAt, cap?.expiresAt ?? undefined].filter((t): t is number =>
+          typeof t === "number"
+        );
+        minted.push(this.#a.authority.capabilities.grant({
+          subject: to,
+          resource: { type: "object", key: resource.key, scope: "exact" },
+          rights: given,
+          effect: "allow",
+          issuer: actor,
+          ...(cap ? { derivedFrom: cap.id } : {}),
+          ...(limits.length ? { expiresAt: Math.min(...limits) } : {}),
+        }, actor));
+      }
+      this.#a.audit(actor, "object.grant", `object:${row.namespace}/${oid}`, "allow", "object", {
+        to,
+        rights: rights.join(","),
+      });
+      return minted;
+    });
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  /** At a process's finish (in its step): its scratch objects go, the one its result names stays. */
+  release(p: AgentProcess): void {
+    const namespace = processNamespace(p.pid);
+    let released = 0;
+    for (;;) {
+      const rows = this.#a.core.store.listObjects({ namespaces: [namespace], limit: 500 });
+      const doomed = rows.filter((r) => r.oid !== p.result);
+      for (const row of doomed) {
+        this.#a.core.store.deleteObject(row.oid);
+        this.#a.volatile.delete(row.oid);
+      }
+      released += doomed.length;
+      if (doomed.length === 0 || rows.length < 500) break;
+    }
+    const kept = p.result !== null &&
+        this.#a.core.store.getObject(p.result)?.namespace === namespace
+      ? p.result
+      : null;
+    if (released > 0 || kept !== null) {
+      this.#a.core.audit.append({
+        actor: "runtime",
+        pid: p.pid,
+        action: "object.release",
+        resource: `namespace:${namespace}`,
+        decision: "none",
+        authority: "lifecycle",
+        detail: { released, kept },
+      });
+    }
+  }
+
+  /**
+   * Merges a finished child's result into its parent: the parent (which must hold wait on the
+   * child) gets read and link on the result object — only if the child itself created it in its
+   * own namespace. An oid the child merely named (another process's object) grants nothing.
+   * @throws {CapabilityDeniedError} for a forged result or a process that is not the parent's.
+   */
+  merge(parent: string, child: string): ObjectInfo {
+    return this.#a.core.store.step(() => {
+      const c = this.#a.processes.get(child);
+      if (c.parent !== parent) {
+        throw new IllegalTransitionError(
+          "not_a_child",
+          `${child} is not a child of ${parent}; only a parent merges a child's result`,
+        );
+      }
+      this.#a.authority.require(
+        parent,
+        { resource: { type: "process", key: child }, right: "wait" },
+        `merge the result of ${child}`,
+      );
+      if (!isFinal(c.status)) {
+        throw new IllegalTransitionError(
+          "illegal_transition",
+          `${child} is ${c.status}; merge its result after it finishes`,
+        );
+      }
+      const result = c.result;
+      const row = result && Oid.safeParse(result).success
+        ? this.#a.core.store.getObject(result)
+        : undefined;
+      if (!row || row.namespace !== processNamespace(child) || row.creator !== child) {
+        this.#a.audit(parent, "object.merge", `process:${child}`, "deny", "forged_result", {
+          result: result ?? null,
+        });
+        throw new CapabilityDeniedError(
+          "capability_denied",
+          `${child}'s result ${
+            JSON.stringify(result)
+          } is not an object ${child} created in its own namespace; nothing was merged (an oid alone grants nothing)`,
+          { reason: "forged_result" },
+        );
+      }
+      this.#a.authority.capabilities.grant({
+        subject: parent,
+        resource: {
+          type: "object",
+          key: objectResource(row.namespace, row.oid).key,
+          scope: "exact",
+        },
+        rights: ["read", "link"],
+        effect: "allow",
+        issuer: `lineage:merge:${child}`,
+      }, "runtime");
+      this.#a.audit(
+        parent,
+        "object.merge",
+        `object:${row.namespace}/${row.oid}`,
+        "allow",
+        "lineage",
+        {
+          child,
+        },
+      );
+      return this.#a.decode(row);
+    });
+  }
+
+  /**
+   * A process's view: the objects it may read in its own namespace, then those it holds an
+   * exact grant on elsewhere (passed to it, merged results), in oid order.
+   */
+  view(pid: string, limit: number = this.#a.limits.pageMax): ObjectInfo[] {
+    const own = this.#list(pid, processNamespace(pid), { limit });
+    const seen = new Set(own.map((o) => o.oid));
+    const out = [...own];
+    for (const cap of this.#a.authority.capabilities.list(pid)) {
+      if (out.length >= limit) break;
+      if (cap.resource.type !== "object" || cap.resource.scope !== "exact") continue;
+      const oid = cap.resource.key.slice(cap.resource.key.lastIndexOf("/") + 1);
+      if (seen.has(oid)) continue;
+      const row = this.#a.core.store.getObject(oid);
+      if (!row || !this.#a.may(pid, objectResource(row.namespace, row.oid), "read")) continue;
+      seen.add(oid);
+      out.push(this.#a.decode(row));
+    }
+    return out;
+  }
+}
