@@ -13,6 +13,7 @@ import type { Decision } from "./decide.ts";
 import {
   ApprovalRequiredError,
   CapabilityDeniedError,
+  NotFoundError,
   StoreError,
   ValidationError,
   VolatileLostError,
@@ -155,6 +156,10 @@ export class ObjectAccess {
   /** The row of an object the actor may act on with `right`, or the one invisible error. */
   visible(actor: MemoryActor, oid: string, right: Right, action: string): ObjectRow {
     const row = Oid.safeParse(oid).success ? this.core.store.getObject(oid) : undefined;
+    if (!row && actor === OPERATOR_ACTOR) {
+      // The operator may see everything, so telling it "no such object" leaks nothing.
+      throw new NotFoundError(`No object ${JSON.stringify(oid)}; list them with "libos memory ls"`);
+    }
     if (!row) {
       this.audit(actor, action, `object:?/${String(oid).slice(0, 64)}`, "deny", "not_visible", {
         right,

@@ -56,6 +56,7 @@ export const OPTION_SPECS = {
   expires: { type: "string" },
   always: { type: "string" },
   reason: { type: "string" },
+  namespace: { type: "string" },
 } as const;
 
 /** The name of an option. */

@@ -18,6 +18,7 @@ import {
   humanRejectCommand,
   humanShowCommand,
 } from "./human_commands.ts";
+import { memoryLsCommand, memoryNamespaceCommand, memoryShowCommand } from "./memory_commands.ts";
 import {
   cdCommand,
   exitCommand,
@@ -57,6 +58,9 @@ const COMMANDS: readonly Command[] = [
   humanRejectCommand,
   humanAnswerCommand,
   humanInterruptCommand,
+  memoryLsCommand,
+  memoryShowCommand,
+  memoryNamespaceCommand,
   auditQueryCommand,
   auditVerifyCommand,
   demoCommand,
