@@ -10,15 +10,21 @@ import type { Authority } from "./authority.ts";
 import { canonicalJson, type JsonValue, sha256Hex } from "./canonical_json.ts";
 import type { ActionResource, Right } from "./capability.ts";
 import type { Decision } from "./decide.ts";
+import type { AuditEntry } from "./audit_log.ts";
 import {
-  ApprovalRequiredError,
   CapabilityDeniedError,
   NotFoundError,
   StoreError,
   ValidationError,
   VolatileLostError,
 } from "./errors.ts";
-import { EXPLICIT_NAMESPACE, ObjectInfo, objectResource, Oid } from "./memory_object.ts";
+import {
+  EXPLICIT_NAMESPACE,
+  ObjectInfo,
+  ObjectMetadata,
+  objectResource,
+  Oid,
+} from "./memory_object.ts";
 import { isFinal } from "./process.ts";
 import type { ProcessManager } from "./process_manager.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
@@ -73,6 +79,8 @@ export class ObjectAccess {
   readonly limits: ObjectLimits;
   /** Payloads of volatile objects: this runtime's memory only. */
   readonly volatile: Map<string, JsonValue> = new Map();
+  /** Refusals made inside a step, audited after it (a rolled-back step would lose them). */
+  #deferred: AuditEntry[] | null = null;
 
   /** Binds the access to a runtime. */
   constructor(
@@ -96,7 +104,7 @@ export class ObjectAccess {
     authority: string,
     detail?: Record<string, string | number | boolean | null>,
   ): void {
-    this.core.audit.append({
+    const entry: AuditEntry = {
       actor,
       ...(actor === OPERATOR_ACTOR ? {} : { pid: actor }),
       action,
@@ -104,12 +112,35 @@ export class ObjectAccess {
       decision,
       authority,
       ...(detail ? { detail } : {}),
-    });
+    };
+    if (decision === "deny" && this.#deferred) this.#deferred.push(entry);
+    else this.core.audit.append(entry);
   }
 
-  /** The decision for an actor's action (the operator is always allowed). */
+  /**
+   * Runs `fn` as one store step. A refusal inside it rolls the step back, and the audit records
+   * of refusals are written afterwards, in steps of their own, so no denial goes unrecorded.
+   */
+  step<T>(fn: () => T): T {
+    if (this.#deferred) return this.core.store.step(fn);
+    this.#deferred = [];
+    try {
+      return this.core.store.step(fn);
+    } finally {
+      const denials = this.#deferred;
+      this.#deferred = null;
+      for (const entry of denials) this.core.audit.append(entry);
+    }
+  }
+
+  /**
+   * The decision for an actor's action: the operator is always allowed; a process that has
+   * finished (or never existed) may do nothing.
+   */
   decision(actor: MemoryActor, resource: ActionResource, right: Right): Decision {
     if (actor === OPERATOR_ACTOR) return { effect: "allow", reason: "operator", layer: "cap" };
+    const p = this.processes.find(actor);
+    if (!p || isFinal(p.status)) return { effect: "deny", reason: "default", layer: "default" };
     return this.authority.decide(actor, { resource, right });
   }
 
@@ -119,8 +150,9 @@ export class ObjectAccess {
 
   /**
    * Requires `right` on `resource`; a refusal is audited and thrown as `refusal()` (so callers
-   * choose a message that tells nothing the actor may not know). An ask is an
-   * {@link ApprovalRequiredError}.
+   * choose a message that tells nothing the actor may not know). An ask is refused the same way
+   * (audited as an ask): objects have no route to a human yet, and an approval error would tell
+   * an object exists where a refusal does not.
    */
   require(
     actor: MemoryActor,
@@ -132,13 +164,10 @@ export class ObjectAccess {
     const decision = this.decision(actor, resource, right);
     const key = `${resource.type}:${"key" in resource ? resource.key : ""}`;
     if (decision.effect === "allow") return decision;
-    this.audit(actor, action, key, "deny", decision.reason, { right });
-    if (decision.effect === "ask") {
-      throw new ApprovalRequiredError(
-        `${action} needs a human's approval: ${right} on ${key} (${decision.reason})`,
-        { reason: decision.reason, digest: `sha256:${sha256Hex(`${action}|${key}|${right}`)}` },
-      );
-    }
+    this.audit(actor, action, key, "deny", decision.reason, {
+      right,
+      ...(decision.effect === "ask" ? { asked: true } : {}),
+    });
     throw refusal();
   }
 
@@ -256,6 +285,39 @@ export class ObjectAccess {
     }
   }
 
+  /** Validated metadata, at most 16 KiB of JSON (it is stored even for volatile objects). */
+  metadata(tags: readonly string[], attrs: Readonly<Record<string, JsonValue>>): ObjectMetadata {
+    const metadata = parse(ObjectMetadata, { tags: [...tags], attrs: { ...attrs } }, "metadata");
+    const bytes = new TextEncoder().encode(JSON.stringify(metadata)).length;
+    if (bytes > 16 * 1024) {
+      throw new ValidationError(
+        `An object's tags and attributes take ${bytes} bytes; the limit is 16384 (put content in the payload)`,
+      );
+    }
+    return metadata;
+  }
+
+  /**
+   * Giving an object a name in `namespace` needs namespace list: otherwise "name taken" would tell
+   * a caller which names exist where it may not look.
+   */
+  mayName(actor: MemoryActor, action: string, namespace: string): void {
+    this.require(
+      actor,
+      action,
+      { type: "namespace", key: namespace },
+      "list",
+      () =>
+        new CapabilityDeniedError(
+          "capability_denied",
+          `${actor} cannot name objects in namespace ${
+            JSON.stringify(namespace)
+          }: naming needs namespace list there (or create the object without a name)`,
+          { reason: "namespace" },
+        ),
+    );
+  }
+
   /** Whether `namespace` exists: a live process's own, or an explicit one. */
   namespaceExists(namespace: string): boolean {
     if (EXPLICIT_NAMESPACE.test(namespace)) {
@@ -266,7 +328,18 @@ export class ObjectAccess {
     return p !== undefined && !isFinal(p.status);
   }
 
+  /** The refusal for a namespace; only about its own namespace does an actor learn why. */
   namespaceRefusal(actor: MemoryActor, namespace: string, right: Right): CapabilityDeniedError {
+    if (actor !== OPERATOR_ACTOR && namespace === `process:${actor}`) {
+      const d = this.decision(actor, { type: "namespace", key: namespace }, right);
+      return new CapabilityDeniedError(
+        "capability_denied",
+        `${actor} cannot ${right} in its own namespace: ${d.reason}${
+          d.reason.startsWith("mode:") ? " (the run's mode forbids it; run in another mode)" : ""
+        }`,
+        { reason: d.reason },
+      );
+    }
     return new CapabilityDeniedError(
       "capability_denied",
       `${actor} cannot ${right} in namespace ${

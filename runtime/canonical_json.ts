@@ -35,7 +35,17 @@ function write(value: unknown, depth: number, path: string): string {
       return Object.is(value, -0) ? "0" : JSON.stringify(value);
     case "object": {
       if (Array.isArray(value)) {
-        return `[${value.map((v, i) => write(v, depth + 1, `${path}[${i}]`)).join(",")}]`;
+        // An index loop, not map(): map() skips holes, which would print as invalid JSON.
+        const items: string[] = [];
+        for (let i = 0; i < value.length; i++) {
+          if (!(i in value) || value[i] === undefined) {
+            throw new TypeError(
+              `Cannot canonicalize ${path}[${i}]: a hole or undefined is not JSON`,
+            );
+          }
+          items.push(write(value[i], depth + 1, `${path}[${i}]`));
+        }
+        return `[${items.join(",")}]`;
       }
       const proto = Object.getPrototypeOf(value);
       if (proto !== Object.prototype && proto !== null) {

@@ -45,3 +45,14 @@ Deno.test("sha256Hex() matches the published digest of a known string", () => {
   );
   assert.equal(digestOf("abc"), `sha256:${sha256Hex('"abc"')}`);
 });
+
+Deno.test("canonicalJson() refuses array holes and undefined items instead of writing invalid JSON", () => {
+  // deno-lint-ignore no-sparse-arrays
+  const holes = [, , "x"] as unknown as JsonValue;
+  assert.throws(
+    () => canonicalJson(holes),
+    (e: unknown) => e instanceof TypeError && /\[0\]/.test(e.message),
+  );
+  assert.throws(() => canonicalJson([1, undefined] as unknown as JsonValue), TypeError);
+  assert.equal(canonicalJson([1, null, "x"]), '[1,null,"x"]');
+});

@@ -80,8 +80,11 @@ export const ObjectInfo = z.object({
   creator: z.string().min(1).max(64),
   /** Bytes of the payload's canonical JSON. */
   bytes: z.number().int().min(0),
-  /** sha256 (hex) of the payload's canonical JSON. */
-  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  /**
+   * sha256 (hex) of the payload's canonical JSON; null for a volatile object (a digest of a short
+   * secret on disk would confirm a guess).
+   */
+  sha256: z.string().regex(/^[0-9a-f]{64}$/).nullable(),
   createdAt: z.number().int(),
   updatedAt: z.number().int(),
 }).strict();

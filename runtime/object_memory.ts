@@ -26,7 +26,6 @@ import {
   namespaceResource,
   type ObjectInfo,
   type ObjectLink,
-  ObjectMetadata,
   ObjectName,
   objectResource,
   ObjectType,
@@ -119,7 +118,7 @@ export class ObjectMemory {
         } is not an explicit namespace: use lowercase slash-separated segments, e.g. team/notes (process:<pid> namespaces come with their process)`,
       );
     }
-    this.#a.core.store.step(() => {
+    this.#a.step(() => {
       this.#a.require(
         actor,
         "namespace.create",
@@ -171,14 +170,10 @@ export class ObjectMemory {
       ? null
       : parse(ObjectName, input.name, "name");
     const type = parse(ObjectType, input.type, "type");
-    const metadata = parse(
-      ObjectMetadata,
-      { tags: [...(input.tags ?? [])], attrs: { ...(input.attrs ?? {}) } },
-      "metadata",
-    );
+    const metadata = this.#a.metadata(input.tags ?? [], input.attrs ?? {});
     const provenance = parse(Provenance, input.provenance, "provenance");
     const payload = this.#a.serialise(input.payload);
-    return this.#a.core.store.step(() => {
+    return this.#a.step(() => {
       this.#a.require(
         actor,
         "object.create",
@@ -189,14 +184,24 @@ export class ObjectMemory {
       if (!this.#a.namespaceExists(namespace)) {
         throw this.#a.namespaceRefusal(actor, namespace, "create");
       }
+      if (name !== null) this.#a.mayName(actor, "object.create", namespace);
       if (name !== null && this.#a.core.store.getObjectByName(namespace, name)) {
         throw new ValidationError(
           `The name ${JSON.stringify(name)} is taken in namespace ${namespace}; choose another`,
         );
       }
       const now = Math.trunc(this.#a.core.clock.now());
+      const oid = this.#a.core.ids.next("obj");
+      if (this.#a.core.store.getObject(oid)) {
+        // Creating never replaces: an id that repeats (a reused seed) is refused.
+        throw new StoreError(
+          "store_conflict",
+          `Object id ${oid} is already in use; the id source repeated itself — nothing was created`,
+        );
+      }
+      const volatile = input.volatile ?? false;
       const info: ObjectInfo = {
-        oid: this.#a.core.ids.next("obj"),
+        oid,
         namespace,
         name,
         type,
@@ -204,10 +209,10 @@ export class ObjectMemory {
         provenance,
         version: 1,
         immutable: input.immutable ?? false,
-        volatile: input.volatile ?? false,
+        volatile,
         creator: actor,
         bytes: payload.bytes,
-        sha256: payload.sha256,
+        sha256: volatile ? null : payload.sha256,
         createdAt: now,
         updatedAt: now,
       };
@@ -313,7 +318,7 @@ export class ObjectMemory {
     },
   ): ObjectInfo {
     const payload = change.payload === undefined ? undefined : this.#a.serialise(change.payload);
-    return this.#a.core.store.step(() => {
+    return this.#a.step(() => {
       const row = this.#a.visible(actor, oid, "write", "object.write");
       const info = this.#a.decode(row);
       if (info.immutable) throw new ValidationError(`Object ${oid} is immutable`);
@@ -323,16 +328,16 @@ export class ObjectMemory {
           `Object ${oid} is at version ${info.version}, not ${change.ifVersion}; read it again`,
         );
       }
-      const metadata = parse(ObjectMetadata, {
-        tags: change.tags === undefined ? info.metadata.tags : [...change.tags],
-        attrs: change.attrs === undefined ? info.metadata.attrs : { ...change.attrs },
-      }, "metadata");
+      const metadata = this.#a.metadata(
+        change.tags === undefined ? info.metadata.tags : change.tags,
+        change.attrs === undefined ? info.metadata.attrs : change.attrs,
+      );
       const next: ObjectInfo = {
         ...info,
         metadata,
         version: info.version + 1,
         updatedAt: Math.trunc(this.#a.core.clock.now()),
-        ...(payload ? { bytes: payload.bytes, sha256: payload.sha256 } : {}),
+        ...(payload ? { bytes: payload.bytes, sha256: info.volatile ? null : payload.sha256 } : {}),
       };
       this.#a.save(next, payload ? payload.text : row.payload);
       if (payload && next.volatile) {
@@ -351,10 +356,11 @@ export class ObjectMemory {
    */
   rename(actor: MemoryActor, oid: string, name: string | null): ObjectInfo {
     const newName = name === null ? null : parse(ObjectName, name, "name");
-    return this.#a.core.store.step(() => {
+    return this.#a.step(() => {
       const row = this.#a.visible(actor, oid, "write", "object.rename");
       const info = this.#a.decode(row);
       if (info.immutable) throw new ValidationError(`Object ${oid} is immutable`);
+      if (newName !== null) this.#a.mayName(actor, "object.rename", info.namespace);
       const next = { ...info, name: newName, updatedAt: Math.trunc(this.#a.core.clock.now()) };
       this.#a.save(next, row.payload);
       this.#a.audit(actor, "object.rename", `object:${info.namespace}/${oid}`, "allow", "object");
@@ -378,7 +384,7 @@ export class ObjectMemory {
       : options.name === null
       ? null
       : parse(ObjectName, options.name, "name");
-    return this.#a.core.store.step(() => {
+    return this.#a.step(() => {
       const row = this.#a.visible(actor, oid, "delete", "object.move");
       const info = this.#a.decode(row);
       if (info.immutable) throw new ValidationError(`Object ${oid} is immutable and cannot move`);
@@ -390,10 +396,12 @@ export class ObjectMemory {
         () => this.#a.namespaceRefusal(actor, target, "create"),
       );
       if (!this.#a.namespaceExists(target)) throw this.#a.namespaceRefusal(actor, target, "create");
+      const name = newName === undefined ? info.name : newName;
+      if (name !== null) this.#a.mayName(actor, "object.move", target);
       const next: ObjectInfo = {
         ...info,
         namespace: target,
-        name: newName === undefined ? info.name : newName,
+        name,
         updatedAt: Math.trunc(this.#a.core.clock.now()),
       };
       this.#a.save(next, row.payload);
@@ -406,7 +414,7 @@ export class ObjectMemory {
 
   /** Deletes an object and its links. */
   delete(actor: MemoryActor, oid: string): void {
-    this.#a.core.store.step(() => {
+    this.#a.step(() => {
       const row = this.#a.visible(actor, oid, "delete", "object.delete");
       this.#a.core.store.deleteObject(oid);
       this.#a.volatile.delete(oid);

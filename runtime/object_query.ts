@@ -5,7 +5,6 @@
  * @module
  */
 import { type MemoryActor, type ObjectAccess, OPERATOR_ACTOR, parse } from "./_object_access.ts";
-import type { Capability } from "./capability.ts";
 import { ValidationError } from "./errors.ts";
 import {
   NamespaceKey,
@@ -53,7 +52,11 @@ export function listObjects(
     "list",
     () => a.namespaceRefusal(actor, ns, "list"),
   );
-  const limit = Math.min(options.limit ?? a.limits.pageMax, a.limits.pageMax);
+  const asked = options.limit ?? a.limits.pageMax;
+  if (!Number.isInteger(asked) || asked < 1) {
+    throw new ValidationError(`A listing limit must be a positive integer, got ${asked}`);
+  }
+  const limit = Math.min(asked, a.limits.pageMax);
   const out: ObjectInfo[] = [];
   let after = options.after;
   for (let scanned = 0; out.length < limit && scanned < a.limits.queryScanMax;) {
@@ -84,7 +87,11 @@ export function queryObjects(
   actor: MemoryActor,
   options: ObjectQueryOptions = {},
 ): QueryResult {
-  const limit = Math.max(1, Math.min(options.limit ?? 100, a.limits.pageMax));
+  const asked = options.limit ?? 100;
+  if (!Number.isInteger(asked) || asked < 1) {
+    throw new ValidationError(`A query limit must be a positive integer, got ${asked}`);
+  }
+  const limit = Math.min(asked, a.limits.pageMax);
   const type = options.type === undefined ? undefined : parse(ObjectType, options.type, "type");
   const text = options.text?.toLowerCase();
   if (text !== undefined && (text.length === 0 || text.length > 256)) {
@@ -131,16 +138,31 @@ export function queryObjects(
 }
 
 /** The namespaces an actor may list: its own, and explicit ones it holds list on. */
+/**
+ * The namespaces an actor may list: its own, then explicit ones (exact or prefix grants alike),
+ * at most 1000 of them — the operator lists every explicit namespace.
+ */
 function listable(a: ObjectAccess, actor: MemoryActor): string[] {
   const out = actor === OPERATOR_ACTOR ? [] : [processNamespace(actor)];
-  if (actor === OPERATOR_ACTOR) return out;
-  const caps: Capability[] = a.authority.capabilities.list(actor).filter((c) =>
-    c.resource.type === "namespace" && c.effect === "allow" && c.rights.includes("list")
-  );
-  for (const cap of caps) {
-    if (cap.resource.type !== "namespace" || cap.resource.scope !== "exact") continue;
-    const key = cap.resource.key;
+  const consider = (key: string) => {
     if (!out.includes(key) && a.may(actor, namespaceResource(key), "list")) out.push(key);
+  };
+  // Namespaces named exactly by the actor's capabilities (another process's, shared with it)...
+  if (actor !== OPERATOR_ACTOR) {
+    for (const cap of a.authority.capabilities.list(actor)) {
+      if (cap.resource.type === "namespace" && cap.resource.scope === "exact") {
+        consider(cap.resource.key);
+      }
+    }
+  }
+  // ...and explicit namespaces, which prefix grants reach too.
+  let after: string | undefined;
+  for (let seen = 0; seen < 1000;) {
+    const page = a.core.store.listNamespaces(after, 200);
+    for (const ns of page) consider(ns.key);
+    seen += page.length;
+    if (page.length < 200) break;
+    after = page[page.length - 1]!.key;
   }
   return out;
 }

@@ -56,7 +56,7 @@ export class ObjectSharing {
         `A link relation must be 1-64 lowercase letters, digits and _ . - (e.g. derived_from)`,
       );
     }
-    return this.#a.core.store.step(() => {
+    return this.#a.step(() => {
       const src = this.#a.visible(actor, from, "link", "object.link");
       this.#a.visible(actor, to, "read", "object.link");
       const link: ObjectLink = {
@@ -77,8 +77,10 @@ export class ObjectSharing {
 
   /** Removes a link (link on `from`); false when there was none. */
   unlink(actor: MemoryActor, from: string, to: string, rel: string): boolean {
-    return this.#a.core.store.step(() => {
+    return this.#a.step(() => {
       this.#a.visible(actor, from, "link", "object.unlink");
+      // Like link(): the other end must be visible too, or unlink would tell it exists.
+      this.#a.visible(actor, to, "read", "object.unlink");
       return this.#a.core.store.deleteLink(from, to, rel);
     });
   }
@@ -150,7 +152,7 @@ export class ObjectSharing {
     if (rights.length === 0 || rights.some((r) => !OBJECT_RIGHTS.includes(r))) {
       throw new ValidationError(`Object rights are ${OBJECT_RIGHTS.join(", ")}; pass at least one`);
     }
-    return this.#a.core.store.step(() => {
+    return this.#a.step(() => {
       const row = this.#a.visible(actor, oid, "grant", "object.grant");
       const target = this.#a.processes.get(to);
       if (isFinal(target.status)) {
@@ -244,7 +246,7 @@ export class ObjectSharing {
    * @throws {CapabilityDeniedError} for a forged result or a process that is not the parent's.
    */
   merge(parent: string, child: string): ObjectInfo {
-    return this.#a.core.store.step(() => {
+    return this.#a.step(() => {
       const c = this.#a.processes.get(child);
       if (c.parent !== parent) {
         throw new IllegalTransitionError(
@@ -279,16 +281,20 @@ export class ObjectSharing {
           { reason: "forged_result" },
         );
       }
+      const key = objectResource(row.namespace, row.oid).key;
+      const issuer = `lineage:merge:${child}`;
+      const merged = this.#a.authority.capabilities.list(parent).some((c) =>
+        c.issuer === issuer && c.revokedAt === null && c.resource.type === "object" &&
+        c.resource.key === key
+      );
+      // Merging twice changes nothing.
+      if (merged) return this.#a.decode(row);
       this.#a.authority.capabilities.grant({
         subject: parent,
-        resource: {
-          type: "object",
-          key: objectResource(row.namespace, row.oid).key,
-          scope: "exact",
-        },
+        resource: { type: "object", key, scope: "exact" },
         rights: ["read", "link"],
         effect: "allow",
-        issuer: `lineage:merge:${child}`,
+        issuer,
       }, "runtime");
       this.#a.audit(
         parent,

@@ -648,6 +648,17 @@ export class SqliteStore implements Store {
     );
   }
 
+  listNamespaces(afterKey: string | undefined, limit: number): NamespaceRow[] {
+    this.#usable();
+    return this.#stmt("SELECT * FROM namespaces WHERE key > ? ORDER BY key LIMIT ?")
+      .all(afterKey ?? "", clampLimit(limit))
+      .map((r) => ({
+        key: String(r.key),
+        creator: String(r.creator),
+        created: Number(r.created),
+      }));
+  }
+
   getNamespace(key: string): NamespaceRow | undefined {
     this.#usable();
     const row = this.#stmt("SELECT * FROM namespaces WHERE key = ?").get(key);

@@ -316,6 +316,8 @@ export interface Store extends Disposable {
   listLinks(oid: string, limit: number): LinkRow[];
   putNamespace(row: NamespaceRow): void;
   getNamespace(key: string): NamespaceRow | undefined;
+  /** Explicit namespaces in key order, after `afterKey`. */
+  listNamespaces(afterKey: string | undefined, limit: number): NamespaceRow[];
 }
 
 /** Largest page any bounded read returns. */

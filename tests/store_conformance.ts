@@ -493,6 +493,14 @@ const CASES: readonly Case[] = [
         created: 1,
       });
       assert.equal(store.getNamespace("team"), undefined);
+      store.putNamespace({ key: "team/notes", creator: "operator", created: 3 });
+      store.putNamespace({ key: "alpha", creator: "operator", created: 4 });
+      assert.deepEqual(store.listNamespaces(undefined, 10).map((n) => n.key), [
+        "alpha",
+        "project",
+        "team/notes",
+      ]);
+      assert.deepEqual(store.listNamespaces("alpha", 1).map((n) => n.key), ["project"]);
     },
   },
   {
