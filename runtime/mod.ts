@@ -113,6 +113,19 @@ export {
   OPERATOR_ACTOR,
   type QueryResult,
 } from "./object_memory.ts";
+export {
+  ContextPolicy,
+  DEFAULT_CONTEXT_POLICY,
+  materialize,
+  type MaterializedContext,
+  type MaterializeOptions,
+  MaterializerState,
+  parseContextPolicy,
+  ProviderUsage,
+  type View,
+  type ViewObject,
+} from "./materializer.ts";
+export { PINNED_TAG, processContext } from "./process_context.ts";
 export { EventLog, type SubscribeOptions } from "./event_log.ts";
 export { EVENT_VERSION, type EventBody, type EventEnvelope, type EventKind } from "./events.ts";
 export { type IdSource, randomIds, seededIds } from "./ids.ts";
