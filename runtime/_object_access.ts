@@ -35,6 +35,13 @@ export type MemoryActor = string;
 
 /** The operator: the host or the command line. */
 export const OPERATOR_ACTOR = "operator";
+/** The runtime itself (e.g. storing a tool's result in its process's namespace). */
+export const RUNTIME_ACTOR = "runtime";
+
+/** Whether an actor is the operator or the runtime: audited, never decided. */
+export function isPrivileged(actor: MemoryActor): boolean {
+  return actor === OPERATOR_ACTOR || actor === RUNTIME_ACTOR;
+}
 
 /** Bounds enforced inside the object memory. */
 export interface ObjectLimits {
@@ -106,7 +113,7 @@ export class ObjectAccess {
   ): void {
     const entry: AuditEntry = {
       actor,
-      ...(actor === OPERATOR_ACTOR ? {} : { pid: actor }),
+      ...(isPrivileged(actor) ? {} : { pid: actor }),
       action,
       resource,
       decision,
@@ -138,7 +145,7 @@ export class ObjectAccess {
    * finished (or never existed) may do nothing.
    */
   decision(actor: MemoryActor, resource: ActionResource, right: Right): Decision {
-    if (actor === OPERATOR_ACTOR) return { effect: "allow", reason: "operator", layer: "cap" };
+    if (isPrivileged(actor)) return { effect: "allow", reason: actor, layer: "cap" };
     const p = this.processes.find(actor);
     if (!p || isFinal(p.status)) return { effect: "deny", reason: "default", layer: "default" };
     return this.authority.decide(actor, { resource, right });
@@ -185,7 +192,7 @@ export class ObjectAccess {
   /** The row of an object the actor may act on with `right`, or the one invisible error. */
   visible(actor: MemoryActor, oid: string, right: Right, action: string): ObjectRow {
     const row = Oid.safeParse(oid).success ? this.core.store.getObject(oid) : undefined;
-    if (!row && actor === OPERATOR_ACTOR) {
+    if (!row && isPrivileged(actor)) {
       // The operator may see everything, so telling it "no such object" leaks nothing.
       throw new NotFoundError(`No object ${JSON.stringify(oid)}; list them with "libos memory ls"`);
     }
@@ -330,7 +337,7 @@ export class ObjectAccess {
 
   /** The refusal for a namespace; only about its own namespace does an actor learn why. */
   namespaceRefusal(actor: MemoryActor, namespace: string, right: Right): CapabilityDeniedError {
-    if (actor !== OPERATOR_ACTOR && namespace === `process:${actor}`) {
+    if (!isPrivileged(actor) && namespace === `process:${actor}`) {
       const d = this.decision(actor, { type: "namespace", key: namespace }, right);
       return new CapabilityDeniedError(
         "capability_denied",

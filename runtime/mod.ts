@@ -126,6 +126,15 @@ export {
   type ViewObject,
 } from "./materializer.ts";
 export { PINNED_TAG, processContext } from "./process_context.ts";
+export {
+  defineTool,
+  type ToolContext,
+  type ToolDefinition,
+  ToolEffect,
+  type ToolSpec,
+  type ToolValue,
+} from "./tool.ts";
+export { ToolBroker, type ToolCall, type ToolResult, type ToolSchema } from "./tool_broker.ts";
 export { EventLog, type SubscribeOptions } from "./event_log.ts";
 export { EVENT_VERSION, type EventBody, type EventEnvelope, type EventKind } from "./events.ts";
 export { type IdSource, randomIds, seededIds } from "./ids.ts";

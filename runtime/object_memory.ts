@@ -37,11 +37,11 @@ import type { RuntimeCore } from "./runtime_core.ts";
 
 import {
   DEFAULT_OBJECT_LIMITS,
+  isPrivileged,
   type MemoryActor,
   OBJECT_RIGHTS,
   ObjectAccess,
   type ObjectLimits,
-  OPERATOR_ACTOR,
   parse,
 } from "./_object_access.ts";
 import { type ObjectHandle, ObjectSharing } from "./object_sharing.ts";
@@ -57,6 +57,7 @@ export {
   type MemoryActor,
   type ObjectLimits,
   OPERATOR_ACTOR,
+  RUNTIME_ACTOR,
 } from "./_object_access.ts";
 export type { ObjectHandle } from "./object_sharing.ts";
 export type { ObjectQueryOptions, QueryResult } from "./object_query.ts";
@@ -134,7 +135,7 @@ export class ObjectMemory {
         creator: actor,
         created: Math.trunc(this.#a.core.clock.now()),
       });
-      if (actor !== OPERATOR_ACTOR) {
+      if (!isPrivileged(actor)) {
         this.#a.authority.capabilities.grant({
           subject: actor,
           resource: { type: "namespace", key, scope: "exact" },
@@ -162,7 +163,7 @@ export class ObjectMemory {
    *   exists or not); {@link ValidationError} for bad input or a name taken in the namespace.
    */
   create(actor: MemoryActor, input: CreateObject): ObjectInfo {
-    if (actor === OPERATOR_ACTOR && input.namespace === undefined) {
+    if (isPrivileged(actor) && input.namespace === undefined) {
       throw new ValidationError("The operator must name the namespace an object is created in");
     }
     const namespace = parse(NamespaceKey, input.namespace ?? processNamespace(actor), "namespace");

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { type MemoryActor, type ObjectAccess, OPERATOR_ACTOR, parse } from "./_object_access.ts";
+import { isPrivileged, type MemoryActor, type ObjectAccess, parse } from "./_object_access.ts";
 import { ValidationError } from "./errors.ts";
 import {
   NamespaceKey,
@@ -143,12 +143,12 @@ export function queryObjects(
  * at most 1000 of them — the operator lists every explicit namespace.
  */
 function listable(a: ObjectAccess, actor: MemoryActor): string[] {
-  const out = actor === OPERATOR_ACTOR ? [] : [processNamespace(actor)];
+  const out = isPrivileged(actor) ? [] : [processNamespace(actor)];
   const consider = (key: string) => {
     if (!out.includes(key) && a.may(actor, namespaceResource(key), "list")) out.push(key);
   };
   // Namespaces named exactly by the actor's capabilities (another process's, shared with it)...
-  if (actor !== OPERATOR_ACTOR) {
+  if (!isPrivileged(actor)) {
     for (const cap of a.authority.capabilities.list(actor)) {
       if (cap.resource.type === "namespace" && cap.resource.scope === "exact") {
         consider(cap.resource.key);

@@ -17,6 +17,9 @@ import { ClockPrimitive } from "./primitives/clock.ts";
 import { FilesystemPrimitive } from "./primitives/filesystem.ts";
 import { HumanChannel, type HumanMode, type HumanPrompt } from "./human_channel.ts";
 import { type ObjectLimits, ObjectMemory } from "./object_memory.ts";
+import { builtinToolSpecs } from "../tools/mod.ts";
+import { defineTool } from "./tool.ts";
+import { ToolBroker } from "./tool_broker.ts";
 import { WorkspaceLock } from "./workspace_lock.ts";
 import { type IdSource, randomIds } from "./ids.ts";
 import type { Budgets } from "./process.ts";
@@ -80,6 +83,8 @@ export interface Runtime extends RuntimeCore, AsyncDisposable {
   readonly human: HumanChannel;
   /** Typed objects in namespaces, behind capabilities. */
   readonly memory: ObjectMemory;
+  /** Tool tables, the tool registry and invocation (visibility ≠ invocation ≠ authority). */
+  readonly tools: ToolBroker;
   readonly processes: ProcessManager;
   readonly ledger: ActionLedger;
   /** A scheduler that runs this runtime's processes with `driver`. */
@@ -206,6 +211,14 @@ function build(options: RuntimeOptions): Runtime {
     }),
     clock: new ClockPrimitive(core),
   };
+  const tools = new ToolBroker(core, {
+    processes,
+    memory,
+    fs: primitives.fs,
+    clock: primitives.clock,
+    human,
+  });
+  for (const spec of builtinToolSpecs()) tools.registerBuiltin(defineTool(spec));
   human.setDispatcher({
     dispatch(pid, action) {
       if (action.primitive.startsWith("fs.")) return primitives.fs.dispatch(pid, action);
@@ -246,6 +259,7 @@ function build(options: RuntimeOptions): Runtime {
     lock,
     human,
     memory,
+    tools,
     ledger,
     scheduler(driver, schedulerOptions = {}) {
       const scheduler = new Scheduler({

