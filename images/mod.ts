@@ -1,7 +1,8 @@
 /**
- * Built-in agent images (system prompt, default tools, required capabilities) and the YAML image
- * loader. Built by the tool broker and built-in images issues; nothing is exported yet.
+ * Built-in agent images (system prompt, default tools, context policy, safety profile, required
+ * capabilities). The registry (`runtime/image_registry.ts`) serves them and loads more from strict
+ * YAML.
  *
  * @module
  */
-export {};
+export { builtinImages } from "./builtin.ts";

@@ -182,6 +182,20 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 6,
+    sql: `
+      -- Agent images loaded at run time (built-in ones ship with libos; a row with a built-in's
+      -- id replaces it, which needs image admin).
+      CREATE TABLE images (
+        id      TEXT    PRIMARY KEY,
+        data    TEXT    NOT NULL,
+        loader  TEXT    NOT NULL,
+        created INTEGER NOT NULL,
+        updated INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

@@ -9,6 +9,7 @@ import {
   type AuditRow,
   type CapabilityRow,
   type HumanRequestRow,
+  type ImageRow,
   type LinkRow,
   MAX_PAGE,
   type ObjectRow,
@@ -128,5 +129,16 @@ export function linkRow(r: Row): LinkRow {
     rel: String(r.rel),
     creator: String(r.creator),
     created: Number(r.created),
+  };
+}
+
+/** Maps an `images` row. */
+export function imageRow(r: Row): ImageRow {
+  return {
+    id: String(r.id),
+    data: String(r.data),
+    loader: String(r.loader),
+    created: Number(r.created),
+    updated: Number(r.updated),
   };
 }

@@ -27,7 +27,14 @@ import {
 } from "./decide.ts";
 import { delegate, type InheritScope } from "./delegation.ts";
 import { ApprovalRequiredError, CapabilityDeniedError } from "./errors.ts";
-import { defaultGrants, type ModeName, parseMode } from "./modes.ts";
+import {
+  type DefaultGrant,
+  defaultGrants,
+  intersectGrant,
+  type ModeName,
+  narrower,
+  parseMode,
+} from "./modes.ts";
 import { processNamespace } from "./memory_object.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
 import { digestOf } from "./canonical_json.ts";
@@ -160,16 +167,28 @@ export class Authority {
     if (cap.oneShot) this.capabilities.consume(cap);
   }
 
-  /** Grants a process its starting authority: the mode's default set, and rights over itself. */
-  grantDefaults(pid: string, issuer = `mode:${this.context.mode}`): void {
-    for (const grant of defaultGrants(this.context.mode)) {
-      this.capabilities.grant({
-        subject: pid,
-        resource: grant.resource,
-        rights: [...grant.rights],
-        effect: "allow",
-        issuer,
-      }, "runtime");
+  /**
+   * Grants a top-level process its starting authority: the mode's default set — intersected with
+   * what its image requires, under the narrower of the run's mode and the image's maximum — and
+   * its rights over itself.
+   */
+  grantDefaults(pid: string, image?: ImageRequirements): void {
+    const mode = image ? narrower(this.context.mode, image.maxMode) : this.context.mode;
+    const issuer = `mode:${mode}`;
+    for (const grant of defaultGrants(mode)) {
+      const kept = image
+        ? image.requiredCapabilities.map((q) => intersectGrant(grant, q))
+          .filter((g): g is DefaultGrant => g !== undefined)
+        : [grant];
+      for (const g of kept) {
+        this.capabilities.grant({
+          subject: pid,
+          resource: g.resource,
+          rights: [...g.rights],
+          effect: "allow",
+          issuer,
+        }, "runtime");
+      }
     }
     this.grantSelf(pid);
   }
@@ -220,6 +239,15 @@ export class Authority {
     for (const grant of grants) this.capabilities.grant(grant, parent);
     return grants;
   }
+}
+
+/** What of an image decides a top-level process's starting grants. */
+export interface ImageRequirements {
+  readonly maxMode: ModeName;
+  readonly requiredCapabilities: readonly {
+    readonly resource: CapabilityResource;
+    readonly rights: readonly string[];
+  }[];
 }
 
 /** A concrete filesystem action resource. */

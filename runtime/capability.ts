@@ -36,7 +36,7 @@ export const RIGHTS = {
   human: ["write"],
   shell: ["execute"],
   net: ["connect"],
-  image: ["read", "write"],
+  image: ["read", "write", "admin"],
   tool: ["invoke", "register"],
   process: ["spawn", "signal", "wait", "exec"],
 } as const satisfies Record<ResourceType, readonly string[]>;

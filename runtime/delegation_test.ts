@@ -226,15 +226,30 @@ Deno.test("ProcessManager.fork() without inherit gives the child no filesystem a
   for (const [i, d] of before.entries()) {
     assert.deepEqual(d, { effect: "deny", reason: "default", layer: "default" }, `${i}`);
   }
-  runtime.processes.exec(child, { image: "coding-agent:v0", tools: [] }, {
-    kind: "process",
-    pid: child,
-  });
-  runtime.processes.exec(child, { image: "base-agent:v0", tools: ["read_file"] }, {
-    kind: "process",
-    pid: child,
-  });
-  assert.equal(runtime.processes.get(child).image, "base-agent:v0");
+  // exec checks capabilities like every other path: the bare child may not even read an image.
+  assert.throws(
+    () =>
+      runtime.processes.exec(child, { image: "base-agent:v0", tools: [] }, {
+        kind: "process",
+        pid: child,
+      }),
+    (e: unknown) => e instanceof CapabilityDeniedError && e.code === "capability_denied",
+  );
+  assert.equal(runtime.processes.get(child).image, "coding-agent:v0", "nothing changed");
+  // With image read delegated, exec works — and still lifts nothing.
+  const reader = fork(runtime, parent, [{
+    resource: { type: "image", key: "*", scope: "any" },
+    rights: ["read"],
+  }]);
+  const beforeReader = grid.map((a) => runtime.authority.decide(reader, a));
+  runtime.processes.exec(reader, { image: "base-agent:v0" }, { kind: "process", pid: reader });
+  assert.deepEqual(runtime.processes.get(reader).tools, [
+    "get_current_time",
+    "ask_human",
+    "human_output",
+  ], "the image's default tools: visible, not authorised");
+  assert.deepEqual(grid.map((a) => runtime.authority.decide(reader, a)), beforeReader);
+  for (const d of beforeReader) assert.equal(d.effect, "deny");
   assert.deepEqual(decide(), before);
 });
 

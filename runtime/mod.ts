@@ -135,6 +135,20 @@ export {
   type ToolValue,
 } from "./tool.ts";
 export { ToolBroker, type ToolCall, type ToolResult, type ToolSchema } from "./tool_broker.ts";
+export {
+  AgentImage,
+  type AgentImageInput,
+  ImageId,
+  RequiredCapability,
+  SafetyProfile,
+} from "./image.ts";
+export {
+  IMAGE_OPERATOR,
+  ImageRegistry,
+  type ImageSummary,
+  type LoadOptions,
+} from "./image_registry.ts";
+export { parseStrictYaml, STRICT_YAML_LIMITS, type StrictYamlOptions } from "./strict_yaml.ts";
 export { EventLog, type SubscribeOptions } from "./event_log.ts";
 export { EVENT_VERSION, type EventBody, type EventEnvelope, type EventKind } from "./events.ts";
 export { type IdSource, randomIds, seededIds } from "./ids.ts";

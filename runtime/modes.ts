@@ -15,7 +15,13 @@
  * @module
  */
 import { z } from "zod";
-import type { ActionResource, CapabilityResource, Effect, Right } from "./capability.ts";
+import {
+  type ActionResource,
+  type CapabilityResource,
+  type Effect,
+  inSubtree,
+  type Right,
+} from "./capability.ts";
 import { ValidationError } from "./errors.ts";
 
 /** A mode's canonical name. */
@@ -111,9 +117,58 @@ const HUMAN_OWNER: DefaultGrant = Object.freeze({
   rights: Object.freeze(["write"]),
 }) as DefaultGrant;
 
+/** Every mode lets a process read agent images (to exec one, or to see what it is). */
+const IMAGE_READ: DefaultGrant = Object.freeze({
+  resource: Object.freeze({ type: "image", key: "*", scope: "any" }),
+  rights: Object.freeze(["read"]),
+}) as DefaultGrant;
+
 /** The default grant set of a mode (its own namespace comes with every process, not the mode). */
 export function defaultGrants(mode: ModeName): DefaultGrant[] {
-  return [...workspaceGrants(mode), HUMAN_OWNER];
+  return [...workspaceGrants(mode), HUMAN_OWNER, IMAGE_READ];
+}
+
+const ORDER: readonly ModeName[] = Object.freeze([
+  "read-only",
+  "plan",
+  "workspace-write",
+  "full-access",
+]);
+
+/** The narrower of two modes (an image's maximum caps the run's mode for its grants). */
+export function narrower(a: ModeName, b: ModeName): ModeName {
+  return ORDER.indexOf(a) <= ORDER.indexOf(b) ? a : b;
+}
+
+/**
+ * What of a default grant an image's requirement keeps: the requirement's resource if the grant
+ * covers it, with the rights both name; undefined when they do not meet.
+ */
+export function intersectGrant(
+  grant: DefaultGrant,
+  required: { readonly resource: CapabilityResource; readonly rights: readonly string[] },
+): DefaultGrant | undefined {
+  const g = grant.resource;
+  const q = required.resource;
+  if (g.type !== q.type) return undefined;
+  let covers = false;
+  if (g.type === "fs" && q.type === "fs") {
+    covers = g.scope === "subtree"
+      ? inSubtree(g.path, q.path)
+      : q.scope === "exact" && q.path === g.path;
+  } else if (g.type === "shell" && q.type === "shell") {
+    covers = g.scope === "any" ||
+      (g.scope === "prefix" && q.scope !== "any" &&
+        g.argv.every((t, i) => q.argv[i] === t)) ||
+      (g.scope === "exact" && q.scope === "exact" && g.argv.join("\0") === q.argv.join("\0"));
+  } else if ("key" in g && "key" in q) {
+    covers = g.scope === "any" ||
+      (g.scope === "prefix" && q.scope !== "any" && q.key.startsWith(g.key)) ||
+      (g.scope === "exact" && q.scope === "exact" && q.key === g.key);
+  }
+  if (!covers) return undefined;
+  const rights = grant.rights.filter((r) => required.rights.includes(r));
+  return rights.length ? { resource: q, rights } : undefined;
 }
 
 function workspaceGrants(mode: ModeName): DefaultGrant[] {

@@ -31,7 +31,8 @@ import {
   type Signal,
 } from "./process.ts";
 import { childBudgets, deadline, remaining, reserve } from "./process_budget.ts";
-import type { Authority } from "./authority.ts";
+import type { Authority, ImageRequirements } from "./authority.ts";
+import type { ModeName } from "./modes.ts";
 import { type ActionResource, resourceString, type Right } from "./capability.ts";
 import type { InheritScope } from "./delegation.ts";
 import type { FilesystemProvider } from "./providers/filesystem.ts";
@@ -90,6 +91,20 @@ export interface ProcessManagerOptions extends RuntimeCore {
   readonly defaultBudgets?: Budgets;
   /** Decides what process actors may do, and mints their starting authority. */
   readonly authority: Authority;
+  /** Resolves image ids (default tools, requirements); without it any well-formed id is taken. */
+  readonly images?: ImageResolver;
+}
+
+/** What the process manager needs of an image. */
+export interface ResolvedImage {
+  readonly defaultTools: readonly string[];
+  readonly safety: { readonly maxMode: ModeName };
+  readonly requiredCapabilities: ImageRequirements["requiredCapabilities"];
+}
+
+/** Finds images by id. */
+export interface ImageResolver {
+  resolve(id: string): ResolvedImage | undefined;
 }
 
 const MAX_GOAL = 100_000;
@@ -145,6 +160,7 @@ export class ProcessManager {
   readonly #workspace: string;
   readonly #defaults: Budgets;
   readonly #authority: Authority;
+  readonly #images: ImageResolver | undefined;
 
   /** Binds the manager to a runtime's store, logs and providers. */
   constructor(options: ProcessManagerOptions) {
@@ -153,6 +169,7 @@ export class ProcessManager {
     this.#workspace = options.workspace;
     this.#defaults = Budgets.parse(options.defaultBudgets ?? DEFAULT_BUDGETS);
     this.#authority = options.authority;
+    this.#images = options.images;
   }
 
   /**
@@ -282,14 +299,40 @@ export class ProcessManager {
     return result.data;
   }
 
-  /** Creates a top-level process (runnable unless `start: false`). */
+  /**
+   * The image `id` names (checked), or a NotFoundError when a registry is wired and knows no such
+   * image.
+   */
+  #image(id: string): { readonly id: string; readonly image: ResolvedImage | undefined } {
+    const checked = checkImage(id);
+    const image = this.#images?.resolve(checked);
+    if (this.#images && !image) {
+      throw new NotFoundError(
+        `No image ${
+          JSON.stringify(checked)
+        }; list them with "libos images list" or load one with "libos images load FILE"`,
+      );
+    }
+    return { id: checked, image };
+  }
+
+  /**
+   * Creates a top-level process (runnable unless `start: false`): its tools default to its
+   * image's, and it receives the mode's default grants intersected with what the image requires
+   * (the only path by which an image's requirements are ever granted).
+   */
   spawn(options: SpawnOptions, actor: Actor = OPERATOR): AgentProcess {
+    // Everything the caller wrote is validated before anything is looked up.
+    const goal = checkGoal(options.goal);
+    const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
+    const budgets = this.#mergeBudgets(options.budgets);
+    const resolved = this.#image(options.image);
     const fields = {
       parent: null,
-      image: checkImage(options.image),
-      goal: checkGoal(options.goal),
-      tools: checkTools(options.tools ?? []),
-      budgets: this.#mergeBudgets(options.budgets),
+      image: resolved.id,
+      goal,
+      tools: explicit ?? checkTools(resolved.image?.defaultTools ?? []),
+      budgets,
       cwd: options.cwd === undefined
         ? "."
         : containedDirectory(this.#fs, this.#workspace, ".", options.cwd),
@@ -300,7 +343,15 @@ export class ProcessManager {
       const p = this.#fresh(fields);
       engine.save(p);
       engine.record(actor, p, "process.spawn", { image: p.image, status: p.status });
-      this.#authority.grantDefaults(p.pid);
+      this.#authority.grantDefaults(
+        p.pid,
+        resolved.image
+          ? {
+            maxMode: resolved.image.safety.maxMode,
+            requiredCapabilities: resolved.image.requiredCapabilities,
+          }
+          : undefined,
+      );
       engine.events.emit({
         kind: "process.spawned",
         payload: { pid: p.pid, parent: null, image: p.image, how: "spawn" },
@@ -387,12 +438,18 @@ export class ProcessManager {
     );
   }
 
-  /** Spawns a fresh child with its own image, goal and tool table (no parent memory). */
+  /**
+   * Spawns a fresh child with its own image, goal and tool table (no parent memory). Its image's
+   * requirements are never granted: a child holds only what its parent delegates.
+   */
   spawnChild(parentPid: string, options: SpawnChildOptions, actor: Actor = OPERATOR): AgentProcess {
+    const goal = checkGoal(options.goal);
+    const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
+    const resolved = this.#image(options.image);
     const fields = {
-      image: checkImage(options.image),
-      goal: checkGoal(options.goal),
-      tools: checkTools(options.tools ?? []),
+      image: resolved.id,
+      goal,
+      tools: explicit ?? checkTools(resolved.image?.defaultTools ?? []),
     };
     return this.#child(
       parentPid,
@@ -404,17 +461,24 @@ export class ProcessManager {
     );
   }
 
-  /** Replaces a live process's image and tool table, keeping its pid (and never its authority). */
+  /**
+   * Replaces a live process's image and tool table (default: the image's), keeping its pid —
+   * and its capabilities exactly: exec never grants the new image's requirements, and a process
+   * needs image read on the new image.
+   */
   exec(
     pid: string,
-    options: { readonly image: string; readonly tools: readonly string[]; readonly goal?: string },
+    options: { readonly image: string; readonly tools?: readonly string[]; readonly goal?: string },
     actor: Actor = OPERATOR,
   ): AgentProcess {
-    const image = checkImage(options.image);
-    const tools = checkTools(options.tools);
+    const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
     const goal = options.goal === undefined ? undefined : checkGoal(options.goal);
+    const resolved = this.#image(options.image);
+    const image = resolved.id;
+    const tools = explicit ?? checkTools(resolved.image?.defaultTools ?? []);
     const engine = this.#engine;
     this.#requireSelf(actor, pid, "exec");
+    this.#authorize(actor, { type: "image", key: image }, "read", `exec image ${image}`);
     const authority = this.#authorize(
       actor,
       { type: "process", key: pid },

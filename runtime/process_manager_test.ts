@@ -329,10 +329,10 @@ Deno.test("ProcessManager.spawnChild() starts a fresh child with its own goal, i
     f.pm.spawn({ goal: "parent goal", image: "coding-agent:v0", tools: ["write_text_file"] }).pid;
   const child = f.pm.spawnChild(parent, {
     goal: "parse the log",
-    image: "log-parser:v0",
+    image: "coding-agent:v0",
     tools: ["parse_pytest_log"],
   });
-  assert.deepEqual([child.goal, child.image, child.tools], ["parse the log", "log-parser:v0", [
+  assert.deepEqual([child.goal, child.image, child.tools], ["parse the log", "coding-agent:v0", [
     "parse_pytest_log",
   ]]);
   assert.equal(child.status, "runnable");

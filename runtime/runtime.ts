@@ -20,6 +20,8 @@ import { type ObjectLimits, ObjectMemory } from "./object_memory.ts";
 import { builtinToolSpecs } from "../tools/mod.ts";
 import { defineTool } from "./tool.ts";
 import { ToolBroker } from "./tool_broker.ts";
+import { ImageRegistry } from "./image_registry.ts";
+import { builtinImages } from "../images/mod.ts";
 import { WorkspaceLock } from "./workspace_lock.ts";
 import { type IdSource, randomIds } from "./ids.ts";
 import type { Budgets } from "./process.ts";
@@ -85,6 +87,8 @@ export interface Runtime extends RuntimeCore, AsyncDisposable {
   readonly memory: ObjectMemory;
   /** Tool tables, the tool registry and invocation (visibility ≠ invocation ≠ authority). */
   readonly tools: ToolBroker;
+  /** Agent images: built-in, and loaded from strict YAML. */
+  readonly images: ImageRegistry;
   readonly processes: ProcessManager;
   readonly ledger: ActionLedger;
   /** A scheduler that runs this runtime's processes with `driver`. */
@@ -177,9 +181,11 @@ function build(options: RuntimeOptions): Runtime {
     ...(options.denies === undefined ? {} : { denies: options.denies }),
     ...(options.wall === undefined ? {} : { wall: options.wall }),
   });
+  const images = new ImageRegistry(core, authority, builtinImages());
   const processes = new ProcessManager({
     ...core,
     authority,
+    images,
     filesystem: options.filesystem ?? hostFilesystem(),
     workspace: location.workspace,
     ...(options.defaultBudgets === undefined ? {} : { defaultBudgets: options.defaultBudgets }),
@@ -260,6 +266,7 @@ function build(options: RuntimeOptions): Runtime {
     human,
     memory,
     tools,
+    images,
     ledger,
     scheduler(driver, schedulerOptions = {}) {
       const scheduler = new Scheduler({

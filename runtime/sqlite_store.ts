@@ -18,6 +18,7 @@ import {
   capabilityRow,
   clampLimit,
   humanRequestRow,
+  imageRow,
   linkRow,
   objectRow,
   processRow,
@@ -36,6 +37,7 @@ import {
   type EventRow,
   type HumanRequestQuery,
   type HumanRequestRow,
+  type ImageRow,
   type LinkRow,
   type NamespaceRow,
   type ObjectQuery,
@@ -657,6 +659,28 @@ export class SqliteStore implements Store {
         creator: String(r.creator),
         created: Number(r.created),
       }));
+  }
+
+  putImage(row: ImageRow): void {
+    this.#write(
+      `INSERT INTO images (id, data, loader, created, updated) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET data = excluded.data, loader = excluded.loader,
+         updated = excluded.updated`,
+      [row.id, row.data, row.loader, row.created, row.updated],
+    );
+  }
+
+  getImage(id: string): ImageRow | undefined {
+    this.#usable();
+    const row = this.#stmt("SELECT * FROM images WHERE id = ?").get(id);
+    return row === undefined ? undefined : imageRow(row);
+  }
+
+  listImages(afterId: string | undefined, limit: number): ImageRow[] {
+    this.#usable();
+    return this.#stmt("SELECT * FROM images WHERE id > ? ORDER BY id LIMIT ?")
+      .all(afterId ?? "", clampLimit(limit))
+      .map(imageRow);
   }
 
   getNamespace(key: string): NamespaceRow | undefined {

@@ -231,6 +231,17 @@ export interface NamespaceRow {
   readonly created: number;
 }
 
+/** A stored agent image. */
+export interface ImageRow {
+  readonly id: string;
+  /** JSON text of the validated image. */
+  readonly data: string;
+  /** Who loaded it (an operator or a pid). */
+  readonly loader: string;
+  readonly created: number;
+  readonly updated: number;
+}
+
 /** The durable state of one runtime. See the module documentation for the contract. */
 export interface Store extends Disposable {
   /** An absolute file path, or `:memory:`. */
@@ -318,6 +329,11 @@ export interface Store extends Disposable {
   getNamespace(key: string): NamespaceRow | undefined;
   /** Explicit namespaces in key order, after `afterKey`. */
   listNamespaces(afterKey: string | undefined, limit: number): NamespaceRow[];
+  /** Stores an image, replacing the row with its id. */
+  putImage(row: ImageRow): void;
+  getImage(id: string): ImageRow | undefined;
+  /** Images in id order, after `afterId`. */
+  listImages(afterId: string | undefined, limit: number): ImageRow[];
 }
 
 /** Largest page any bounded read returns. */

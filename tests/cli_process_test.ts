@@ -35,6 +35,8 @@ Deno.test("libos spawn creates a runnable process that ps lists, and every chang
     ) => [r.action, r.actor, r.authority]),
     [
       ["process.spawn", "operator", "operator"],
+      // The mode's defaults as far as the image requires them: workspace, human, images.
+      ["capability.grant", "runtime", "mode:workspace-write"],
       ["capability.grant", "runtime", "mode:workspace-write"],
       ["capability.grant", "runtime", "mode:workspace-write"],
       // Its rights over itself: spawn/exec, its namespace, its objects.

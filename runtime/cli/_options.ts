@@ -57,6 +57,8 @@ export const OPTION_SPECS = {
   always: { type: "string" },
   reason: { type: "string" },
   namespace: { type: "string" },
+  replace: { type: "boolean" },
+  admin: { type: "boolean" },
 } as const;
 
 /** The name of an option. */

@@ -20,6 +20,12 @@ import {
 } from "./human_commands.ts";
 import { memoryLsCommand, memoryNamespaceCommand, memoryShowCommand } from "./memory_commands.ts";
 import {
+  imagesListCommand,
+  imagesLoadCommand,
+  imagesShowCommand,
+  toolsCommand,
+} from "./image_commands.ts";
+import {
   cdCommand,
   exitCommand,
   psCommand,
@@ -61,6 +67,10 @@ const COMMANDS: readonly Command[] = [
   memoryLsCommand,
   memoryShowCommand,
   memoryNamespaceCommand,
+  imagesListCommand,
+  imagesShowCommand,
+  imagesLoadCommand,
+  toolsCommand,
   auditQueryCommand,
   auditVerifyCommand,
   demoCommand,

@@ -40,7 +40,8 @@ async function spawn(parsed: ParsedArgs, io: CliIo): Promise<number> {
   const p = runtime.processes.spawn({
     goal,
     image: stringOption(parsed, "image") ?? DEFAULT_IMAGE,
-    tools: listOption(parsed, "tool"),
+    // Without --tool, the image's default tools.
+    ...(listOption(parsed, "tool").length ? { tools: listOption(parsed, "tool") } : {}),
     ...(cwd === undefined ? {} : { cwd }),
   });
   return say(
@@ -189,8 +190,9 @@ export const spawnCommand: Command = {
   usage:
     `Usage: libos spawn --goal TEXT [--image ID] [--tool NAME]... [--cwd DIR] [--mode MODE] [--json]
 
-Creates a runnable top-level process (default image ${DEFAULT_IMAGE}) with the default budgets
-and the default grants of MODE: read-only (workspace read), plan (read plus its own objects),
+Creates a runnable top-level process (default image ${DEFAULT_IMAGE}; tools default to the
+image's) with the default budgets and the default grants of MODE, as far as the image requires
+them: read-only (workspace read), plan (read plus its own objects),
 workspace-write or edit (read and write; the default), full-access or full (read, write, delete).`,
   options: ["goal", "image", "tool", "cwd", "mode"],
   run: spawn,

@@ -1,0 +1,160 @@
+/**
+ * Image and tool commands: `images list`, `images show ID`, `images load FILE`, `tools --pid`.
+ * Loading reads the file here (the bootstrap grants read on the workspace and the temporary
+ * directory) and hands the text to the registry's strict YAML loader; replacing a built-in image
+ * needs `--replace --admin`.
+ *
+ * @module
+ */
+import { UsageError } from "../errors.ts";
+import { type CliIo, type Command, flagOption, type ParsedArgs, stringOption } from "./_options.ts";
+import { field, say } from "./_output.ts";
+import { openRuntime } from "./_workspace.ts";
+import { IMAGE_OPERATOR } from "../image_registry.ts";
+import { resolve } from "node:path";
+
+/** Largest image file read (the strict loader has its own cap too). */
+const MAX_FILE = 256 * 1024;
+
+async function list(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  await using runtime = await openRuntime(parsed, io, "read");
+  const images = runtime.images.list(IMAGE_OPERATOR);
+  return say(
+    io,
+    parsed,
+    runtime.location.path,
+    { images },
+    images.map((i) => `${i.id.padEnd(24)}  ${i.origin.padEnd(8)}  ${field(i.description, 80)}`)
+      .join("\n"),
+  );
+}
+
+async function show(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const [id] = parsed.args;
+  await using runtime = await openRuntime(parsed, io, "read");
+  const image = runtime.images.get(IMAGE_OPERATOR, id!);
+  return say(
+    io,
+    parsed,
+    runtime.location.path,
+    { image },
+    [
+      `${image.id}  ${field(image.description, 200)}`,
+      `max mode: ${image.safety.maxMode}`,
+      `default tools: ${image.defaultTools.join(", ") || "-"}`,
+      "required capabilities (granted to top-level spawns only, as far as the mode allows):",
+      ...image.requiredCapabilities.map((c) =>
+        `  ${field(JSON.stringify(c.resource), 200)} ${c.rights.join(",")}`
+      ),
+      "system prompt:",
+      ...field(image.systemPrompt, 4000).split("\\n").map((l) => `  │ ${l}`),
+    ].join("\n"),
+  );
+}
+
+async function load(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const [file] = parsed.args;
+  const path = resolve(io.cwd, file!);
+  let text: string;
+  try {
+    const info = Deno.statSync(path);
+    if (!info.isFile) throw new UsageError(`${file} is not a file`);
+    if (info.size > MAX_FILE) {
+      throw new UsageError(
+        `${file} is ${info.size} bytes; an image file may be at most ${MAX_FILE}`,
+      );
+    }
+    text = Deno.readTextFileSync(path);
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw new UsageError(
+      `Cannot read ${JSON.stringify(file)}: ${error instanceof Error ? error.message : error}`,
+    );
+  }
+  await using runtime = await openRuntime(parsed, io, "create");
+  const image = runtime.images.loadYaml(IMAGE_OPERATOR, text, {
+    replace: flagOption(parsed, "replace"),
+    admin: flagOption(parsed, "admin"),
+    source: file!,
+  });
+  return say(
+    io,
+    parsed,
+    runtime.location.path,
+    { image },
+    `Loaded image ${image.id} (${image.defaultTools.length} default tools).`,
+  );
+}
+
+async function tools(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const pid = stringOption(parsed, "pid");
+  await using runtime = await openRuntime(parsed, io, "read");
+  if (pid === undefined) {
+    const all = runtime.tools.builtins();
+    return say(
+      io,
+      parsed,
+      runtime.location.path,
+      { tools: all.map((t) => ({ name: t.name, description: t.description, effects: t.effects })) },
+      all.map((t) => `${t.name.padEnd(20)}  ${t.effects.join(",").padEnd(16)}  ${t.description}`)
+        .join("\n"),
+    );
+  }
+  const visible = runtime.tools.schemas(pid);
+  return say(
+    io,
+    parsed,
+    runtime.location.path,
+    { pid, tools: visible },
+    visible.length
+      ? visible.map((t) => `${t.name.padEnd(20)}  ${field(t.description, 100)}`).join("\n")
+      : `${pid} sees no tools.`,
+  );
+}
+
+/** The `images list` command. */
+export const imagesListCommand: Command = {
+  name: "images list",
+  summary: "list agent images (built-in and loaded)",
+  usage: `Usage: libos images list [--json]`,
+  options: [],
+  run: list,
+};
+
+/** The `images show` command. */
+export const imagesShowCommand: Command = {
+  name: "images show",
+  summary: "show an agent image",
+  usage: `Usage: libos images show ID [--json]`,
+  options: [],
+  positionals: ["ID"],
+  run: show,
+};
+
+/** The `images load` command. */
+export const imagesLoadCommand: Command = {
+  name: "images load",
+  summary: "load an agent image from a YAML file",
+  usage: `Usage: libos images load FILE [--replace [--admin]] [--json]
+
+The file is parsed strictly: one document, unique keys, no aliases, merge keys or custom tags,
+bounded size and depth; then validated as an image (id name:version, system prompt, default
+tools, context policy, safety profile, required capabilities). An existing id needs --replace; a
+built-in image also needs --admin.`,
+  options: ["replace", "admin"],
+  positionals: ["FILE"],
+  run: load,
+};
+
+/** The `tools` command. */
+export const toolsCommand: Command = {
+  name: "tools",
+  summary: "list built-in tools, or the tools a process sees (--pid)",
+  usage: `Usage: libos tools [--pid PID] [--json]
+
+Without --pid: every built-in tool with the effects it may exercise. With --pid: the process's
+tool table — the only tools its model is shown. Seeing a tool grants nothing: each call is still
+decided on the process's capabilities.`,
+  options: ["pid"],
+  run: tools,
+};
