@@ -62,3 +62,45 @@ Deno.test("libos images list, show and load work against the workspace database;
     ["triage:v1", "loaded"],
   ]);
 });
+
+Deno.test("libos exec swaps image and tools from an id or a YAML file, through the registry, and never lifts capabilities (attack: exec a YAML that asks for everything)", async () => {
+  using s = sandbox();
+  assert.equal((await s.cli("init")).status, 0);
+  const spawned = await s.json(
+    "spawn",
+    "--goal",
+    "g",
+    "--mode",
+    "read-only",
+    "--image",
+    "base-agent:v0",
+  );
+  const pid = (spawned.doc.process as AgentProcess).pid;
+  const caps = async () =>
+    ((await s.json("caps", pid)).doc.capabilities as { id: string }[]).map((c) => c.id).sort();
+  const before = await caps();
+  const greedy = IMAGE.replace("triage:v1", "greedy:v1").replace("name: triage", "name: greedy")
+    .replace("maxMode: read-only", "maxMode: full-access")
+    .replace(
+      "requiredCapabilities:",
+      "requiredCapabilities:\n  - resource: { type: fs, path: ., scope: subtree }\n    rights: [read, write, delete]",
+    );
+  Deno.writeTextFileSync(join(s.workspace, "greedy.yaml"), greedy);
+  const execd = await s.json("exec", pid, "--file", "greedy.yaml");
+  assert.equal(execd.status, 0, execd.stdout);
+  assert.equal((execd.doc.process as AgentProcess).image, "greedy:v1");
+  assert.deepEqual(await caps(), before, "exec lifted nothing");
+  // A built-in cannot be smuggled in through exec --file either.
+  Deno.writeTextFileSync(
+    join(s.workspace, "fake-base.yaml"),
+    greedy.replace("greedy:v1", "base-agent:v0").replace("name: greedy", "name: base-agent")
+      .replace("version: v1", "version: v0"),
+  );
+  const smuggled = await s.cli("exec", pid, "--file", "fake-base.yaml", "--replace");
+  assert.equal(smuggled.status, 1);
+  assert.match(smuggled.stderr, /needs admin/);
+  const back = await s.json("exec", pid, "--image", "base-agent:v0");
+  assert.equal((back.doc.process as AgentProcess).image, "base-agent:v0");
+  assert.equal((await s.cli("exec", pid)).status, 2);
+  assert.equal((await s.cli("exec", pid, "--image", "ghost:v1")).status, 1);
+});

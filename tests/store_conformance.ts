@@ -504,6 +504,29 @@ const CASES: readonly Case[] = [
     },
   },
   {
+    name:
+      "stores images, replaces them by id keeping their creation time, and lists them in id order",
+    run(store) {
+      const image = (id: string, data: string, created = 1, updated = 1) => ({
+        id,
+        data,
+        loader: "operator",
+        created,
+        updated,
+      });
+      store.putImage(image("triage:v1", '{"v":1}'));
+      store.putImage(image("a-image:v0", '{"v":0}'));
+      store.putImage(image("triage:v1", '{"v":2}', 1, 5));
+      assert.deepEqual(store.getImage("triage:v1"), image("triage:v1", '{"v":2}', 1, 5));
+      assert.equal(store.getImage("ghost:v1"), undefined);
+      assert.deepEqual(store.listImages(undefined, 10).map((r) => r.id), [
+        "a-image:v0",
+        "triage:v1",
+      ]);
+      assert.deepEqual(store.listImages("a-image:v0", 10).map((r) => r.id), ["triage:v1"]);
+    },
+  },
+  {
     name: "a closed store refuses every call with store_closed, and close() is idempotent",
     run(store) {
       store.close();

@@ -59,6 +59,7 @@ export const OPTION_SPECS = {
   namespace: { type: "string" },
   replace: { type: "boolean" },
   admin: { type: "boolean" },
+  file: { type: "string" },
 } as const;
 
 /** The name of an option. */

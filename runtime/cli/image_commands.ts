@@ -7,7 +7,14 @@
  * @module
  */
 import { UsageError } from "../errors.ts";
-import { type CliIo, type Command, flagOption, type ParsedArgs, stringOption } from "./_options.ts";
+import {
+  type CliIo,
+  type Command,
+  flagOption,
+  listOption,
+  type ParsedArgs,
+  stringOption,
+} from "./_options.ts";
 import { field, say } from "./_output.ts";
 import { openRuntime } from "./_workspace.ts";
 import { IMAGE_OPERATOR } from "../image_registry.ts";
@@ -52,10 +59,12 @@ async function show(parsed: ParsedArgs, io: CliIo): Promise<number> {
   );
 }
 
-async function load(parsed: ParsedArgs, io: CliIo): Promise<number> {
-  const [file] = parsed.args;
-  const path = resolve(io.cwd, file!);
-  let text: string;
+/**
+ * Reads an image file named on the command line.
+ * @throws {UsageError} when it cannot be read or is too large.
+ */
+function readImageFile(io: CliIo, file: string): string {
+  const path = resolve(io.cwd, file);
   try {
     const info = Deno.statSync(path);
     if (!info.isFile) throw new UsageError(`${file} is not a file`);
@@ -64,13 +73,18 @@ async function load(parsed: ParsedArgs, io: CliIo): Promise<number> {
         `${file} is ${info.size} bytes; an image file may be at most ${MAX_FILE}`,
       );
     }
-    text = Deno.readTextFileSync(path);
+    return Deno.readTextFileSync(path);
   } catch (error) {
     if (error instanceof UsageError) throw error;
     throw new UsageError(
       `Cannot read ${JSON.stringify(file)}: ${error instanceof Error ? error.message : error}`,
     );
   }
+}
+
+async function load(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const [file] = parsed.args;
+  const text = readImageFile(io, file!);
   await using runtime = await openRuntime(parsed, io, "create");
   const image = runtime.images.loadYaml(IMAGE_OPERATOR, text, {
     replace: flagOption(parsed, "replace"),
@@ -83,6 +97,40 @@ async function load(parsed: ParsedArgs, io: CliIo): Promise<number> {
     runtime.location.path,
     { image },
     `Loaded image ${image.id} (${image.defaultTools.length} default tools).`,
+  );
+}
+
+async function exec(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const [pid] = parsed.args;
+  const id = stringOption(parsed, "image");
+  const file = stringOption(parsed, "file");
+  if ((id === undefined) === (file === undefined)) {
+    throw new UsageError(`"libos exec" needs --image ID or --file IMAGE.yaml (one of them)`);
+  }
+  const text = file === undefined ? undefined : readImageFile(io, file);
+  const goal = stringOption(parsed, "goal");
+  const tools = listOption(parsed, "tool");
+  await using runtime = await openRuntime(parsed, io, "write");
+  // A file goes through the registry like any load: strict YAML, validation, replace/admin.
+  const image = text === undefined ? id! : runtime.images.loadYaml(IMAGE_OPERATOR, text, {
+    replace: flagOption(parsed, "replace"),
+    admin: flagOption(parsed, "admin"),
+    source: file!,
+  }).id;
+  const before = runtime.processes.get(pid!).image;
+  const p = runtime.processes.exec(pid!, {
+    image,
+    ...(tools.length ? { tools } : {}),
+    ...(goal === undefined ? {} : { goal }),
+  });
+  return say(
+    io,
+    parsed,
+    runtime.location.path,
+    { process: p },
+    `${pid}: ${before} -> ${p.image}; tools: ${
+      p.tools.join(", ") || "-"
+    } (its capabilities are unchanged)`,
   );
 }
 
@@ -144,6 +192,22 @@ built-in image also needs --admin.`,
   options: ["replace", "admin"],
   positionals: ["FILE"],
   run: load,
+};
+
+/** The `exec` command. */
+export const execCommand: Command = {
+  name: "exec",
+  summary: "replace a process's image and tool table (never its capabilities)",
+  usage:
+    `Usage: libos exec PID (--image ID | --file IMAGE.yaml [--replace [--admin]]) [--goal TEXT] [--tool NAME]... [--json]
+
+Keeps the pid, its capabilities and its memory; swaps the image, the tool table (default: the
+image's) and optionally the goal. A file is loaded through the registry first, exactly like
+"libos images load": strict YAML, validation, --replace for an existing id, --admin for a
+built-in. The new image's required capabilities are never granted.`,
+  options: ["image", "file", "goal", "tool", "replace", "admin"],
+  positionals: ["PID"],
+  run: exec,
 };
 
 /** The `tools` command. */

@@ -20,6 +20,7 @@ import {
 } from "./human_commands.ts";
 import { memoryLsCommand, memoryNamespaceCommand, memoryShowCommand } from "./memory_commands.ts";
 import {
+  execCommand,
   imagesListCommand,
   imagesLoadCommand,
   imagesShowCommand,
@@ -71,6 +72,7 @@ const COMMANDS: readonly Command[] = [
   imagesShowCommand,
   imagesLoadCommand,
   toolsCommand,
+  execCommand,
   auditQueryCommand,
   auditVerifyCommand,
   demoCommand,
