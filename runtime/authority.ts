@@ -78,6 +78,9 @@ function explain(decision: Decision, mode: ModeName): string {
 
 /** Decides and mints authority for one runtime. */
 export class Authority {
+  #ceilingOf: ((pid: string) => ModeName | null) | undefined;
+  readonly #ceilings = new Map<string, ModeName>();
+  #ceilingGeneration = -1;
   readonly capabilities: CapabilityTable;
   readonly context: DecisionContext;
   readonly #core: RuntimeCore;
@@ -108,9 +111,44 @@ export class Authority {
     };
   }
 
+  /**
+   * Wires where a process's own ceiling comes from (its images' `maxMode`, see `process.ts`); an
+   * action is then decided under the narrower of the run's mode and the process's ceiling.
+   */
+  setCeilings(ceilingOf: (pid: string) => ModeName | null): void {
+    this.#ceilingOf = ceilingOf;
+    this.#ceilings.clear();
+  }
+
+  /** Forgets a process's cached ceiling (its exec narrowed it). */
+  forgetCeiling(pid: string): void {
+    this.#ceilings.delete(pid);
+  }
+
+  /** The decision context for `pid`: the run's, narrowed to the process's ceiling. */
+  #contextOf(pid: string): DecisionContext {
+    if (!this.#ceilingOf) return this.context;
+    // The cache is dropped when another connection commits (it may have exec'd the process).
+    const generation = this.capabilities.generation();
+    if (generation !== this.#ceilingGeneration) {
+      this.#ceilingGeneration = generation;
+      this.#ceilings.clear();
+    }
+    let mode = this.#ceilings.get(pid);
+    if (mode === undefined) {
+      const ceiling = this.#ceilingOf(pid);
+      mode = ceiling === null ? this.context.mode : narrower(this.context.mode, ceiling);
+      if (this.#ceilings.size >= 10_000) this.#ceilings.clear();
+      this.#ceilings.set(pid, mode);
+    }
+    return mode === this.context.mode ? this.context : { ...this.context, mode };
+  }
+
   /** The decision for a process's action (no side effect). */
   decide(pid: string, action: Action): Decision {
-    return decide({ pid }, action, this.context, this.#layers);
+    return this.capabilities.checked(() =>
+      decide({ pid }, action, this.#contextOf(pid), this.#layers)
+    );
   }
 
   /**

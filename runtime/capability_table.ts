@@ -55,6 +55,7 @@ export class CapabilityTable {
   readonly #core: RuntimeCore;
   readonly #indexes = new Map<string, CapabilityIndex>();
   #seenVersion: number;
+  #generation = 0;
 
   /** Binds the table to a runtime. */
   constructor(core: RuntimeCore) {
@@ -62,12 +63,41 @@ export class CapabilityTable {
     this.#seenVersion = core.store.dataVersion();
   }
 
+  /** Set while a caller that has just checked freshness decides (one data_version read). */
+  #checked = false;
+
   /** Drops every index when another connection committed since the last look. */
   #fresh(): void {
+    if (this.#checked) return;
     const version = this.#core.store.dataVersion();
     if (version !== this.#seenVersion) {
       this.#seenVersion = version;
       this.#indexes.clear();
+      this.#generation++;
+    }
+  }
+
+  /**
+   * A number that moves whenever another connection committed (checked now): callers that
+   * cache what other connections may change key their caches on it.
+   */
+  generation(): number {
+    this.#fresh();
+    return this.#generation;
+  }
+
+  /**
+   * Runs `fn` (synchronous) with freshness already checked: one `data_version` read per
+   * decision instead of one per lookup.
+   */
+  checked<T>(fn: () => T): T {
+    this.#fresh();
+    if (this.#checked) return fn();
+    this.#checked = true;
+    try {
+      return fn();
+    } finally {
+      this.#checked = false;
     }
   }
 

@@ -177,15 +177,21 @@ export class ImageRegistry {
     // Decided before the step, so a refusal's audit record is not rolled back with it.
     let authority = this.#require(actor, image.id, "write", `load image ${image.id}`);
     const builtin = this.#builtins.has(image.id);
-    if (builtin) {
+    const stored = this.#core.store.getImage(image.id);
+    // Replacing a built-in, or an image somebody else loaded, is an administrator's act: with
+    // write alone a process could rewrite what the operator spawns next.
+    const foreign = builtin || (stored !== undefined && stored.loader !== actor);
+    if (foreign && options.replace) {
       if (actor === IMAGE_OPERATOR && !options.admin) {
         throw new CapabilityDeniedError(
           "capability_denied",
-          `Image ${image.id} is built in; replacing it needs admin (libos images load FILE --replace --admin)`,
-          { reason: "builtin" },
+          `Image ${image.id} is ${
+            builtin ? "built in" : `loaded by ${stored?.loader}`
+          }; replacing it needs admin (libos images load FILE --replace --admin)`,
+          { reason: builtin ? "builtin" : "foreign" },
         );
       }
-      authority = this.#require(actor, image.id, "admin", `replace built-in image ${image.id}`);
+      authority = this.#require(actor, image.id, "admin", `replace image ${image.id}`);
     }
     return this.#core.store.step(() => {
       const exists = builtin || this.#core.store.getImage(image.id) !== undefined;

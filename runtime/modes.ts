@@ -160,7 +160,8 @@ export function intersectGrant(
     covers = g.scope === "any" ||
       (g.scope === "prefix" && q.scope !== "any" &&
         g.argv.every((t, i) => q.argv[i] === t)) ||
-      (g.scope === "exact" && q.scope === "exact" && g.argv.join("\0") === q.argv.join("\0"));
+      (g.scope === "exact" && q.scope === "exact" && g.argv.length === q.argv.length &&
+        g.argv.every((t, i) => q.argv[i] === t));
   } else if ("key" in g && "key" in q) {
     covers = g.scope === "any" ||
       (g.scope === "prefix" && q.scope !== "any" && q.key.startsWith(g.key)) ||

@@ -171,6 +171,11 @@ export class ObjectMemory {
       ? null
       : parse(ObjectName, input.name, "name");
     const type = parse(ObjectType, input.type, "type");
+    if (type === "tool.result" && !isPrivileged(actor)) {
+      throw new ValidationError(
+        "The object type tool.result is reserved for results the runtime stores; choose another type",
+      );
+    }
     const metadata = this.#a.metadata(input.tags ?? [], input.attrs ?? {});
     const provenance = parse(Provenance, input.provenance, "provenance");
     const payload = this.#a.serialise(input.payload);

@@ -118,8 +118,14 @@ const Pid = z.string().regex(/^pid_[0-9a-f]{12}$/);
 export const AgentProcess = z.object({
   pid: Pid,
   parent: Pid.nullable(),
-  /** The image id it runs (validated by the image registry of a later issue). */
+  /** The image id it runs (resolved by the image registry). */
   image: z.string().min(1).max(200),
+  /**
+   * The widest mode this process may ever act under: its images' `maxMode`s, narrowed at every
+   * exec and inherited by its children (null: the run's mode only). Stored rows from before it
+   * existed read as null.
+   */
+  ceiling: z.enum(["read-only", "plan", "workspace-write", "full-access"]).nullable().default(null),
   status: ProcessStatus,
   /** The status a paused process returns to on resume. */
   resumeTo: ProcessStatus.nullable(),

@@ -32,7 +32,7 @@ import {
 } from "./process.ts";
 import { childBudgets, deadline, remaining, reserve } from "./process_budget.ts";
 import type { Authority, ImageRequirements } from "./authority.ts";
-import type { ModeName } from "./modes.ts";
+import { type ModeName, narrower } from "./modes.ts";
 import { type ActionResource, resourceString, type Right } from "./capability.ts";
 import type { InheritScope } from "./delegation.ts";
 import type { FilesystemProvider } from "./providers/filesystem.ts";
@@ -110,6 +110,13 @@ export interface ImageResolver {
 const MAX_GOAL = 100_000;
 const FINAL: readonly ProcessStatus[] = Object.freeze(["exited", "failed", "killed"]);
 
+/** The narrower of two ceilings (null: no ceiling of its own). */
+function narrowest(a: ModeName | null, b: ModeName | null): ModeName | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return narrower(a, b);
+}
+
 function checkTools(tools: readonly string[]): string[] {
   const seen = new Set<string>();
   for (const tool of tools) {
@@ -161,6 +168,7 @@ export class ProcessManager {
   readonly #defaults: Budgets;
   readonly #authority: Authority;
   readonly #images: ImageResolver | undefined;
+  readonly #execHooks = new Set<(p: AgentProcess) => void>();
 
   /** Binds the manager to a runtime's store, logs and providers. */
   constructor(options: ProcessManagerOptions) {
@@ -207,6 +215,15 @@ export class ProcessManager {
    */
   onFinished(hook: (p: AgentProcess) => void): () => void {
     return this.#engine.onFinished(hook);
+  }
+
+  /**
+   * Registers a hook run inside the step of every exec (the tool broker drops the process's JIT
+   * tools there: exec replaces the whole tool table); returns the function that removes it.
+   */
+  onExec(hook: (p: AgentProcess) => void): () => void {
+    this.#execHooks.add(hook);
+    return () => this.#execHooks.delete(hook);
   }
 
   /** A number that moves when another connection commits (to notice its decisions and signals). */
@@ -264,7 +281,7 @@ export class ProcessManager {
   #fresh(
     fields: Pick<
       AgentProcess,
-      "parent" | "image" | "goal" | "cwd" | "budgets" | "tools" | "status"
+      "parent" | "image" | "goal" | "cwd" | "budgets" | "tools" | "status" | "ceiling"
     >,
   ): AgentProcess {
     const now = this.#engine.clock.now();
@@ -301,10 +318,16 @@ export class ProcessManager {
 
   /**
    * The image `id` names (checked), or a NotFoundError when a registry is wired and knows no such
-   * image.
+   * image. A process actor must hold image read first — checked before the lookup, so a missing
+   * image and a forbidden one look the same to it.
    */
-  #image(id: string): { readonly id: string; readonly image: ResolvedImage | undefined } {
+  #image(
+    id: string,
+    actor: Actor = OPERATOR,
+    what = "use",
+  ): { readonly id: string; readonly image: ResolvedImage | undefined } {
     const checked = checkImage(id);
+    this.#authorize(actor, { type: "image", key: checked }, "read", `${what} image ${checked}`);
     const image = this.#images?.resolve(checked);
     if (this.#images && !image) {
       throw new NotFoundError(
@@ -322,14 +345,23 @@ export class ProcessManager {
    * (the only path by which an image's requirements are ever granted).
    */
   spawn(options: SpawnOptions, actor: Actor = OPERATOR): AgentProcess {
+    if (actor.kind === "process") {
+      // A top-level process receives the mode's defaults: a process creating one would escape
+      // attenuation. Processes create children (spawnChild, fork), which get only what they pass.
+      throw new IllegalTransitionError(
+        "not_a_child",
+        `Process ${actor.pid} cannot spawn a top-level process; spawn a child instead`,
+      );
+    }
     // Everything the caller wrote is validated before anything is looked up.
     const goal = checkGoal(options.goal);
     const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
     const budgets = this.#mergeBudgets(options.budgets);
-    const resolved = this.#image(options.image);
+    const resolved = this.#image(options.image, actor, "spawn");
     const fields = {
       parent: null,
       image: resolved.id,
+      ceiling: resolved.image?.safety.maxMode ?? null,
       goal,
       tools: explicit ?? checkTools(resolved.image?.defaultTools ?? []),
       budgets,
@@ -370,7 +402,7 @@ export class ProcessManager {
     parentPid: string,
     actor: Actor,
     how: "fork" | "spawn_child",
-    make: (parent: AgentProcess) => Pick<AgentProcess, "image" | "goal" | "tools">,
+    make: (parent: AgentProcess) => Pick<AgentProcess, "image" | "goal" | "tools" | "ceiling">,
     requested: Partial<Budgets> | undefined,
     inherit: readonly InheritScope[],
   ): AgentProcess {
@@ -432,7 +464,12 @@ export class ProcessManager {
       parentPid,
       actor,
       "fork",
-      (parent) => ({ image: parent.image, goal: goal ?? parent.goal, tools: [...parent.tools] }),
+      (parent) => ({
+        image: parent.image,
+        goal: goal ?? parent.goal,
+        tools: [...parent.tools],
+        ceiling: parent.ceiling,
+      }),
       options.budgets,
       options.inherit ?? [],
     );
@@ -445,7 +482,7 @@ export class ProcessManager {
   spawnChild(parentPid: string, options: SpawnChildOptions, actor: Actor = OPERATOR): AgentProcess {
     const goal = checkGoal(options.goal);
     const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
-    const resolved = this.#image(options.image);
+    const resolved = this.#image(options.image, actor, "spawn a child with");
     const fields = {
       image: resolved.id,
       goal,
@@ -455,7 +492,10 @@ export class ProcessManager {
       parentPid,
       actor,
       "spawn_child",
-      () => fields,
+      (parent) => ({
+        ...fields,
+        ceiling: narrowest(parent.ceiling, resolved.image?.safety.maxMode ?? null),
+      }),
       options.budgets,
       options.inherit ?? [],
     );
@@ -473,12 +513,25 @@ export class ProcessManager {
   ): AgentProcess {
     const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
     const goal = options.goal === undefined ? undefined : checkGoal(options.goal);
-    const resolved = this.#image(options.image);
-    const image = resolved.id;
-    const tools = explicit ?? checkTools(resolved.image?.defaultTools ?? []);
-    const engine = this.#engine;
     this.#requireSelf(actor, pid, "exec");
-    this.#authorize(actor, { type: "image", key: image }, "read", `exec image ${image}`);
+    const resolved = this.#image(options.image, actor, "exec");
+    const image = resolved.id;
+    const defaults = resolved.image?.defaultTools ?? [];
+    if (actor.kind === "process" && explicit && resolved.image) {
+      // A process may narrow its new tool table, never widen it past the image's.
+      const extra = explicit.filter((t) => !defaults.includes(t));
+      if (extra.length) {
+        throw new CapabilityDeniedError(
+          "capability_denied",
+          `Process ${actor.pid} cannot exec with tools ${
+            extra.join(", ")
+          }: image ${image} does not list them`,
+          { reason: `image:${image}` },
+        );
+      }
+    }
+    const tools = explicit ?? checkTools(defaults);
+    const engine = this.#engine;
     const authority = this.#authorize(
       actor,
       { type: "process", key: pid },
@@ -492,10 +545,13 @@ export class ProcessManager {
         ...p,
         image,
         tools,
+        // exec may narrow what a process may ever do, never widen it.
+        ceiling: narrowest(p.ceiling, resolved.image?.safety.maxMode ?? null),
         goal: goal ?? p.goal,
         updatedAt: engine.clock.now(),
       };
       engine.save(next);
+      for (const hook of this.#execHooks) hook(next);
       engine.record(
         actor,
         next,

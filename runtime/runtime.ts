@@ -225,6 +225,14 @@ function build(options: RuntimeOptions): Runtime {
     human,
   });
   for (const spec of builtinToolSpecs()) tools.registerBuiltin(defineTool(spec));
+  // A process acts under the narrower of the run's mode and its images' maxMode; exec replaces
+  // its whole tool table (JIT tools included) and may narrow that ceiling.
+  authority.setCeilings((pid) => processes.find(pid)?.ceiling ?? null);
+  processes.onExec((p) => {
+    authority.forgetCeiling(p.pid);
+    tools.dropJit(p.pid);
+  });
+  processes.onFinished((p) => tools.dropJit(p.pid));
   human.setDispatcher({
     dispatch(pid, action) {
       if (action.primitive.startsWith("fs.")) return primitives.fs.dispatch(pid, action);

@@ -17,7 +17,13 @@
  * @module
  */
 import { canonicalJson, type JsonValue } from "./canonical_json.ts";
-import { type ErrorInfo, errorInfo, HumanPendingError, ValidationError } from "./errors.ts";
+import {
+  type ErrorInfo,
+  errorInfo,
+  HumanPendingError,
+  LibosError,
+  ValidationError,
+} from "./errors.ts";
 import type { HumanChannel } from "./human_channel.ts";
 import { processNamespace } from "./memory_object.ts";
 import { type ObjectMemory, RUNTIME_ACTOR } from "./object_memory.ts";
@@ -73,6 +79,25 @@ export interface ToolBrokerOptions {
   readonly human: HumanChannel;
   /** Characters of a result handed to the model before it is cut (default 8,000). */
   readonly modelChars?: number;
+}
+
+/** Whether a thrown value is the human channel's "park on this request" (never its getters). */
+function isPending(error: unknown): error is HumanPendingError {
+  try {
+    return error instanceof HumanPendingError;
+  } catch {
+    return false;
+  }
+}
+
+/** errorInfo() that survives a hostile thrown value (throwing getters, proxy traps). */
+function safeErrorInfo(error: unknown): ErrorInfo {
+  try {
+    const info = errorInfo(error);
+    return { code: String(info.code).slice(0, 64), message: String(info.message).slice(0, 4000) };
+  } catch {
+    return { code: "tool_failed", message: "The tool threw something that could not be read" };
+  }
 }
 
 /** Per-process tool tables, the registry of tools, and invocation. */
@@ -132,6 +157,11 @@ export class ToolBroker {
     this.#audit(pid, "tool.register", tool.name, "allow", "jit");
   }
 
+  /** Forgets a process's JIT tools (its exec replaced its tool table, or it finished). */
+  dropJit(pid: string): void {
+    this.#jit.delete(pid);
+  }
+
   /** The built-in tools, by name. */
   builtins(): ToolDefinition[] {
     return [...this.#builtins.values()].sort((a, b) => a.name < b.name ? -1 : 1);
@@ -170,7 +200,8 @@ export class ToolBroker {
       actor: pid,
       pid,
       action,
-      resource: `tool:${tool.slice(0, 128)}`,
+      // Escaped: a model-chosen name may hold NUL or a lone surrogate, which the log refuses.
+      resource: `tool:${JSON.stringify(tool.slice(0, 128)).slice(1, -1)}`,
       decision,
       authority,
       ...(detail ? { detail } : {}),
@@ -184,6 +215,7 @@ export class ToolBroker {
    */
   async invoke(pid: string, call: ToolCall, signal: AbortSignal): Promise<ToolResult> {
     const name = typeof call.name === "string" ? call.name : "";
+    const callId = typeof call.id === "string" ? call.id.slice(0, 128) : undefined;
     // 1. Visibility and invocation: refused here, at once, with no human in the loop.
     const tool = ToolName.safeParse(name).success
       ? this.visible(pid).find((t) => t.name === name)
@@ -217,17 +249,37 @@ export class ToolBroker {
       });
     }
     // 2. Authority: whatever the tool does goes through the primitives in its context.
+    if (signal.aborted) {
+      return this.#failed({ code: "cancelled", message: `The call to ${name} was cancelled` });
+    }
     this.#audit(pid, "tool.invoke", name, "allow", "tool_table", {
       origin: tool.origin,
-      ...(call.id ? { call: call.id.slice(0, 128) } : {}),
+      ...(callId ? { call: callId } : {}),
     });
+    const live = { settled: false };
     try {
-      const value = await tool.run(parsed.data, this.#context(pid, tool, signal));
-      return this.#stored(pid, name, call, { ok: true, value: this.#json(name, value) });
+      const value = await this.#untilAborted(
+        Promise.resolve().then(() => tool.run(parsed.data, this.#context(pid, tool, signal, live))),
+        signal,
+      );
+      return this.#stored(pid, name, callId, { ok: true, value: this.#json(name, value) });
     } catch (error) {
-      if (error instanceof HumanPendingError) throw error;
-      return this.#stored(pid, name, call, { ok: false, error: errorInfo(error) });
+      if (isPending(error)) throw error;
+      return this.#stored(pid, name, callId, { ok: false, error: safeErrorInfo(error) });
+    } finally {
+      // A context kept past its call is dead: it can do nothing after the call settled.
+      live.settled = true;
     }
+  }
+
+  /** The tool's promise, or a cancellation as soon as the call's signal aborts. */
+  #untilAborted<T>(run: Promise<T>, signal: AbortSignal): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () =>
+        reject(new LibosError("cancelled", "caller", "The call was cancelled before it finished"));
+      signal.addEventListener("abort", onAbort, { once: true });
+      run.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    });
   }
 
   /** A tool's value as JSON (a tool that returns something else fails). */
@@ -253,11 +305,11 @@ export class ToolBroker {
     };
   }
 
-  /** Stores the result as a `tool.result` object and caps what the model sees. */
+  /** Stores the result as an immutable `tool.result` object and caps what the model sees. */
   #stored(
     pid: string,
     name: string,
-    call: ToolCall,
+    callId: string | undefined,
     result: { ok: true; value: JsonValue } | { ok: false; error: ErrorInfo },
   ): ToolResult {
     const whole = JSON.stringify(result);
@@ -270,7 +322,9 @@ export class ToolBroker {
           ? (result as unknown as JsonValue)
           : whole.slice(0, this.#o.memory.limits.payloadBytesMax / 4),
         tags: [result.ok ? "ok" : "error"],
-        provenance: { source: "tool", label: name, ref: call.id?.slice(0, 200) ?? null },
+        provenance: { source: "tool", label: name, ref: callId ?? null },
+        // The process can read its results, never rewrite them.
+        immutable: true,
       }).oid;
     } catch {
       // A process that has just finished has no namespace left; the result still goes back.
@@ -286,9 +340,24 @@ export class ToolBroker {
     return { ...result, object, forModel, truncated };
   }
 
-  /** The context of one call: primitives bound to the caller, limited to the tool's effects. */
-  #context(pid: string, tool: ToolDefinition, signal: AbortSignal): ToolContext {
+  /**
+   * The context of one call: primitives bound to the caller, limited to the tool's effects, and
+   * dead once the call has settled.
+   */
+  #context(
+    pid: string,
+    tool: ToolDefinition,
+    signal: AbortSignal,
+    live: { readonly settled: boolean },
+  ): ToolContext {
     const need = (effect: ToolEffect) => {
+      if (live.settled) {
+        throw new LibosError(
+          "tool_call_settled",
+          "caller",
+          `Tool ${tool.name} used its context after its call had ended; a context lives for one call`,
+        );
+      }
       if (!tool.effects.includes(effect)) throw undeclared(tool.name, effect);
     };
     const { fs, clock, memory, human } = this.#o;

@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { UsageError } from "../errors.ts";
+import { IllegalTransitionError, UsageError } from "../errors.ts";
+import { isFinal } from "../process.ts";
 import {
   type CliIo,
   type Command,
@@ -111,6 +112,14 @@ async function exec(parsed: ParsedArgs, io: CliIo): Promise<number> {
   const goal = stringOption(parsed, "goal");
   const tools = listOption(parsed, "tool");
   await using runtime = await openRuntime(parsed, io, "write");
+  // The process first: a failed exec must not leave a replaced image behind.
+  const target = runtime.processes.get(pid!);
+  if (isFinal(target.status)) {
+    throw new IllegalTransitionError(
+      "illegal_transition",
+      `${pid} is ${target.status}; a finished process cannot exec`,
+    );
+  }
   // A file goes through the registry like any load: strict YAML, validation, replace/admin.
   const image = text === undefined ? id! : runtime.images.loadYaml(IMAGE_OPERATOR, text, {
     replace: flagOption(parsed, "replace"),

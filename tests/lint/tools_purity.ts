@@ -34,18 +34,37 @@ const BANNED: readonly string[] = Object.freeze([
   "sessionStorage",
   "navigator",
   "BroadcastChannel",
+  "Reflect",
+  "Proxy",
 ]);
 
-/** Whether a file is a tool file (under a `tools/` folder, not a test). */
+/**
+ * Property names that lead from any value to the Function constructor or the prototype chain
+ * (`(() => {}).constructor("return Deno")()`, `Object.getPrototypeOf(function* () {})`).
+ */
+const BANNED_PROPERTIES: readonly string[] = Object.freeze([
+  "constructor",
+  "__proto__",
+  "prototype",
+  "getPrototypeOf",
+  "setPrototypeOf",
+  "defineProperty",
+  "__defineGetter__",
+  "__defineSetter__",
+  "__lookupGetter__",
+  "__lookupSetter__",
+]);
+
+/** Whether a file is a tool file: any script at any depth under a `tools/` folder, tests too. */
 function isToolFile(filename: string): boolean {
   const path = filename.replaceAll("\\", "/");
-  return /(^|\/)tools\/[^/]+\.ts$/.test(path) && !path.endsWith("_test.ts");
+  return /(^|\/)tools\/.+\.[cm]?[jt]sx?$/.test(path);
 }
 
-/** Whether an import specifier is one a tool file may use. */
+/** Whether an import specifier is one a tool file may use (no tests, no subfolders). */
 function allowedSource(source: string): boolean {
   return source === "zod" || source === "../runtime/tool.ts" ||
-    /^\.\/[a-z0-9_]+\.ts$/.test(source);
+    (/^\.\/[a-z0-9_]+\.ts$/.test(source) && !source.endsWith("_test.ts"));
 }
 
 type Node = { type: string; parent?: Node; [key: string]: unknown };
@@ -95,6 +114,30 @@ const plugin: Deno.lint.Plugin = {
           },
           MetaProperty(node) {
             ctx.report({ node, message: "A tool may not use import.meta" });
+          },
+          MemberExpression(node) {
+            const property = node.property as unknown as Node & { name?: string; value?: unknown };
+            if (node.computed) {
+              // Only a literal key may be computed: `o["con" + "structor"]` hides the name.
+              if (property.type !== "Literal" || typeof property.value !== "number") {
+                const key = property.type === "Literal" ? String(property.value) : undefined;
+                if (key === undefined || BANNED_PROPERTIES.includes(key)) {
+                  ctx.report({
+                    node,
+                    message:
+                      "A tool may index objects only with a number or a plain property name (o.key)",
+                  });
+                }
+              }
+              return;
+            }
+            if (property.name !== undefined && BANNED_PROPERTIES.includes(property.name)) {
+              ctx.report({
+                node,
+                message:
+                  `A tool may not reach .${property.name}: it leads to the Function constructor or the prototype chain`,
+              });
+            }
           },
           Identifier(node) {
             if (!BANNED.includes(node.name)) return;
