@@ -10,46 +10,116 @@
 /** A compiled glob. */
 export interface PathGlob {
   readonly source: string;
-  /** The regular expression body (without anchors or flags). */
-  readonly pattern: string;
   test(path: string): boolean;
 }
 
+/** One segment's pattern: literal runs, `*` (any run of characters) and `?` (one character). */
+type Part = { readonly kind: "literal"; readonly text: string } | { readonly kind: "star" } | {
+  readonly kind: "one";
+};
+
+function parts(source: string): Part[] {
+  const out: Part[] = [];
+  let literal = "";
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i]!;
+    if (c === "*" || c === "?") {
+      if (literal) out.push({ kind: "literal", text: literal.toLowerCase() });
+      literal = "";
+      // A run of stars is one star.
+      if (c === "*") {
+        if (out.at(-1)?.kind !== "star") out.push({ kind: "star" });
+      } else out.push({ kind: "one" });
+    } else literal += c;
+  }
+  if (literal) out.push({ kind: "literal", text: literal.toLowerCase() });
+  return out;
+}
+
 /**
- * Compiles a glob.
+ * Wildcard matching without a regular expression and without exponential backtracking: the
+ * classic two-pointer algorithm, which remembers only the last star (correct when every star
+ * means "any run"), so it runs in O(pattern × text) at worst and linearly on ordinary globs.
+ */
+function wildcard<T>(
+  pattern: readonly T[],
+  text: number,
+  isStar: (p: T) => boolean,
+  step: (p: T, at: number) => number,
+): boolean {
+  let t = 0;
+  let p = 0;
+  let star = -1;
+  let mark = 0;
+  for (;;) {
+    const token = pattern[t];
+    if (token === undefined) {
+      if (p === text) return true;
+    } else if (isStar(token)) {
+      star = t++;
+      mark = p;
+      continue;
+    } else {
+      const next = step(token, p);
+      if (next >= 0) {
+        t++;
+        p = next;
+        continue;
+      }
+    }
+    if (star < 0 || mark >= text) return false;
+    mark++;
+    p = mark;
+    t = star + 1;
+  }
+}
+
+/** Whether one segment (or a whole unsegmented key) matches its parts. */
+function matchParts(pattern: readonly Part[], text: string): boolean {
+  return wildcard(pattern, text.length, (p) => p.kind === "star", (p, at) => {
+    if (p.kind === "one") return at < text.length ? at + 1 : -1;
+    if (p.kind === "literal") return text.startsWith(p.text, at) ? at + p.text.length : -1;
+    return -1;
+  });
+}
+
+/**
+ * Compiles a glob. Matching is case-insensitive (globs here only ever deny or ask), never uses a
+ * regular expression on the (untrusted) path, and cannot backtrack exponentially. With segments
+ * (paths), `*` and `?` stay within a segment and a `**` segment matches any number of segments,
+ * none included (`secrets/**` also matches `secrets` itself: stricter, never looser).
  * @throws {TypeError} for an empty or over-long pattern.
  */
 export function compileGlob(
   source: string,
   options: { readonly segments?: boolean } = {},
 ): PathGlob {
-  // Paths have segments, so `*` stops at `/`; other keys (a shell command, a host) have none.
-  const star = options.segments === false ? ".*" : "[^/]*";
-  const one = options.segments === false ? "." : "[^/]";
   if (typeof source !== "string" || source.length === 0 || source.length > 1024) {
     throw new TypeError(`A path glob must be 1-1024 characters, got ${JSON.stringify(source)}`);
   }
-  let pattern = "";
-  for (let i = 0; i < source.length; i++) {
-    const c = source[i]!;
-    if (c === "*" && source[i + 1] === "*") {
-      const slash = source[i + 2] === "/";
-      // `**/` may match nothing at all; a trailing or inner `**` any run of characters.
-      pattern += slash ? "(?:.*/)?" : ".*";
-      i += slash ? 2 : 1;
-    } else if (c === "*") {
-      pattern += star;
-    } else if (c === "?") {
-      pattern += one;
-    } else {
-      pattern += c.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
-    }
+  // Paths have segments; other keys (a shell command, a host) have none, and `*` spans all.
+  if (options.segments === false) {
+    const whole = parts(source);
+    return { source, test: (key) => matchParts(whole, key.toLowerCase()) };
   }
-  const regex = new RegExp(`^${pattern}$`, "iu");
-  return { source, pattern, test: (path) => regex.test(path) };
+  const segments = source.split("/").map((segment) =>
+    segment === "**" ? ("globstar" as const) : parts(segment)
+  );
+  return {
+    source,
+    test: (path) => {
+      const names = path.toLowerCase().split("/");
+      return wildcard(
+        segments,
+        names.length,
+        (s) => s === "globstar",
+        (s, at) => s !== "globstar" && at < names.length && matchParts(s, names[at]!) ? at + 1 : -1,
+      );
+    },
+  };
 }
 
-/** A set of globs tested with one combined regular expression; `match` names the first that matches. */
+/** A set of globs; `match` names the first that matches. */
 export interface GlobSet {
   readonly globs: readonly PathGlob[];
   match(path: string): PathGlob | undefined;
@@ -58,14 +128,7 @@ export interface GlobSet {
 /** Compiles several globs into a {@link GlobSet}. */
 export function globSet(sources: readonly string[]): GlobSet {
   const globs = sources.map((source) => compileGlob(source));
-  const any = globs.length
-    ? new RegExp(globs.map((g) => `^(?:${g.pattern})$`).join("|"), "iu")
-    : undefined;
-  return {
-    globs,
-    // One regex answers "none" (the common case); only a hit looks for which glob it was.
-    match: (path) => (any?.test(path) ? globs.find((g) => g.test(path)) : undefined),
-  };
+  return { globs, match: (path) => globs.find((g) => g.test(path)) };
 }
 
 /** Paths whose writes and deletes ask in every mode (DESIGN §3). */

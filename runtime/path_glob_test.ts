@@ -58,3 +58,19 @@ Deno.test("protected and secret globs match at any depth and regardless of case 
     assert.ok(!hit(secret, path), path);
   }
 });
+
+Deno.test("compileGlob() answers pathological paths and keys without a regular expression (attack: catastrophic backtracking)", () => {
+  // Many stars against long inputs that almost match: a backtracking regex takes time
+  // polynomial in the input to the power of the stars; this matcher is O(pattern × input).
+  const path = `${"a/".repeat(2000)}c`;
+  assert.equal(compileGlob("**/a/**/a/**/a/**/a/**/b").test(path), false);
+  assert.equal(compileGlob("**/a/**/a/**/c").test(path), true);
+  const key = `${"a".repeat(4000)}c`;
+  const loose = (g: string) => compileGlob(g, { segments: false });
+  assert.equal(loose("*a*a*a*a*a*a*b").test(key), false);
+  assert.equal(loose("*a*a*c").test(key), true);
+  assert.equal(loose("rm *").test("rm -rf /tmp/x"), true);
+  assert.equal(compileGlob("secrets/**").test("secrets"), true, "stricter: the directory too");
+  assert.equal(compileGlob("**/.git").test("x.git"), false);
+  assert.equal(compileGlob("src/*.TS").test("src/a.ts"), true, "case-insensitive");
+});

@@ -1,0 +1,1031 @@
+/**
+ * Every command an argv will run (DESIGN §2, "Fail closed"): `analyzeArgv()` unwraps wrappers
+ * (env, nice, timeout, sudo, xargs, find -exec, …), parses `sh -c` scripts with a real shell
+ * parser, and classifies what it finds, so a policy decides on each nested command — never only
+ * on the first word.
+ *
+ * Kinds of command:
+ * - `plain`: a program with literal arguments;
+ * - `inline_code`: an interpreter running code given on the command line (`python3 -c`,
+ *   `node -e`, `perl -e`, `awk PROGRAM`, …) — opaque code, asked about unless a rule allows that
+ *   exact form;
+ * - `workspace_code`: a program that runs workspace-controlled code by design (`make`,
+ *   `npm test`, `pytest`, `cargo test`, a script file) — code execution;
+ * - `git_config`: git with `-c`, `--config-env`, `--exec-path`, `-C`, `--git-dir` or `--work-tree`
+ *   (each can make git run arbitrary programs) — never auto-allowed;
+ * - `opaque`: something the checker cannot see through (a shell reading stdin, an unparseable
+ *   or over-long script, expansions, a wrapper nested too deep) — never auto-allowed.
+ *
+ * Everything here is linear in the input: no regular expression runs on untrusted text.
+ *
+ * @module
+ */
+
+/** What kind of thing a nested command is (see the module documentation). */
+export type CommandKind = "plain" | "inline_code" | "workspace_code" | "git_config" | "opaque";
+
+/** One command the argv will run. */
+export interface NestedCommand {
+  /** Its argv, exactly as the program receives it (for `opaque`, what could be seen). */
+  readonly argv: readonly string[];
+  /** The wrappers it was found through, outermost first, e.g. `["sudo", "sh -c"]`. */
+  readonly via: readonly string[];
+  readonly kind: CommandKind;
+  /** Why it is not `plain`. */
+  readonly reason: string | null;
+  /** Arguments are appended at run time (xargs, find -exec … +): only a prefix is known. */
+  readonly openEnded: boolean;
+}
+
+/** A parsed `sh -c` script (see `shell_script.ts`). */
+export interface ScriptAnalysis {
+  readonly commands: readonly { readonly argv: readonly string[] }[];
+  readonly opaque: readonly string[];
+}
+
+/** Parses `sh -c` bodies; absent (or not loaded), every script is opaque. */
+export interface ScriptAnalyzer {
+  analyze(script: string): ScriptAnalysis;
+}
+
+/** How deep wrappers may nest before the argv is opaque. */
+const MAX_DEPTH = 16;
+/** Most nested commands one argv may produce before the rest is opaque. */
+const MAX_COMMANDS = 256;
+
+/**
+ * A program's bare name: lowercase, no directory, no `.exe`, no version suffix
+ * (`/usr/bin/Python3.11` → `python`). Linear: no regular expression.
+ */
+export function programName(token: string): string {
+  const lower = token.toLowerCase();
+  let name = lower.slice(lower.lastIndexOf("/") + 1);
+  if (name.endsWith(".exe")) name = name.slice(0, -4);
+  let end = name.length;
+  let digits = false;
+  while (end > 0) {
+    const c = name.charCodeAt(end - 1);
+    if (c >= 48 && c <= 57) {
+      digits = true;
+      end--;
+    } else if (c === 46 && digits && end > 1) {
+      const before = name.charCodeAt(end - 2);
+      if (before >= 48 && before <= 57) end--;
+      else break;
+    } else break;
+  }
+  if (!digits || end === name.length) return name;
+  const sep = name.charCodeAt(end - 1);
+  if (end > 1 && (sep === 45 || sep === 95 || sep === 46)) end--;
+  return end > 0 ? name.slice(0, end) : name;
+}
+
+const SHELLS: readonly string[] = Object.freeze([
+  "sh",
+  "bash",
+  "dash",
+  "zsh",
+  "ksh",
+  "mksh",
+  "ash",
+  "yash",
+  "fish",
+  "csh",
+  "tcsh",
+]);
+
+/** Interpreters and the option that takes inline code (empty: the first operand is code). */
+const INLINE: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  python: ["-c"],
+  pypy: ["-c"],
+  node: ["-e", "--eval", "-p", "--print"],
+  nodejs: ["-e", "--eval", "-p", "--print"],
+  bun: ["-e", "--eval", "-p", "--print"],
+  perl: ["-e", "-E"],
+  ruby: ["-e"],
+  php: ["-r"],
+  lua: ["-e"],
+  luajit: ["-e"],
+  rscript: ["-e", "--expr"],
+  osascript: ["-e"],
+  pwsh: ["-c", "-command", "-encodedcommand", "-ec"],
+  powershell: ["-c", "-command", "-encodedcommand", "-ec"],
+  tclsh: [],
+  jshell: [],
+});
+
+const AWKS: readonly string[] = Object.freeze(["awk", "gawk", "mawk", "nawk", "busybox-awk"]);
+
+/** Programs that run workspace-controlled code by design, with the subcommands that do. */
+const WORKSPACE_CODE: Readonly<Record<string, readonly string[] | "all">> = Object.freeze({
+  make: "all",
+  gmake: "all",
+  cmake: "all",
+  ninja: "all",
+  npm: [
+    "test",
+    "t",
+    "tst",
+    "run",
+    "run-script",
+    "rum",
+    "urn",
+    "start",
+    "restart",
+    "stop",
+    "install",
+    "i",
+    "add",
+    "ci",
+    "rebuild",
+    "exec",
+    "x",
+    "pack",
+    "publish",
+    "install-test",
+    "it",
+  ],
+  npx: "all",
+  yarn: "all",
+  pnpm: "all",
+  pnpx: "all",
+  bun: ["run", "test", "x", "install", "i", "add", "create"],
+  bunx: "all",
+  pytest: "all",
+  "py.test": "all",
+  tox: "all",
+  nox: "all",
+  cargo: [
+    "test",
+    "run",
+    "build",
+    "b",
+    "t",
+    "r",
+    "bench",
+    "check",
+    "c",
+    "clippy",
+    "install",
+    "doc",
+    "fix",
+  ],
+  go: ["test", "run", "generate", "build", "install", "vet"],
+  mvn: "all",
+  mvnw: "all",
+  gradle: "all",
+  gradlew: "all",
+  ant: "all",
+  rake: "all",
+  bundle: ["exec", "install"],
+  deno: ["task", "test", "run", "bench", "serve", "install", "compile", "repl", "x"],
+  jest: "all",
+  vitest: "all",
+  mocha: "all",
+  ava: "all",
+  phpunit: "all",
+  rspec: "all",
+  dotnet: ["test", "run", "build"],
+  swift: ["test", "run", "build"],
+  mix: "all",
+  stack: "all",
+  cabal: "all",
+  pip: ["install"],
+  pip3: ["install"],
+  uv: ["run", "pip", "sync", "tool"],
+  poetry: ["run", "install"],
+  pipenv: ["run", "install"],
+  hatch: "all",
+  just: "all",
+  task: "all",
+});
+
+/** The git options that can make git run arbitrary programs. */
+const GIT_DANGEROUS: readonly string[] = Object.freeze([
+  "-c",
+  "--config-env",
+  "--exec-path",
+  "-C",
+  "--git-dir",
+  "--work-tree",
+]);
+
+interface Frame {
+  readonly via: readonly string[];
+  readonly depth: number;
+}
+
+/** The analysis of one argv. */
+class Analysis {
+  readonly commands: NestedCommand[] = [];
+  readonly #scripts: ScriptAnalyzer | null;
+
+  constructor(scripts: ScriptAnalyzer | null) {
+    this.#scripts = scripts;
+  }
+
+  push(
+    argv: readonly string[],
+    frame: Frame,
+    kind: CommandKind,
+    reason: string | null,
+    openEnded = false,
+  ): void {
+    if (this.commands.length >= MAX_COMMANDS) {
+      if (this.commands.at(-1)?.reason !== "too many nested commands") {
+        this.commands.push({
+          argv: [],
+          via: frame.via,
+          kind: "opaque",
+          reason: "too many nested commands",
+          openEnded: false,
+        });
+      }
+      return;
+    }
+    this.commands.push({ argv: [...argv], via: frame.via, kind, reason, openEnded });
+  }
+
+  /** Analyses the command `argv` reached through `frame`. */
+  visit(argv: readonly string[], frame: Frame, openEnded = false): void {
+    if (argv.length === 0) return;
+    if (frame.depth > MAX_DEPTH) {
+      this.push(argv, frame, "opaque", "wrappers nested too deep");
+      return;
+    }
+    const name = programName(argv[0]!);
+    const inner = (rest: readonly string[], wrapper: string, open = openEnded) =>
+      this.visit(rest, { via: [...frame.via, wrapper], depth: frame.depth + 1 }, open);
+    const unwrapped = unwrap(name, argv);
+    if (unwrapped) {
+      if (unwrapped.kind === "command") {
+        if (unwrapped.rest.length === 0) {
+          this.push(argv, frame, unwrapped.bare ?? "plain", unwrapped.bareReason ?? null);
+        } else {
+          inner(unwrapped.rest, unwrapped.wrapper, openEnded || unwrapped.openEnded === true);
+        }
+        return;
+      }
+      if (unwrapped.kind === "script") {
+        this.#script(argv, unwrapped.script, frame, `${unwrapped.wrapper} -c`);
+        return;
+      }
+      this.push(argv, frame, "opaque", unwrapped.reason);
+      return;
+    }
+    if (SHELLS.includes(name)) {
+      this.#shell(argv, frame);
+      return;
+    }
+    if (name === "find") {
+      this.#find(argv, frame);
+      return;
+    }
+    if (name === "xargs") {
+      const rest = xargsCommand(argv);
+      inner(rest.length ? rest : ["echo"], "xargs", true);
+      return;
+    }
+    if (name === "watch") {
+      const rest = watchCommand(argv);
+      if (rest.exec) inner(rest.argv, "watch");
+      else if (rest.argv.length) this.#script(argv, rest.argv.join(" "), frame, "watch");
+      else this.push(argv, frame, "plain", null);
+      return;
+    }
+    if (name === "busybox" || name === "toybox") {
+      if (argv.length > 1 && !argv[1]!.startsWith("-")) inner(argv.slice(1), name);
+      else this.push(argv, frame, "plain", null);
+      return;
+    }
+    if (name === "git") {
+      const dangerous = gitDangerous(argv);
+      this.push(
+        argv,
+        frame,
+        dangerous ? "git_config" : "plain",
+        dangerous ? `git ${dangerous} can make git run other programs` : null,
+        openEnded,
+      );
+      return;
+    }
+    const code = inlineCode(name, argv);
+    if (code) {
+      this.push(argv, frame, code.kind, code.reason, openEnded);
+      return;
+    }
+    const workspace = workspaceCode(name, argv);
+    if (workspace) {
+      this.push(argv, frame, "workspace_code", workspace, openEnded);
+      return;
+    }
+    this.push(argv, frame, "plain", null, openEnded);
+  }
+
+  #script(argv: readonly string[], script: string, frame: Frame, via: string): void {
+    const next: Frame = { via: [...frame.via, via], depth: frame.depth + 1 };
+    if (!this.#scripts) {
+      this.push(argv, frame, "opaque", "the shell parser is not loaded");
+      return;
+    }
+    const analysis = this.#scripts.analyze(script);
+    for (const command of analysis.commands) this.visit(command.argv, next);
+    for (const reason of analysis.opaque) this.push([script], next, "opaque", reason);
+  }
+
+  #shell(argv: readonly string[], frame: Frame): void {
+    const parsed = shellInvocation(argv);
+    if (parsed.kind === "script") this.#script(argv, parsed.script, frame, programName(argv[0]!));
+    else if (parsed.kind === "file") {
+      this.push(argv, frame, "workspace_code", `runs the script file ${parsed.file}`);
+    } else this.push(argv, frame, "opaque", parsed.reason);
+  }
+
+  #find(argv: readonly string[], frame: Frame): void {
+    const paths: string[] = [];
+    let i = 1;
+    while (i < argv.length && !isFindExpression(argv[i]!)) paths.push(argv[i++]!);
+    const roots = paths.length ? paths : ["."];
+    let plainFind = true;
+    for (; i < argv.length; i++) {
+      const token = argv[i]!;
+      if (token === "-exec" || token === "-execdir" || token === "-ok" || token === "-okdir") {
+        const start = i + 1;
+        let end = start;
+        while (end < argv.length && argv[end] !== ";" && argv[end] !== "+") end++;
+        const command = argv.slice(start, end);
+        const plus = argv[end] === "+";
+        this.visit(
+          command.map((t) => t),
+          { via: [...frame.via, `find ${token}`], depth: frame.depth + 1 },
+          plus || command.includes("{}"),
+        );
+        i = end;
+        plainFind = false;
+      } else if (token === "-delete") {
+        // find … -delete removes what it finds: decided as the rm it amounts to.
+        this.push(
+          ["rm", "-rf", ...roots],
+          { ...frame, via: [...frame.via, "find -delete"] },
+          "plain",
+          null,
+        );
+        plainFind = false;
+      } else if (
+        token === "-fprint" || token === "-fprint0" || token === "-fprintf" || token === "-fls"
+      ) {
+        this.push(argv, frame, "opaque", `find ${token} writes files`);
+        plainFind = false;
+      }
+    }
+    if (plainFind) this.push(argv, frame, "plain", null);
+  }
+}
+
+function isFindExpression(token: string): boolean {
+  return token.startsWith("-") || token === "(" || token === "!" || token === ")" ||
+    token === ",";
+}
+
+/** Options of a wrapper: flags, options taking a value, and whether `--opt=value` forms exist. */
+interface WrapperSpec {
+  readonly flags: readonly string[];
+  readonly valued: readonly string[];
+  /** Operands before the command (timeout's duration, chrt's priority, taskset's mask). */
+  readonly operands?: number;
+  /** Skip NAME=VALUE assignments before the command. */
+  readonly assignments?: boolean;
+}
+
+const WRAPPERS: Readonly<Record<string, WrapperSpec>> = Object.freeze({
+  env: {
+    flags: [
+      "-i",
+      "--ignore-environment",
+      "-0",
+      "--null",
+      "-v",
+      "--debug",
+      "-",
+      "--list-signal-handling",
+    ],
+    valued: [
+      "-u",
+      "--unset",
+      "-C",
+      "--chdir",
+      "--default-signal",
+      "--ignore-signal",
+      "--block-signal",
+    ],
+    assignments: true,
+  },
+  nice: { flags: [], valued: ["-n", "--adjustment"] },
+  timeout: {
+    flags: ["--preserve-status", "--foreground", "-v", "--verbose"],
+    valued: ["-s", "--signal", "-k", "--kill-after"],
+    operands: 1,
+  },
+  nohup: { flags: [], valued: [] },
+  stdbuf: { flags: [], valued: ["-i", "-o", "-e", "--input", "--output", "--error"] },
+  chrt: {
+    flags: [
+      "-a",
+      "--all-tasks",
+      "-m",
+      "--max",
+      "-R",
+      "--reset-on-fork",
+      "-v",
+      "--verbose",
+      "-b",
+      "--batch",
+      "-d",
+      "--deadline",
+      "-f",
+      "--fifo",
+      "-i",
+      "--idle",
+      "-o",
+      "--other",
+      "-r",
+      "--rr",
+    ],
+    valued: ["-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"],
+    operands: 1,
+  },
+  taskset: { flags: ["-a", "--all-tasks", "-c", "--cpu-list"], valued: [], operands: 1 },
+  setsid: { flags: ["-c", "--ctty", "-f", "--fork", "-w", "--wait"], valued: [] },
+  ionice: { flags: ["-t", "--ignore"], valued: ["-c", "--class", "-n", "--classdata"] },
+  sudo: {
+    flags: [
+      "-A",
+      "--askpass",
+      "-b",
+      "--background",
+      "-E",
+      "--preserve-env",
+      "-H",
+      "--set-home",
+      "-k",
+      "--reset-timestamp",
+      "-K",
+      "-n",
+      "--non-interactive",
+      "-P",
+      "--preserve-groups",
+      "-S",
+      "--stdin",
+      "-B",
+      "--bell",
+      "-N",
+      "--no-update",
+    ],
+    valued: [
+      "-u",
+      "--user",
+      "-g",
+      "--group",
+      "-C",
+      "--close-from",
+      "-D",
+      "--chdir",
+      "-h",
+      "--host",
+      "-p",
+      "--prompt",
+      "-r",
+      "--role",
+      "-t",
+      "--type",
+      "-T",
+      "--command-timeout",
+      "-U",
+      "--other-user",
+      "-R",
+      "--chroot",
+    ],
+    assignments: true,
+  },
+  doas: { flags: ["-n"], valued: ["-u", "-C"] },
+  pkexec: { flags: ["--disable-internal-agent", "--keep-cwd"], valued: ["--user"] },
+  time: {
+    flags: ["-p", "--portability", "-v", "--verbose", "-a", "--append", "-q", "--quiet"],
+    valued: ["-o", "--output", "-f", "--format"],
+  },
+  command: { flags: ["-p"], valued: [] },
+  exec: { flags: ["-c", "-l"], valued: ["-a"] },
+  builtin: { flags: [], valued: [] },
+  catchsegv: { flags: [], valued: [] },
+  unbuffer: { flags: ["-p"], valued: [] },
+  chroot: { flags: [], valued: ["--userspec", "--groups"], operands: 1 },
+  sg: { flags: [], valued: [], operands: 1 },
+});
+
+type Unwrapped =
+  | {
+    readonly kind: "command";
+    readonly wrapper: string;
+    readonly rest: readonly string[];
+    readonly openEnded?: boolean;
+    /** What the wrapper alone is, when it has no command (`env` prints the environment). */
+    readonly bare?: CommandKind;
+    readonly bareReason?: string;
+  }
+  | { readonly kind: "script"; readonly wrapper: string; readonly script: string }
+  | { readonly kind: "opaque"; readonly reason: string };
+
+/** Skips a wrapper's options; returns the index of its first operand. */
+function skipOptions(argv: readonly string[], spec: WrapperSpec, from = 1): number {
+  let i = from;
+  while (i < argv.length) {
+    const token = argv[i]!;
+    if (token === "--") return i + 1;
+    if (!token.startsWith("-") || token === "-") break;
+    const eq = token.indexOf("=");
+    const name = eq > 0 ? token.slice(0, eq) : token;
+    if (spec.valued.includes(name)) {
+      i += eq > 0 ? 1 : 2;
+      continue;
+    }
+    if (spec.flags.includes(token)) {
+      i++;
+      continue;
+    }
+    // A short option with its value attached (`-n10`, `-uroot`) or bundled flags (`-iv`).
+    if (!token.startsWith("--") && token.length > 2) {
+      const first = `-${token[1]}`;
+      if (spec.valued.includes(first) || spec.flags.includes(first)) {
+        i++;
+        continue;
+      }
+    }
+    // An option we do not know: whatever follows cannot be trusted to be the command.
+    return -1;
+  }
+  return i;
+}
+
+function unwrap(name: string, argv: readonly string[]): Unwrapped | undefined {
+  if (name === "env") return unwrapEnv(argv);
+  if (name === "su" || name === "runuser") return unwrapSu(name, argv);
+  if (name === "flock") return unwrapFlock(argv);
+  if (name === "unshare") return unwrapUnshare(argv);
+  if (name === "nice" && argv[1] !== undefined && /^-\d+$/.test(argv[1].slice(0, 12))) {
+    return { kind: "command", wrapper: "nice", rest: argv.slice(2) };
+  }
+  const spec = Object.hasOwn(WRAPPERS, name) ? WRAPPERS[name] : undefined;
+  if (!spec) return undefined;
+  if (name === "command" && (argv.includes("-v") || argv.includes("-V"))) {
+    return { kind: "command", wrapper: name, rest: [], bare: "plain" };
+  }
+  if (
+    (name === "sudo" || name === "doas") &&
+    argv.slice(1).some((t) => t === "-s" || t === "-i" || t === "--shell" || t === "--login")
+  ) {
+    const i = skipOptions(argv, {
+      ...spec,
+      flags: [...spec.flags, "-s", "-i", "--shell", "--login"],
+    });
+    if (i < 0 || i >= argv.length) return { kind: "opaque", reason: `${name} starts a shell` };
+    return { kind: "script", wrapper: name, script: argv.slice(i).join(" ") };
+  }
+  if (name === "sudo" && argv.slice(1).some((t) => t === "-e" || t === "--edit")) {
+    return { kind: "opaque", reason: "sudoedit runs an editor as another user" };
+  }
+  if (
+    (name === "chrt" || name === "taskset") &&
+    argv.slice(1).some((t) => t === "-p" || t === "--pid")
+  ) {
+    return { kind: "command", wrapper: name, rest: [], bare: "plain" };
+  }
+  let i = skipOptions(argv, spec);
+  if (i < 0) return { kind: "opaque", reason: `${name} with an option libos does not know` };
+  if (spec.assignments) { while (i < argv.length && isAssignment(argv[i]!)) i++; }
+  i += spec.operands ?? 0;
+  if (i > argv.length) return { kind: "command", wrapper: name, rest: [], bare: "plain" };
+  const rest = argv.slice(i);
+  if (rest.length === 0 && (name === "sudo" || name === "doas" || name === "pkexec")) {
+    return { kind: "opaque", reason: `${name} with no command starts a shell` };
+  }
+  return { kind: "command", wrapper: name, rest };
+}
+
+function isAssignment(token: string): boolean {
+  const eq = token.indexOf("=");
+  if (eq < 1) return false;
+  for (let i = 0; i < eq; i++) {
+    const c = token.charCodeAt(i);
+    const ok = c === 95 || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) ||
+      (i > 0 && c >= 48 && c <= 57);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/** Splits `env -S` strings the way env does: whitespace, quotes, backslash escapes. */
+function splitEnvString(text: string): string[] | undefined {
+  const out: string[] = [];
+  let current = "";
+  let has = false;
+  let quote: "'" | '"' | null = null;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quote) {
+      if (c === quote) quote = null;
+      else if (c === "\\" && quote === '"' && i + 1 < text.length) current += text[++i];
+      else current += c;
+      continue;
+    }
+    if (c === "'" || c === '"') {
+      quote = c;
+      has = true;
+    } else if (c === "\\" && i + 1 < text.length) {
+      current += text[++i];
+      has = true;
+    } else if (c === " " || c === "\t" || c === "\n") {
+      if (has) out.push(current);
+      current = "";
+      has = false;
+    } else if (c === "$") {
+      // ${VAR} expansion inside -S: the value is not known here.
+      return undefined;
+    } else {
+      current += c;
+      has = true;
+    }
+  }
+  if (quote) return undefined;
+  if (has) out.push(current);
+  return out;
+}
+
+function unwrapEnv(argv: readonly string[]): Unwrapped {
+  const rest: string[] = [];
+  let i = 1;
+  const spec = WRAPPERS.env!;
+  while (i < argv.length) {
+    const token = argv[i]!;
+    if (
+      token === "-S" || token === "--split-string" || token.startsWith("--split-string=") ||
+      (token.startsWith("-S") && token.length > 2) ||
+      (token.startsWith("-") && !token.startsWith("--") && token.includes("S"))
+    ) {
+      let value: string | undefined;
+      if (token === "-S" || token === "--split-string") value = argv[++i];
+      else if (token.startsWith("--split-string=")) value = token.slice("--split-string=".length);
+      else {
+        const at = token.indexOf("S");
+        value = at + 1 < token.length ? token.slice(at + 1) : argv[++i];
+      }
+      if (value === undefined) return { kind: "opaque", reason: "env -S without a string" };
+      const split = splitEnvString(value);
+      if (!split) return { kind: "opaque", reason: "env -S with a string libos cannot split" };
+      rest.push(...split, ...argv.slice(i + 1));
+      return unwrapEnv(["env", ...rest]);
+    }
+    const next = skipOptions(argv, spec, i);
+    if (next < 0) return { kind: "opaque", reason: "env with an option libos does not know" };
+    if (next === i) break;
+    i = next;
+  }
+  while (i < argv.length && isAssignment(argv[i]!)) i++;
+  const command = argv.slice(i);
+  if (command.length === 0) {
+    // env alone prints the environment: a plain command the policy decides on.
+    return { kind: "command", wrapper: "env", rest: [], bare: "plain" };
+  }
+  return { kind: "command", wrapper: "env", rest: command };
+}
+
+function unwrapSu(name: string, argv: readonly string[]): Unwrapped {
+  const valued = [
+    "-s",
+    "--shell",
+    "-g",
+    "--group",
+    "-G",
+    "--supp-group",
+    "-w",
+    "--whitelist-environment",
+    "-u",
+    "--user",
+  ];
+  for (let i = 1; i < argv.length; i++) {
+    const token = argv[i]!;
+    if (token === "-c" || token === "--command" || token === "--session-command") {
+      const script = argv[i + 1];
+      return script === undefined
+        ? { kind: "opaque", reason: `${name} -c without a command` }
+        : { kind: "script", wrapper: name, script };
+    }
+    for (const long of ["--command=", "--session-command="]) {
+      if (token.startsWith(long)) {
+        return { kind: "script", wrapper: name, script: token.slice(long.length) };
+      }
+    }
+    if (token === "--") {
+      // runuser -u USER -- COMMAND ARGS
+      const rest = argv.slice(i + 1);
+      if (name === "runuser" && rest.length) return { kind: "command", wrapper: name, rest };
+      break;
+    }
+    if (valued.includes(token)) i++;
+  }
+  return { kind: "opaque", reason: `${name} without -c starts a login shell` };
+}
+
+function unwrapFlock(argv: readonly string[]): Unwrapped {
+  const spec: WrapperSpec = {
+    flags: [
+      "-s",
+      "--shared",
+      "-x",
+      "-e",
+      "--exclusive",
+      "-u",
+      "--unlock",
+      "-n",
+      "--nb",
+      "--nonblock",
+      "-o",
+      "--close",
+      "-F",
+      "--no-fork",
+      "--verbose",
+    ],
+    valued: ["-w", "--wait", "--timeout", "-E", "--conflict-exit-code"],
+  };
+  let i = skipOptions(argv, spec);
+  if (i < 0) return { kind: "opaque", reason: "flock with an option libos does not know" };
+  i++; // the lock file or descriptor
+  if (i >= argv.length) return { kind: "command", wrapper: "flock", rest: [], bare: "plain" };
+  const token = argv[i]!;
+  if (token === "-c" || token === "--command") {
+    const script = argv[i + 1];
+    return script === undefined
+      ? { kind: "opaque", reason: "flock -c without a command" }
+      : { kind: "script", wrapper: "flock", script };
+  }
+  return { kind: "command", wrapper: "flock", rest: argv.slice(i) };
+}
+
+function unwrapUnshare(argv: readonly string[]): Unwrapped {
+  let i = 1;
+  const valued = [
+    "-S",
+    "--setuid",
+    "-G",
+    "--setgid",
+    "-R",
+    "--root",
+    "-w",
+    "--wd",
+    "--propagation",
+    "--setgroups",
+    "--map-user",
+    "--map-group",
+    "--kill-child",
+    "--monotonic",
+    "--boottime",
+  ];
+  while (i < argv.length) {
+    const token = argv[i]!;
+    if (token === "--") {
+      i++;
+      break;
+    }
+    if (!token.startsWith("-")) break;
+    if (valued.includes(token)) i += 2;
+    else i++;
+  }
+  const rest = argv.slice(i);
+  return rest.length
+    ? { kind: "command", wrapper: "unshare", rest }
+    : { kind: "opaque", reason: "unshare with no command starts a shell" };
+}
+
+function xargsCommand(argv: readonly string[]): string[] {
+  const spec: WrapperSpec = {
+    flags: [
+      "-0",
+      "--null",
+      "-p",
+      "--interactive",
+      "-r",
+      "--no-run-if-empty",
+      "-t",
+      "--verbose",
+      "-x",
+      "--exit",
+      "-o",
+      "--open-tty",
+      "--show-limits",
+    ],
+    valued: [
+      "-a",
+      "--arg-file",
+      "-d",
+      "--delimiter",
+      "-E",
+      "-I",
+      "-L",
+      "--max-lines",
+      "-n",
+      "--max-args",
+      "-P",
+      "--max-procs",
+      "-s",
+      "--max-chars",
+      "--process-slot-var",
+    ],
+  };
+  let i = 1;
+  while (i < argv.length) {
+    const token = argv[i]!;
+    // Optional-value short options: -e[eof], -i[replace], -l[max-lines].
+    if (token.startsWith("-e") || token.startsWith("-i") || token.startsWith("-l")) {
+      if (!token.startsWith("--")) {
+        i++;
+        continue;
+      }
+    }
+    const next = skipOptions(argv, spec, i);
+    if (next < 0) return ["xargs", ...argv.slice(i)];
+    if (next === i) break;
+    i = next;
+  }
+  return argv.slice(i);
+}
+
+function watchCommand(argv: readonly string[]): { argv: string[]; exec: boolean } {
+  const valued = ["-n", "--interval", "-q", "--equexit", "--differences"];
+  let exec = false;
+  let i = 1;
+  while (i < argv.length) {
+    const token = argv[i]!;
+    if (token === "--") {
+      i++;
+      break;
+    }
+    if (!token.startsWith("-")) break;
+    if (token === "-x" || token === "--exec") exec = true;
+    if (valued.includes(token)) i += 2;
+    else i++;
+  }
+  return { argv: argv.slice(i), exec };
+}
+
+type ShellInvocation =
+  | { readonly kind: "script"; readonly script: string }
+  | { readonly kind: "file"; readonly file: string }
+  | { readonly kind: "opaque"; readonly reason: string };
+
+function shellInvocation(argv: readonly string[]): ShellInvocation {
+  const valued = ["-o", "+o", "-O", "+O", "--rcfile", "--init-file"];
+  for (let i = 1; i < argv.length; i++) {
+    const token = argv[i]!;
+    if (token === "--") {
+      const file = argv[i + 1];
+      return file === undefined
+        ? { kind: "opaque", reason: "a shell reading commands from stdin" }
+        : { kind: "file", file };
+    }
+    if (valued.includes(token)) {
+      i++;
+      continue;
+    }
+    if (
+      (token.startsWith("-") || token.startsWith("+")) && token.length > 1 &&
+      !token.startsWith("--")
+    ) {
+      if (token.includes("c")) {
+        const script = argv[i + 1];
+        return script === undefined
+          ? { kind: "opaque", reason: "a shell -c without a script" }
+          : { kind: "script", script };
+      }
+      if (token.includes("s")) {
+        return { kind: "opaque", reason: "a shell reading commands from stdin" };
+      }
+      continue;
+    }
+    if (token.startsWith("--")) continue;
+    return { kind: "file", file: token };
+  }
+  return { kind: "opaque", reason: "a shell reading commands from stdin" };
+}
+
+function gitDangerous(argv: readonly string[]): string | undefined {
+  for (let i = 1; i < argv.length; i++) {
+    const token = argv[i]!;
+    for (const option of GIT_DANGEROUS) {
+      if (token === option || token.startsWith(`${option}=`)) return option;
+      if (
+        option === "-c" && token.startsWith("-c") && token.length > 2 && !token.startsWith("--")
+      ) {
+        return option;
+      }
+      if (option === "-C" && token.startsWith("-C") && token.length > 2) return option;
+    }
+    // Options end at the subcommand.
+    if (!token.startsWith("-")) return undefined;
+  }
+  return undefined;
+}
+
+function inlineCode(
+  name: string,
+  argv: readonly string[],
+): { kind: CommandKind; reason: string } | undefined {
+  if (AWKS.includes(name)) {
+    const valued = ["-F", "-v", "--assign", "--field-separator"];
+    for (let i = 1; i < argv.length; i++) {
+      const token = argv[i]!;
+      if (token === "-f" || token === "--file" || token.startsWith("-f")) {
+        return { kind: "workspace_code", reason: `${name} runs a program file` };
+      }
+      if (token === "--") {
+        return argv[i + 1] === undefined
+          ? undefined
+          : { kind: "inline_code", reason: `${name} runs the program given inline` };
+      }
+      if (valued.includes(token)) {
+        i++;
+        continue;
+      }
+      if (token.startsWith("-")) continue;
+      return { kind: "inline_code", reason: `${name} runs the program given inline` };
+    }
+    return undefined;
+  }
+  if (
+    name === "sed" &&
+    argv.some((t, i) => i > 0 && (t === "e" || t.endsWith("/e") || t.includes("/e ")))
+  ) {
+    return { kind: "inline_code", reason: "sed's e command runs shell commands" };
+  }
+  if (name === "deno" && argv[1] === "eval") {
+    return { kind: "inline_code", reason: "deno eval runs the code given inline" };
+  }
+  const options = Object.hasOwn(INLINE, name) ? INLINE[name] : undefined;
+  if (!options) return undefined;
+  for (let i = 1; i < argv.length; i++) {
+    const token = argv[i]!;
+    const lower = token.toLowerCase();
+    if (
+      options.includes(lower) ||
+      options.some((o) => o.startsWith("--") && lower.startsWith(`${o}=`))
+    ) {
+      return { kind: "inline_code", reason: `${name} ${token} runs the code given inline` };
+    }
+    // Bundled short flags ending in the code option: python -Sc, perl -ne, node -pe.
+    if (!token.startsWith("--") && token.startsWith("-") && token.length > 2) {
+      for (const o of options) {
+        if (o.length === 2 && token.slice(1).includes(o[1]!)) {
+          return { kind: "inline_code", reason: `${name} ${token} runs the code given inline` };
+        }
+      }
+    }
+    if (token === "-") return { kind: "opaque", reason: `${name} reads a program from stdin` };
+    if (!token.startsWith("-")) {
+      return { kind: "workspace_code", reason: `${name} runs the program file ${token}` };
+    }
+  }
+  return { kind: "opaque", reason: `${name} reads a program from stdin` };
+}
+
+function workspaceCode(name: string, argv: readonly string[]): string | undefined {
+  const spec = Object.hasOwn(WORKSPACE_CODE, name) ? WORKSPACE_CODE[name] : undefined;
+  if (spec === undefined) {
+    // A program given by a relative path runs a file of the workspace.
+    const program = argv[0]!;
+    if (program.startsWith("./") || program.startsWith("../")) {
+      return `runs the workspace program ${program}`;
+    }
+    return undefined;
+  }
+  if (spec === "all") return `${name} runs code from the workspace`;
+  const sub = argv.slice(1).find((t) => !t.startsWith("-"));
+  if (sub === undefined) {
+    return name === "npm" || name === "cargo" || name === "go"
+      ? undefined
+      : `${name} runs code from the workspace`;
+  }
+  return spec.includes(sub.toLowerCase())
+    ? `${name} ${sub} runs code from the workspace`
+    : undefined;
+}
+
+/**
+ * Every command `argv` will run, unwrapping wrappers and parsing shell scripts with `scripts`
+ * (without it, or before it is loaded, every script is opaque).
+ */
+export function analyzeArgv(
+  argv: readonly string[],
+  scripts: ScriptAnalyzer | null = null,
+): NestedCommand[] {
+  const analysis = new Analysis(scripts);
+  analysis.visit(argv, { via: [], depth: 0 });
+  return analysis.commands;
+}
