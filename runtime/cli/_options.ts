@@ -17,6 +17,8 @@ export interface CliIo {
   readonly env: EnvReader;
   /** The directory relative paths are resolved against. */
   readonly cwd: string;
+  /** Reads standard input to its end (`--batch -`); absent where there is none. */
+  readonly readStdin?: () => Promise<string>;
 }
 
 /** Every option any command accepts, with its type. */
@@ -60,6 +62,12 @@ export const OPTION_SPECS = {
   replace: { type: "boolean" },
   admin: { type: "boolean" },
   file: { type: "string" },
+  "shell-policy": { type: "string" },
+  policy: { type: "string", multiple: true },
+  "no-user-config": { type: "boolean" },
+  "trust-workspace-policy": { type: "boolean" },
+  wall: { type: "string" },
+  batch: { type: "string" },
 } as const;
 
 /** The name of an option. */
@@ -209,6 +217,8 @@ export interface Command {
   readonly options: readonly OptionName[];
   /** Names of its positional arguments, all required (e.g. `["PID", "SIGNAL"]`). */
   readonly positionals?: readonly string[];
+  /** Takes any number of further positional arguments (e.g. the argv after `--`). */
+  readonly variadic?: boolean;
   /** Runs the command and returns the exit status. */
   run(parsed: ParsedArgs, io: CliIo): number | Promise<number>;
 }

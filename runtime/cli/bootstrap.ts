@@ -31,15 +31,35 @@ export interface BootstrapFacts {
   readonly realPath: (path: string) => string;
 }
 
-/** The value of `--name VALUE` or `--name=VALUE` in raw arguments (the last one wins). */
-function optionValue(args: readonly string[], name: string): string | undefined {
-  let value: string | undefined;
+/**
+ * Every value of `--name VALUE` or `--name=VALUE` in raw arguments, up to a `--` (what follows it
+ * is data, e.g. the argv `libos policy check` decides).
+ */
+function optionValues(args: readonly string[], name: string): string[] {
+  const values: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
-    if (arg === `--${name}`) value = args[i + 1];
-    else if (arg?.startsWith(`--${name}=`)) value = arg.slice(name.length + 3);
+    if (arg === "--") break;
+    if (arg === `--${name}`) {
+      const value = args[i + 1];
+      if (value !== undefined) values.push(value);
+    } else if (arg?.startsWith(`--${name}=`)) values.push(arg.slice(name.length + 3));
   }
-  return value;
+  return values;
+}
+
+/** The value of `--name` in raw arguments (the last one wins). */
+function optionValue(args: readonly string[], name: string): string | undefined {
+  return optionValues(args, name).at(-1);
+}
+
+/** The user's libos configuration directory (policy files live there). */
+function configDir(env: BootstrapFacts["env"]): string | undefined {
+  const xdg = env.get("XDG_CONFIG_HOME");
+  if (xdg && isAbsolute(xdg)) return join(xdg, "libos");
+  const home = env.get("HOME");
+  if (home && isAbsolute(home)) return join(home, ".config", "libos");
+  return undefined;
 }
 
 function stateDir(env: BootstrapFacts["env"]): string | undefined {
@@ -82,6 +102,14 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   const state = stateDir(facts.env);
   if (state) grant(state);
   grant(facts.env.get("TMPDIR") || "/tmp");
+  // Read only: the user's policy files, and files named by --policy and --batch.
+  const config = configDir(facts.env);
+  if (config) grant(config, false);
+  for (
+    const file of [...optionValues(facts.args, "policy"), ...optionValues(facts.args, "batch")]
+  ) {
+    if (file !== "-" && file.trim() !== "") grant(resolve(facts.cwd, file), false);
+  }
   const db = optionValue(facts.args, "db");
   if (db !== undefined && db !== ":memory:" && db.trim() !== "") {
     const file = resolve(facts.cwd, db);

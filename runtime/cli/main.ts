@@ -28,6 +28,24 @@ if (import.meta.main) {
     stderr: (text) => write(Deno.stderr, text),
     env: Deno.env,
     cwd,
+    readStdin: async () => {
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      for await (const chunk of Deno.stdin.readable) {
+        size += chunk.length;
+        // Bounded: a batch larger than this is refused by the command anyway.
+        if (size > 64 * 1024 * 1024) break;
+        chunks.push(chunk);
+      }
+      const all = new Uint8Array(size > 64 * 1024 * 1024 ? 64 * 1024 * 1024 : size);
+      let at = 0;
+      for (const chunk of chunks) {
+        all.set(chunk.subarray(0, all.length - at), at);
+        at += chunk.length;
+        if (at >= all.length) break;
+      }
+      return new TextDecoder().decode(all);
+    },
   });
   Deno.exit(status);
 }

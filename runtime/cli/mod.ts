@@ -18,6 +18,7 @@ import {
   humanRejectCommand,
   humanShowCommand,
 } from "./human_commands.ts";
+import { policyCheckCommand } from "./policy_command.ts";
 import { memoryLsCommand, memoryNamespaceCommand, memoryShowCommand } from "./memory_commands.ts";
 import {
   execCommand,
@@ -73,6 +74,7 @@ const COMMANDS: readonly Command[] = [
   imagesLoadCommand,
   toolsCommand,
   execCommand,
+  policyCheckCommand,
   auditQueryCommand,
   auditVerifyCommand,
   demoCommand,
@@ -142,7 +144,7 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
         }; run "libos ${command.name} --help"`,
       );
     }
-    if (rest.length > expected.length) {
+    if (rest.length > expected.length && !command.variadic) {
       throw new UsageError(
         `"libos ${command.name}" takes no argument ${
           JSON.stringify(rest[expected.length])
