@@ -1,7 +1,7 @@
 /**
  * The authority service every primitive consults: it holds the run's decision context (mode,
  * run-scoped denies, whether the OS wall is on, protected paths), the capability table, and the
- * hardline and rule layers (seams until the policy issue), and turns `decide()` answers into
+ * hardline and rule layers (`policy_layers.ts`, `policy_rules.ts`), and turns `decide()` answers into
  * typed errors. It also mints the capabilities a process starts with: the mode's default grant
  * set for a top-level process, lineage rights between a parent and its child, and delegated
  * scopes (see `delegation.ts`).

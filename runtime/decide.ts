@@ -2,13 +2,12 @@
  * `decide(subject, action, context)`: the only place a decision is made (DESIGN §3). Layers,
  * first match wins:
  *
- * 1. **hardline** — irreversible destruction, deny in every mode (filled by the policy issue;
- *    a seam here).
+ * 1. **hardline** — irreversible destruction, deny in every mode (`policy_layers.ts`: every
+ *    command a shell action will run, through any wrapper).
  * 2. **run ceiling** — run-scoped denies (`--deny RULE`), the mode's ceiling, protected paths
  *    (writes and deletes ask) and secret-bearing files (reads ask). A ceiling deny decides; a
  *    ceiling ask caps whatever the later layers say at ask.
- * 3. **rules** — user/host rules, deny > ask > allow inside the layer (filled by the policy issue;
- *    a seam here).
+ * 3. **rules** — user/host rules, deny > ask > allow inside the layer (`policy_rules.ts`).
  * 4. **capabilities** — the most specific match wins, ties deny > ask > allow.
  * 5. **default** — deny.
  *
@@ -133,7 +132,7 @@ export interface CapabilityView {
   approval?(subject: Subject, action: Action): CapabilityMatch | undefined;
 }
 
-/** The layers `decide()` consults; hardline and rules are seams until the policy issue. */
+/** The layers `decide()` consults (the runtime passes the hardline floor and the policy rules). */
 export interface Layers {
   readonly hardline?: DecisionLayer;
   readonly rules?: DecisionLayer;

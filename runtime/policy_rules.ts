@@ -147,6 +147,9 @@ export function parsePolicy(text: string, source: string): LoadedRule[] {
       `${source} is ${bytes} bytes; a policy file may be at most ${POLICY_MAX_BYTES}`,
     );
   }
+  if (text.trim() === "") {
+    throw new ValidationError(`${source} is empty; a policy is {"version": 1, "rules": [...]}`);
+  }
   // A linear depth pre-scan, so the parser never recurses deeply on hostile input.
   let depth = 0;
   let inString = false;

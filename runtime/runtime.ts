@@ -21,6 +21,9 @@ import { builtinToolSpecs } from "../tools/mod.ts";
 import { defineTool } from "./tool.ts";
 import { ToolBroker } from "./tool_broker.ts";
 import { ImageRegistry } from "./image_registry.ts";
+import { HardlineLayer } from "./policy_layers.ts";
+import { PolicyRules } from "./policy_rules.ts";
+import { ShellParser } from "./shell_script.ts";
 import { builtinImages } from "../images/mod.ts";
 import { WorkspaceLock } from "./workspace_lock.ts";
 import { type IdSource, randomIds } from "./ids.ts";
@@ -64,6 +67,8 @@ export interface RuntimeOptions extends RunOptions {
   readonly humanTtlMs?: number;
   /** Bounds of the object memory. */
   readonly objectLimits?: Partial<ObjectLimits>;
+  /** Policy rules (layer 3 of `decide()`; see `policy_files.ts` to load them from files). */
+  readonly rules?: PolicyRules;
 }
 
 /** The runtime's primitives. */
@@ -89,6 +94,10 @@ export interface Runtime extends RuntimeCore, AsyncDisposable {
   readonly tools: ToolBroker;
   /** Agent images: built-in, and loaded from strict YAML. */
   readonly images: ImageRegistry;
+  /** The policy rules in force (layer 3 of `decide()`). */
+  readonly rules: PolicyRules;
+  /** The shell parser behind hardline and shell decisions (load it before deciding scripts). */
+  readonly shellParser: ShellParser;
   readonly processes: ProcessManager;
   readonly ledger: ActionLedger;
   /** A scheduler that runs this runtime's processes with `driver`. */
@@ -176,7 +185,11 @@ function build(options: RuntimeOptions): Runtime {
   const auditLog = audit;
   const eventLog = events;
   const core: RuntimeCore = { store, audit: auditLog, events: eventLog, clock, ids };
+  const rules = options.rules ?? new PolicyRules([]);
+  const shellParser = new ShellParser();
   const authority = new Authority(core, {
+    hardline: new HardlineLayer(() => shellParser.loaded ? shellParser : null),
+    rules,
     ...(options.mode === undefined ? {} : { mode: options.mode }),
     ...(options.denies === undefined ? {} : { denies: options.denies }),
     ...(options.wall === undefined ? {} : { wall: options.wall }),
@@ -218,6 +231,7 @@ function build(options: RuntimeOptions): Runtime {
     clock: new ClockPrimitive(core),
   };
   const tools = new ToolBroker(core, {
+    rules,
     processes,
     memory,
     fs: primitives.fs,
@@ -275,6 +289,8 @@ function build(options: RuntimeOptions): Runtime {
     memory,
     tools,
     images,
+    rules,
+    shellParser,
     ledger,
     scheduler(driver, schedulerOptions = {}) {
       const scheduler = new Scheduler({

@@ -576,12 +576,20 @@ function unwrap(name: string, argv: readonly string[]): Unwrapped | undefined {
   }
   const spec = Object.hasOwn(WRAPPERS, name) ? WRAPPERS[name] : undefined;
   if (!spec) return undefined;
-  if (name === "command" && (argv.includes("-v") || argv.includes("-V"))) {
+  // Only the wrapper's own options count (`sudo env -i …`: the -i is env's, not sudo's).
+  const own = ownOptions(argv, spec);
+  const hasFlag = (...letters: string[]) =>
+    own.some((t) =>
+      letters.some((l) =>
+        t === `-${l}` || (!t.startsWith("--") && t.length > 2 && t.slice(1).includes(l))
+      )
+    );
+  if (name === "command" && hasFlag("v", "V")) {
     return { kind: "command", wrapper: name, rest: [], bare: "plain" };
   }
   if (
     (name === "sudo" || name === "doas") &&
-    argv.slice(1).some((t) => t === "-s" || t === "-i" || t === "--shell" || t === "--login")
+    (hasFlag("s", "i") || own.includes("--shell") || own.includes("--login"))
   ) {
     const i = skipOptions(argv, {
       ...spec,
@@ -590,13 +598,10 @@ function unwrap(name: string, argv: readonly string[]): Unwrapped | undefined {
     if (i < 0 || i >= argv.length) return { kind: "opaque", reason: `${name} starts a shell` };
     return { kind: "script", wrapper: name, script: argv.slice(i).join(" ") };
   }
-  if (name === "sudo" && argv.slice(1).some((t) => t === "-e" || t === "--edit")) {
+  if (name === "sudo" && (hasFlag("e") || own.includes("--edit"))) {
     return { kind: "opaque", reason: "sudoedit runs an editor as another user" };
   }
-  if (
-    (name === "chrt" || name === "taskset") &&
-    argv.slice(1).some((t) => t === "-p" || t === "--pid")
-  ) {
+  if ((name === "chrt" || name === "taskset") && (hasFlag("p") || own.includes("--pid"))) {
     return { kind: "command", wrapper: name, rest: [], bare: "plain" };
   }
   let i = skipOptions(argv, spec);
@@ -609,6 +614,18 @@ function unwrap(name: string, argv: readonly string[]): Unwrapped | undefined {
     return { kind: "opaque", reason: `${name} with no command starts a shell` };
   }
   return { kind: "command", wrapper: name, rest };
+}
+
+/** A wrapper's own option tokens: those before its command (values of valued options skipped). */
+function ownOptions(argv: readonly string[], spec: WrapperSpec): string[] {
+  const out: string[] = [];
+  for (let i = 1; i < argv.length; i++) {
+    const token = argv[i]!;
+    if (token === "--" || !token.startsWith("-") || token === "-") break;
+    out.push(token);
+    if (spec.valued.includes(token)) i++;
+  }
+  return out;
 }
 
 function isAssignment(token: string): boolean {

@@ -27,6 +27,7 @@ import {
 import type { HumanChannel } from "./human_channel.ts";
 import { processNamespace } from "./memory_object.ts";
 import { type ObjectMemory, RUNTIME_ACTOR } from "./object_memory.ts";
+import type { PolicyRules } from "./policy_rules.ts";
 import type { FilesystemPrimitive } from "./primitives/filesystem.ts";
 import type { ClockPrimitive } from "./primitives/clock.ts";
 import { isFinal } from "./process.ts";
@@ -72,6 +73,8 @@ export interface ToolSchema {
 
 /** What the broker needs. */
 export interface ToolBrokerOptions {
+  /** Policy rules over tool names (a deny or an ask refuses the call at the broker). */
+  readonly rules?: PolicyRules;
   readonly processes: ProcessManager;
   readonly memory: ObjectMemory;
   readonly fs: FilesystemPrimitive;
@@ -228,6 +231,26 @@ export class ToolBroker {
           JSON.stringify(name.slice(0, 64))
         } is in this process's tool table; call one of the tools you were shown`,
       });
+    }
+    // Rules over tool names: a deny refuses; an ask needs a human (no human route for tool
+    // calls yet, so it refuses too, saying so).
+    const rule = this.#o.rules?.strictest({
+      resource: { type: "tool", key: name },
+      right: "invoke",
+    });
+    if (rule && rule.rule.effect !== "allow") {
+      this.#audit(pid, "tool.invoke", name, "deny", rule.reason);
+      return this.#failed(
+        rule.rule.effect === "deny"
+          ? {
+            code: "tool_denied",
+            message: `A policy rule (${rule.reason}) denies the tool ${name}`,
+          }
+          : {
+            code: "approval_required",
+            message: `A policy rule (${rule.reason}) asks a human before ${name} runs`,
+          },
+      );
     }
     const p = this.#o.processes.get(pid);
     if (isFinal(p.status)) {
