@@ -49,28 +49,45 @@ const HOMES: readonly string[] = Object.freeze(["~", "$HOME", "${HOME}"]);
  */
 function normalise(path: string): string {
   let p = path;
+  // A word the shell would unquote: "~", '/etc'.
+  if (p.length >= 2 && (p[0] === '"' || p[0] === "'") && p.at(-1) === p[0]) p = p.slice(1, -1);
   for (const suffix of ["/*", "/.*", "/.", "/*/"]) {
     while (p.length > suffix.length && p.endsWith(suffix)) p = p.slice(0, -suffix.length) || "/";
   }
   const absolute = p.startsWith("/");
-  const parts = p.split("/").filter((s) => s !== "" && s !== ".");
+  const parts: string[] = [];
+  for (const segment of p.split("/")) {
+    if (segment === "" || segment === ".") continue;
+    // `..` is resolved lexically: /usr/../etc is /etc; above the root stays at the root.
+    if (segment === "..") {
+      if (parts.length && parts.at(-1) !== "..") parts.pop();
+      else if (!absolute) parts.push("..");
+      continue;
+    }
+    parts.push(segment);
+  }
   const joined = parts.join("/");
   if (!absolute) return joined || ".";
   return `/${joined}`;
 }
 
 /** Whether `path` names the root, a home directory or a system directory (or all inside it). */
-function isCriticalTarget(path: string): boolean {
+function isCriticalTarget(raw: string): boolean {
+  const path = raw.length >= 2 && (raw[0] === '"' || raw[0] === "'") && raw.at(-1) === raw[0]
+    ? raw.slice(1, -1)
+    : raw;
   if (path === "*" || path === "/*") return true;
   for (const home of HOMES) {
     if (path === home || path === `${home}/` || path === `${home}/*`) return true;
   }
   const p = normalise(path);
   if (p === "/" || p === "") return true;
-  if (SYSTEM_DIRECTORIES.includes(p)) return true;
+  // Case folded: on a case-insensitive host /USERS is /Users (stricter only).
+  const lower = p.toLowerCase();
+  if (SYSTEM_DIRECTORIES.some((d) => d.toLowerCase() === lower)) return true;
   // /home/alice and /Users/alice: a user's whole home.
-  const parts = p.split("/").filter(Boolean);
-  return parts.length === 2 && (parts[0] === "home" || parts[0] === "Users");
+  const parts = lower.split("/").filter(Boolean);
+  return parts.length === 2 && (parts[0] === "home" || parts[0] === "users");
 }
 
 function hasRecursive(argv: readonly string[]): boolean {

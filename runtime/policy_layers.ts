@@ -8,6 +8,7 @@
 import type { Action, Decision, DecisionContext, DecisionLayer, Subject } from "./decide.ts";
 import { hardlineRule, isForkBomb } from "./hardline.ts";
 import { analyzeArgv, type ScriptAnalyzer } from "./shell_argv.ts";
+import { SCRIPT_LIMITS } from "./shell_script.ts";
 
 /** Layer 1: the hardline floor, for shell actions. */
 export class HardlineLayer implements DecisionLayer {
@@ -24,7 +25,7 @@ export class HardlineLayer implements DecisionLayer {
     if (r.type !== "shell" || r.argv.length === 0) return undefined;
     for (const command of analyzeArgv(r.argv, this.#scripts())) {
       const rule = hardlineRule(command.argv) ??
-        (command.argv.some((t) => t.length <= 64 * 1024 && isForkBomb(t))
+        (command.argv.some((t) => t.length <= SCRIPT_LIMITS.maxBytes && isForkBomb(t))
           ? "fork-bomb"
           : undefined);
       if (rule) return { effect: "deny", reason: `hardline:${rule}`, layer: "hardline" };

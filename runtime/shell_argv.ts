@@ -21,8 +21,18 @@
  * @module
  */
 
-/** What kind of thing a nested command is (see the module documentation). */
-export type CommandKind = "plain" | "inline_code" | "workspace_code" | "git_config" | "opaque";
+/**
+ * What kind of thing a nested command is (see the module documentation). `wrapper`: a wrapper
+ * itself (`sudo …`, `env …`, `bash -c …`), decided by rules and capabilities so that a rule on
+ * the wrapper applies; `privileged` wrappers (sudo, su, doas, …) are not transparent.
+ */
+export type CommandKind =
+  | "plain"
+  | "inline_code"
+  | "workspace_code"
+  | "git_config"
+  | "opaque"
+  | "wrapper";
 
 /** One command the argv will run. */
 export interface NestedCommand {
@@ -35,13 +45,109 @@ export interface NestedCommand {
   readonly reason: string | null;
   /** Arguments are appended at run time (xargs, find -exec … +): only a prefix is known. */
   readonly openEnded: boolean;
+  /** Environment variables the wrappers set for it (names), e.g. `PATH`, `LD_PRELOAD`. */
+  readonly env: readonly string[];
+  /** For a wrapper: it runs its command with other privileges (sudo, su, doas, …). */
+  readonly privileged: boolean;
+  /** Paths find substitutes for `{}` (the floor checks the command with each of them). */
+  readonly roots: readonly string[];
 }
 
 /** A parsed `sh -c` script (see `shell_script.ts`). */
 export interface ScriptAnalysis {
-  readonly commands: readonly { readonly argv: readonly string[] }[];
+  readonly commands: readonly {
+    readonly argv: readonly string[];
+    readonly assignments?: readonly string[];
+  }[];
+  /** Commands with unresolved words (source text), for the hardline floor only. */
+  readonly partial?: readonly { readonly argv: readonly string[] }[];
   readonly opaque: readonly string[];
 }
+
+/** Wrappers that run their command with other privileges: never transparent. */
+const PRIVILEGED: readonly string[] = Object.freeze([
+  "sudo",
+  "doas",
+  "su",
+  "runuser",
+  "pkexec",
+  "chroot",
+  "unshare",
+  "sg",
+]);
+
+/**
+ * Environment variables that change what a command runs or loads: set through a wrapper or an
+ * assignment they make the command opaque (e.g. `PATH=./bin git status`, `LD_PRELOAD=…`,
+ * `GIT_CONFIG_KEY_0=core.fsmonitor`).
+ */
+function codeVariable(name: string): boolean {
+  if (name.startsWith("LD_") || name.startsWith("DYLD_") || name.startsWith("GIT_")) return true;
+  return [
+    "PATH",
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "PS4",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "IFS",
+    "PAGER",
+    "EDITOR",
+    "VISUAL",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "BROWSER",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "MAKEFLAGS",
+    "CARGO_HOME",
+    "RUSTC_WRAPPER",
+    "NPM_CONFIG_SCRIPT_SHELL",
+  ].includes(name);
+}
+
+/** Programs that destroy what their operands name (their operands matter to the floor). */
+const DESTRUCTIVE: readonly string[] = Object.freeze([
+  "rm",
+  "rmdir",
+  "shred",
+  "dd",
+  "mv",
+  "chmod",
+  "chown",
+  "chgrp",
+  "truncate",
+  "wipefs",
+  "mkfs",
+  "unlink",
+]);
+
+/** Whether a command destroys what it is given (so unknown operands must be seen). */
+export function isDestructive(argv: readonly string[]): boolean {
+  return argv.length > 0 && DESTRUCTIVE.includes(programName(argv[0]!));
+}
+
+/** Directories system programs live in; a program named by another path is workspace code. */
+const SYSTEM_BIN: readonly string[] = Object.freeze([
+  "/bin/",
+  "/sbin/",
+  "/usr/bin/",
+  "/usr/sbin/",
+  "/usr/local/bin/",
+  "/usr/local/sbin/",
+  "/opt/homebrew/bin/",
+]);
 
 /** Parses `sh -c` bodies; absent (or not loaded), every script is opaque. */
 export interface ScriptAnalyzer {
@@ -213,7 +319,24 @@ const GIT_DANGEROUS: readonly string[] = Object.freeze([
 interface Frame {
   readonly via: readonly string[];
   readonly depth: number;
+  /** Variables set on the way (env, sudo and script assignments). */
+  readonly env: readonly string[];
+  /** Strings the wrappers will replace with run-time input (xargs -I, find {}). */
+  readonly placeholders: readonly string[];
+  /** Reached through a command with unresolved words: only the floor looks at it. */
+  readonly partial: boolean;
+  /** Paths find substitutes for `{}`. */
+  readonly roots: readonly string[];
 }
+
+const TOP: Frame = Object.freeze({
+  via: [],
+  depth: 0,
+  env: [],
+  placeholders: [],
+  partial: false,
+  roots: [],
+});
 
 /** The analysis of one argv. */
 class Analysis {
@@ -230,20 +353,46 @@ class Analysis {
     kind: CommandKind,
     reason: string | null,
     openEnded = false,
+    privileged = false,
   ): void {
+    const entry = (k: CommandKind, r: string | null): NestedCommand => ({
+      argv: [...argv],
+      via: frame.via,
+      kind: k,
+      reason: r,
+      openEnded,
+      env: frame.env,
+      privileged,
+      roots: frame.roots,
+    });
     if (this.commands.length >= MAX_COMMANDS) {
       if (this.commands.at(-1)?.reason !== "too many nested commands") {
-        this.commands.push({
-          argv: [],
-          via: frame.via,
-          kind: "opaque",
-          reason: "too many nested commands",
-          openEnded: false,
-        });
+        this.commands.push({ ...entry("opaque", "too many nested commands"), argv: [] });
       }
       return;
     }
-    this.commands.push({ argv: [...argv], via: frame.via, kind, reason, openEnded });
+    if (frame.partial && kind !== "wrapper") {
+      this.commands.push(entry("opaque", "words the checker cannot resolve"));
+      return;
+    }
+    const risky = frame.env.find(codeVariable);
+    if (risky !== undefined && kind !== "opaque" && kind !== "wrapper") {
+      this.commands.push(entry("opaque", `${risky} is set, which changes what runs`));
+      return;
+    }
+    this.commands.push(entry(kind, reason));
+  }
+
+  /** A frame one wrapper deeper. */
+  #deeper(frame: Frame, wrapper: string, extra: Partial<Frame> = {}): Frame {
+    return {
+      ...frame,
+      via: [...frame.via, wrapper],
+      depth: frame.depth + 1,
+      ...extra,
+      env: [...frame.env, ...(extra.env ?? [])],
+      placeholders: [...frame.placeholders, ...(extra.placeholders ?? [])],
+    };
   }
 
   /** Analyses the command `argv` reached through `frame`. */
@@ -251,19 +400,42 @@ class Analysis {
     if (argv.length === 0) return;
     if (frame.depth > MAX_DEPTH) {
       this.push(argv, frame, "opaque", "wrappers nested too deep");
+      // The floor must still see a destructive command buried under the wrappers.
+      let found = 0;
+      for (let i = 1; i < argv.length && found < 64; i++) {
+        if (isDestructive(argv.slice(i, i + 1))) {
+          found++;
+          this.push(argv.slice(i), frame, "opaque", "wrappers nested too deep");
+        }
+      }
       return;
     }
-    const name = programName(argv[0]!);
-    const inner = (rest: readonly string[], wrapper: string, open = openEnded) =>
-      this.visit(rest, { via: [...frame.via, wrapper], depth: frame.depth + 1 }, open);
+    const program = argv[0]!;
+    const name = programName(program);
+    // A program named by a path outside the system directories is whatever that file is.
+    if (program.includes("/") && !SYSTEM_BIN.some((dir) => program.startsWith(dir))) {
+      this.push(argv, frame, "workspace_code", `runs the program ${program}`, openEnded);
+      return;
+    }
+    const inner = (
+      rest: readonly string[],
+      wrapper: string,
+      open = openEnded,
+      extra: Partial<Frame> = {},
+    ) => this.visit(rest, this.#deeper(frame, wrapper, extra), open);
     const unwrapped = unwrap(name, argv);
     if (unwrapped) {
+      const privileged = PRIVILEGED.includes(name);
+      if (unwrapped.kind === "command" && unwrapped.rest.length === 0) {
+        this.push(argv, frame, unwrapped.bare ?? "plain", unwrapped.bareReason ?? null, openEnded);
+        return;
+      }
+      // The wrapper itself, for rules and capabilities that name it.
+      this.push(argv, frame, "wrapper", null, openEnded, privileged);
       if (unwrapped.kind === "command") {
-        if (unwrapped.rest.length === 0) {
-          this.push(argv, frame, unwrapped.bare ?? "plain", unwrapped.bareReason ?? null);
-        } else {
-          inner(unwrapped.rest, unwrapped.wrapper, openEnded || unwrapped.openEnded === true);
-        }
+        inner(unwrapped.rest, unwrapped.wrapper, openEnded || unwrapped.openEnded === true, {
+          env: unwrapped.env ?? [],
+        });
         return;
       }
       if (unwrapped.kind === "script") {
@@ -274,6 +446,7 @@ class Analysis {
       return;
     }
     if (SHELLS.includes(name)) {
+      this.push(argv, frame, "wrapper", null, openEnded);
       this.#shell(argv, frame);
       return;
     }
@@ -282,20 +455,25 @@ class Analysis {
       return;
     }
     if (name === "xargs") {
-      const rest = xargsCommand(argv);
-      inner(rest.length ? rest : ["echo"], "xargs", true);
+      const parsed = xargsCommand(argv);
+      this.push(argv, frame, "wrapper", null, openEnded);
+      inner(parsed.argv.length ? parsed.argv : ["echo"], "xargs", true, {
+        placeholders: parsed.placeholder === undefined ? [] : [parsed.placeholder],
+      });
       return;
     }
     if (name === "watch") {
       const rest = watchCommand(argv);
+      this.push(argv, frame, "wrapper", null, openEnded);
       if (rest.exec) inner(rest.argv, "watch");
       else if (rest.argv.length) this.#script(argv, rest.argv.join(" "), frame, "watch");
-      else this.push(argv, frame, "plain", null);
       return;
     }
     if (name === "busybox" || name === "toybox") {
-      if (argv.length > 1 && !argv[1]!.startsWith("-")) inner(argv.slice(1), name);
-      else this.push(argv, frame, "plain", null);
+      if (argv.length > 1 && !argv[1]!.startsWith("-")) {
+        this.push(argv, frame, "wrapper", null, openEnded);
+        inner(argv.slice(1), name);
+      } else this.push(argv, frame, "plain", null);
       return;
     }
     if (name === "git") {
@@ -323,13 +501,24 @@ class Analysis {
   }
 
   #script(argv: readonly string[], script: string, frame: Frame, via: string): void {
-    const next: Frame = { via: [...frame.via, via], depth: frame.depth + 1 };
+    const next = this.#deeper(frame, via);
+    if (frame.placeholders.some((p) => p !== "" && script.includes(p))) {
+      // xargs -I{} sh -c '{}' and find -exec sh -c 'echo {}': the script comes from input.
+      this.push([script], next, "opaque", "the script is spliced from run-time input");
+      return;
+    }
     if (!this.#scripts) {
       this.push(argv, frame, "opaque", "the shell parser is not loaded");
       return;
     }
     const analysis = this.#scripts.analyze(script);
-    for (const command of analysis.commands) this.visit(command.argv, next);
+    for (const command of analysis.commands) {
+      const env = (command.assignments ?? []).map((a) => a.slice(0, Math.max(0, a.indexOf("="))));
+      this.visit(command.argv, { ...next, env: [...next.env, ...env] });
+    }
+    for (const command of analysis.partial ?? []) {
+      this.visit(command.argv, { ...next, partial: true });
+    }
     for (const reason of analysis.opaque) this.push([script], next, "opaque", reason);
   }
 
@@ -356,20 +545,15 @@ class Analysis {
         const command = argv.slice(start, end);
         const plus = argv[end] === "+";
         this.visit(
-          command.map((t) => t),
-          { via: [...frame.via, `find ${token}`], depth: frame.depth + 1 },
-          plus || command.includes("{}"),
+          command,
+          this.#deeper(frame, `find ${token}`, { placeholders: ["{}"], roots }),
+          plus || command.some((t) => t.includes("{}")),
         );
         i = end;
         plainFind = false;
       } else if (token === "-delete") {
         // find … -delete removes what it finds: decided as the rm it amounts to.
-        this.push(
-          ["rm", "-rf", ...roots],
-          { ...frame, via: [...frame.via, "find -delete"] },
-          "plain",
-          null,
-        );
+        this.push(["rm", "-rf", ...roots], this.#deeper(frame, "find -delete"), "plain", null);
         plainFind = false;
       } else if (
         token === "-fprint" || token === "-fprint0" || token === "-fprintf" || token === "-fls"
@@ -530,6 +714,8 @@ type Unwrapped =
     readonly openEnded?: boolean;
     /** What the wrapper alone is, when it has no command (`env` prints the environment). */
     readonly bare?: CommandKind;
+    /** Variables the wrapper sets for its command. */
+    readonly env?: readonly string[];
     readonly bareReason?: string;
   }
   | { readonly kind: "script"; readonly wrapper: string; readonly script: string }
@@ -606,14 +792,20 @@ function unwrap(name: string, argv: readonly string[]): Unwrapped | undefined {
   }
   let i = skipOptions(argv, spec);
   if (i < 0) return { kind: "opaque", reason: `${name} with an option libos does not know` };
-  if (spec.assignments) { while (i < argv.length && isAssignment(argv[i]!)) i++; }
+  const env: string[] = [];
+  if (spec.assignments) {
+    while (i < argv.length && isAssignment(argv[i]!)) {
+      env.push(argv[i]!.slice(0, argv[i]!.indexOf("=")));
+      i++;
+    }
+  }
   i += spec.operands ?? 0;
   if (i > argv.length) return { kind: "command", wrapper: name, rest: [], bare: "plain" };
   const rest = argv.slice(i);
   if (rest.length === 0 && (name === "sudo" || name === "doas" || name === "pkexec")) {
     return { kind: "opaque", reason: `${name} with no command starts a shell` };
   }
-  return { kind: "command", wrapper: name, rest };
+  return { kind: "command", wrapper: name, rest, env };
 }
 
 /** A wrapper's own option tokens: those before its command (values of valued options skipped). */
@@ -706,13 +898,22 @@ function unwrapEnv(argv: readonly string[]): Unwrapped {
     if (next === i) break;
     i = next;
   }
-  while (i < argv.length && isAssignment(argv[i]!)) i++;
+  const env: string[] = [];
+  for (let u = 1; u < i; u++) {
+    // -u NAME and --unset=NAME change the environment as much as an assignment.
+    if (argv[u] === "-u" || argv[u] === "--unset") env.push(argv[u + 1] ?? "");
+    else if (argv[u]!.startsWith("--unset=")) env.push(argv[u]!.slice("--unset=".length));
+  }
+  while (i < argv.length && isAssignment(argv[i]!)) {
+    env.push(argv[i]!.slice(0, argv[i]!.indexOf("=")));
+    i++;
+  }
   const command = argv.slice(i);
   if (command.length === 0) {
     // env alone prints the environment: a plain command the policy decides on.
     return { kind: "command", wrapper: "env", rest: [], bare: "plain" };
   }
-  return { kind: "command", wrapper: "env", rest: command };
+  return { kind: "command", wrapper: "env", rest: command, env };
 }
 
 function unwrapSu(name: string, argv: readonly string[]): Unwrapped {
@@ -822,7 +1023,8 @@ function unwrapUnshare(argv: readonly string[]): Unwrapped {
     : { kind: "opaque", reason: "unshare with no command starts a shell" };
 }
 
-function xargsCommand(argv: readonly string[]): string[] {
+/** The command xargs runs, and the replace-string it splices input into (-I R, -i[R]). */
+function xargsCommand(argv: readonly string[]): { argv: string[]; placeholder?: string } {
   const spec: WrapperSpec = {
     flags: [
       "-0",
@@ -858,8 +1060,15 @@ function xargsCommand(argv: readonly string[]): string[] {
     ],
   };
   let i = 1;
+  let placeholder: string | undefined;
   while (i < argv.length) {
     const token = argv[i]!;
+    if (token === "-I" || token === "--replace") placeholder = argv[i + 1] ?? "{}";
+    else if (token.startsWith("--replace=")) placeholder = token.slice("--replace=".length);
+    else if (token.startsWith("-I") && token.length > 2) placeholder = token.slice(2);
+    else if (token.startsWith("-i") && !token.startsWith("--")) {
+      placeholder = token.length > 2 ? token.slice(2) : "{}";
+    }
     // Optional-value short options: -e[eof], -i[replace], -l[max-lines].
     if (token.startsWith("-e") || token.startsWith("-i") || token.startsWith("-l")) {
       if (!token.startsWith("--")) {
@@ -868,11 +1077,11 @@ function xargsCommand(argv: readonly string[]): string[] {
       }
     }
     const next = skipOptions(argv, spec, i);
-    if (next < 0) return ["xargs", ...argv.slice(i)];
+    if (next < 0) return { argv: ["xargs", ...argv.slice(i)], placeholder: placeholder ?? "" };
     if (next === i) break;
     i = next;
   }
-  return argv.slice(i);
+  return placeholder === undefined ? { argv: argv.slice(i) } : { argv: argv.slice(i), placeholder };
 }
 
 function watchCommand(argv: readonly string[]): { argv: string[]; exec: boolean } {
@@ -951,6 +1160,125 @@ function gitDangerous(argv: readonly string[]): string | undefined {
   return undefined;
 }
 
+/** Whether sed will run commands or write files (its `e` command or flag, `w`, `-f FILE`). */
+function sedDanger(argv: readonly string[]): { kind: CommandKind; reason: string } | undefined {
+  const scripts: string[] = [];
+  let explicit = false;
+  for (let i = 1; i < argv.length; i++) {
+    const token = argv[i]!;
+    if (token === "-e" || token === "--expression") {
+      scripts.push(argv[++i] ?? "");
+      explicit = true;
+    } else if (token.startsWith("--expression=")) {
+      scripts.push(token.slice("--expression=".length));
+      explicit = true;
+    } else if (token === "-f" || token === "--file" || token.startsWith("--file=")) {
+      return { kind: "workspace_code", reason: "sed runs a script file" };
+    } else if (token.startsWith("-e") && token.length > 2 && !token.startsWith("--")) {
+      scripts.push(token.slice(2));
+      explicit = true;
+    } else if (token === "--") {
+      if (!explicit && argv[i + 1] !== undefined) scripts.push(argv[i + 1]!);
+      break;
+    } else if (!token.startsWith("-") && !explicit) {
+      scripts.push(token);
+      break;
+    }
+  }
+  for (const script of scripts) {
+    const found = sedScriptDanger(script);
+    if (found) return { kind: "inline_code", reason: `sed ${found}` };
+  }
+  return undefined;
+}
+
+/** The first thing in a sed script that runs commands or writes files, or undefined. Linear. */
+function sedScriptDanger(script: string): string | undefined {
+  let p = 0;
+  const n = script.length;
+  const restOfLine = () => {
+    while (p < n && script[p] !== "\n") p++;
+  };
+  /** Skips a delimited part (`/re/`), honouring backslash escapes; false when unterminated. */
+  const delimited = (delim: string) => {
+    while (p < n && script[p] !== delim) {
+      if (script[p] === "\\") p++;
+      p++;
+    }
+    if (p >= n) return false;
+    p++;
+    return true;
+  };
+  while (p < n) {
+    const c = script[p]!;
+    if (
+      c === " " || c === "\t" || c === "\n" || c === ";" || c === "{" || c === "}" || c === "!"
+    ) {
+      p++;
+      continue;
+    }
+    // Addresses: numbers, $, ranges, steps, /regex/ and \cregexc.
+    if ((c >= "0" && c <= "9") || c === "$" || c === "," || c === "~" || c === "+") {
+      p++;
+      continue;
+    }
+    if (c === "/") {
+      p++;
+      if (!delimited("/")) return undefined;
+      while (p < n && (script[p] === "I" || script[p] === "M")) p++;
+      continue;
+    }
+    if (c === "\\") {
+      const delim = script[p + 1];
+      p += 2;
+      if (delim === undefined || !delimited(delim)) return undefined;
+      continue;
+    }
+    p++;
+    switch (c) {
+      case "e":
+        return "runs shell commands (its e command)";
+      case "w":
+      case "W":
+        return "writes files (its w command)";
+      case "s": {
+        const delim = script[p++];
+        if (delim === undefined || !delimited(delim) || !delimited(delim)) return undefined;
+        while (p < n && script[p] !== ";" && script[p] !== "\n" && script[p] !== "}") {
+          const flag = script[p]!;
+          if (flag === "e") return "runs shell commands (the e flag of s)";
+          if (flag === "w") return "writes files (the w flag of s)";
+          p++;
+        }
+        break;
+      }
+      case "y": {
+        const delim = script[p++];
+        if (delim === undefined || !delimited(delim) || !delimited(delim)) return undefined;
+        break;
+      }
+      case "a":
+      case "i":
+      case "c":
+      case "r":
+      case "R":
+      case "b":
+      case "t":
+      case "T":
+      case ":":
+      case "l":
+      case "q":
+      case "Q":
+      case "L":
+        restOfLine();
+        break;
+      default:
+        break;
+    }
+  }
+  return undefined;
+}
+
 function inlineCode(
   name: string,
   argv: readonly string[],
@@ -976,17 +1304,18 @@ function inlineCode(
     }
     return undefined;
   }
-  if (
-    name === "sed" &&
-    argv.some((t, i) => i > 0 && (t === "e" || t.endsWith("/e") || t.includes("/e ")))
-  ) {
-    return { kind: "inline_code", reason: "sed's e command runs shell commands" };
+  if (name === "sed") {
+    const danger = sedDanger(argv);
+    if (danger) return danger;
   }
   if (name === "deno" && argv[1] === "eval") {
     return { kind: "inline_code", reason: "deno eval runs the code given inline" };
   }
   const options = Object.hasOwn(INLINE, name) ? INLINE[name] : undefined;
   if (!options) return undefined;
+  // `python3 --version` runs no program.
+  const INFO = ["--version", "-V", "--help", "-h", "-version", "-help"];
+  if (argv.length > 1 && argv.slice(1).every((t) => INFO.includes(t))) return undefined;
   for (let i = 1; i < argv.length; i++) {
     const token = argv[i]!;
     const lower = token.toLowerCase();
@@ -1043,6 +1372,6 @@ export function analyzeArgv(
   scripts: ScriptAnalyzer | null = null,
 ): NestedCommand[] {
   const analysis = new Analysis(scripts);
-  analysis.visit(argv, { via: [], depth: 0 });
+  analysis.visit(argv, TOP);
   return analysis.commands;
 }

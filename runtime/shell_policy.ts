@@ -23,12 +23,14 @@ import { z } from "zod";
 import type { Effect } from "./capability.ts";
 import type { RunDeny } from "./decide.ts";
 import { ValidationError } from "./errors.ts";
+import { SCRIPT_LIMITS } from "./shell_script.ts";
 import { hardlineRule, isForkBomb } from "./hardline.ts";
 import { modeCeiling, type ModeName } from "./modes.ts";
 import type { PolicyRules } from "./policy_rules.ts";
 import {
   analyzeArgv,
   type CommandKind,
+  isDestructive,
   type NestedCommand,
   type ScriptAnalyzer,
 } from "./shell_argv.ts";
@@ -102,10 +104,12 @@ function decideCommand(input: ShellDecisionInput, command: NestedCommand): Comma
     reason,
     matchedRule,
   });
-  // 1. The hardline floor.
-  const hard = hardlineRule(command.argv);
+  // 1. The hardline floor — with each path find substitutes for `{}`, too.
+  const hard = hardlineRule(command.argv) ??
+    command.roots.map((root) => hardlineRule(command.argv.map((t) => t === "{}" ? root : t)))
+      .find((rule) => rule !== undefined);
   if (hard) return verdict("deny", `hardline:${hard}`);
-  if (command.argv.some((token) => token.length <= 64 * 1024 && isForkBomb(token))) {
+  if (command.argv.some((token) => token.length <= SCRIPT_LIMITS.maxBytes && isForkBomb(token))) {
     return verdict("deny", "hardline:fork-bomb");
   }
   // 2. The run ceiling: run denies, then the mode.
@@ -135,6 +139,16 @@ function decideCommand(input: ShellDecisionInput, command: NestedCommand): Comma
   const cap = input.capabilities?.(command.argv);
   if (cap && cap.effect !== "allow") return verdict(cap.effect, cap.reason);
   if (ceiling === "ask") return verdict("ask", `mode:${input.mode}`);
+  // A destructive program whose operands arrive at run time: the floor cannot see them.
+  if (
+    command.openEnded && isDestructive(command.argv) && input.level !== "always_deny" &&
+    !(rule?.rule.effect === "allow" && !rule.rule.exact)
+  ) {
+    return verdict(
+      "ask",
+      "open_ended: its operands arrive at run time, where the hardline floor cannot see them",
+    );
+  }
   // What explicitly allows this command: an allow rule or capability (exact where it must be).
   const allowExact = (rule?.rule.exact === true) || (cap?.effect === "allow" && cap.exact);
   const allowAny = rule !== undefined || cap?.effect === "allow";
@@ -149,6 +163,24 @@ function decideCommand(input: ShellDecisionInput, command: NestedCommand): Comma
   if (command.kind === "opaque") {
     return verdict("ask", `opaque: ${command.reason ?? "cannot be seen through"}`);
   }
+  if (command.kind === "git_config") {
+    // Never auto-allowed: an allow rule for that exact argv is the only way through.
+    return allowExact && allowedBy
+      ? verdict("allow", allowedBy.reason, allowedBy.text)
+      : verdict("ask", `git_config: ${command.reason}`);
+  }
+  if (command.kind === "wrapper") {
+    // A wrapper is transparent — what it runs is decided on its own — unless a rule or a
+    // capability named it (done above), or it changes privileges, which needs its own allow.
+    if (allowedBy) return verdict("allow", allowedBy.reason, allowedBy.text);
+    if (!command.privileged || level === "always_allow") {
+      return verdict("allow", `wrapper: ${command.argv[0]}`);
+    }
+    return level === "blocklist_ask_else_auto"
+      ? verdict("allow", "shell-policy:blocklist_ask_else_auto")
+      : verdict("ask", `wrapper: ${command.argv[0]} runs its command with other privileges`);
+  }
+  // always_allow runs code too (test runners included): flagged high_risk.
   if (level === "always_allow") return verdict("allow", "shell-policy:always_allow");
   const openEnded = command.openEnded;
   switch (command.kind) {
@@ -164,8 +196,6 @@ function decideCommand(input: ShellDecisionInput, command: NestedCommand): Comma
           "ask",
           `workspace_code: ${command.reason}${input.wall ? "" : " (outside the OS wall)"}`,
         );
-    case "git_config":
-      return verdict("ask", `git_config: ${command.reason}`);
     default:
       break;
   }
@@ -201,7 +231,12 @@ export function decideShell(input: ShellDecisionInput): ShellDecision {
   const commands = analyzeArgv(argv, input.scripts).map((c) => decideCommand(input, c));
   let worst: CommandDecision | undefined;
   for (const c of commands) {
-    if (!worst || RANK[c.decision] > RANK[worst.decision]) worst = c;
+    // The strictest; among equals, a command over the wrapper that ran it (its reason says more).
+    if (
+      !worst || RANK[c.decision] > RANK[worst.decision] ||
+      (RANK[c.decision] === RANK[worst.decision] && worst.kind === "wrapper" &&
+        c.kind !== "wrapper")
+    ) worst = c;
   }
   if (!worst) {
     // Nothing runs (an empty script): nothing to allow or refuse.

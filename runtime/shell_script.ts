@@ -113,6 +113,12 @@ export interface ScriptCommand {
 
 /** What {@link ShellParser.analyze} found in a script. */
 export interface ScriptAnalysis {
+  /**
+   * Commands with words the checker cannot resolve (`rm -rf ~`, `rm -rf "$HOME"`, `rm -rf /*`),
+   * each such word given as its source text. Never to be allowed from — they are already opaque —
+   * but the hardline floor must still see them.
+   */
+  readonly partial: readonly ScriptCommand[];
   /** Every simple command whose words are all literal, in source order (including those inside subshells, blocks, if/while/for/case bodies, pipelines, command substitutions, process substitutions, functions). */
   readonly commands: readonly ScriptCommand[];
   /** Reasons the script cannot be fully seen through; non-empty means it must never be auto-allowed. */
@@ -764,9 +770,13 @@ class ScriptWalker {
   /** Above 0 while walking what syntax.Walk of this build skips (so the census skips it too). */
   #uncounted = 0;
 
-  constructor(api: SyntaxApi, ops: Operators) {
+  readonly #script: string;
+  readonly #partial: ScriptCommand[] = [];
+
+  constructor(api: SyntaxApi, ops: Operators, script: string) {
     this.#api = api;
     this.#ops = ops;
+    this.#script = script;
   }
 
   analyze(file: object): ScriptAnalysis {
@@ -781,7 +791,25 @@ class ScriptWalker {
     if (this.#unlisted > 0) {
       opaque.push(`opaque: ${this.#unlisted} more reasons or repeats not listed`);
     }
-    return Object.freeze({ commands: Object.freeze(commands), opaque: Object.freeze(opaque) });
+    return Object.freeze({
+      commands: Object.freeze(commands),
+      partial: Object.freeze([...this.#partial]),
+      opaque: Object.freeze(opaque),
+    });
+  }
+
+  /** A word's source text (what the script says, before the shell rewrites it). */
+  #source(word: object): string {
+    try {
+      const from = call(call(word, "Pos"), "Offset");
+      const to = call(call(word, "End"), "Offset");
+      if (typeof from === "number" && typeof to === "number" && to >= from) {
+        return this.#script.slice(from, to);
+      }
+    } catch {
+      // fall through
+    }
+    return "?";
   }
 
   /**
@@ -951,7 +979,16 @@ class ScriptWalker {
         `command name: not literal at ${where(node)}; what runs is decided at run time`
       );
     }
-    if (!isLiteral(argv) || !isLiteral(assignments)) return;
+    if (!isLiteral(argv) || !isLiteral(assignments)) {
+      // Reported for the hardline floor, each unresolved word as its source text.
+      if (this.#partial.length < 256) {
+        this.#partial.push(Object.freeze({
+          argv: Object.freeze(argv.map((w, i) => w ?? this.#source(words[i]!))),
+          assignments: Object.freeze(assignments.map((a) => a ?? "?")),
+        }));
+      }
+      return;
+    }
     this.#found.push({
       command: Object.freeze({
         argv: Object.freeze(argv),
@@ -1644,7 +1681,7 @@ export class ShellParser {
     }
     try {
       if (file === null || typeof file !== "object") throw new TypeError("no syntax tree");
-      return new ScriptWalker(loaded.api, loaded.ops).analyze(file);
+      return new ScriptWalker(loaded.api, loaded.ops, script).analyze(file);
     } catch (error) {
       return refused(`internal: the walk failed (${describeParseError(error)}); fail closed`);
     }
@@ -1652,5 +1689,9 @@ export class ShellParser {
 }
 
 function refused(reason: string): ScriptAnalysis {
-  return Object.freeze({ commands: Object.freeze([]), opaque: Object.freeze([reason]) });
+  return Object.freeze({
+    commands: Object.freeze([]),
+    partial: Object.freeze([]),
+    opaque: Object.freeze([reason]),
+  });
 }

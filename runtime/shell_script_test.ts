@@ -745,7 +745,11 @@ Deno.test("ShellParser loads mvdan-sh in a process with no env permission at all
     assert.equal(output.code, 0, stderr);
     assert.deepEqual(JSON.parse(new TextDecoder().decode(output.stdout)), {
       env: "prompt",
-      analysis: { commands: [{ argv: ["echo", "ok"], assignments: [] }], opaque: [] },
+      analysis: {
+        commands: [{ argv: ["echo", "ok"], assignments: [] }],
+        partial: [],
+        opaque: [],
+      },
     });
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -53,7 +53,15 @@ Deno.test("libos policy check prints the documented decision for an argv, nested
   assert.equal(doc.reason, "hardline:rm-rf-root");
   assert.equal(doc.matched_rule, null);
   assert.equal(doc.high_risk, false);
-  assert.deepEqual(doc.commands, [
+  // Every command, wrappers included (a rule on a wrapper applies to it).
+  assert.deepEqual(doc.commands.map((c: { argv: string[] }) => c.argv[0]), [
+    "sudo",
+    "env",
+    "bash",
+    "ls",
+    "rm",
+  ]);
+  assert.deepEqual(doc.commands.slice(3), [
     { argv: ["ls", "-la"], decision: "allow", reason: "shell-policy:blocklist_ask_else_auto" },
     { argv: ["rm", "-rf", "/"], decision: "deny", reason: "hardline:rm-rf-root" },
   ]);
