@@ -10,12 +10,16 @@
  *   it (allow matches exact tokens: `./git` and `/usr/bin/git` are not `git`); else ask;
  * - `blocklist_ask_else_auto`: a plain command runs unless a rule or capability denies or asks;
  *   code and anything opaque asks;
- * - `always_allow`: everything runs but what the hardline floor or the run ceiling stops, and
- *   what cannot be seen through (an unparseable script) — flagged `high_risk`.
+ * - `always_allow`: everything runs — interpreters and test runners included — but what the
+ *   hardline floor or the run ceiling stops and what cannot be seen through; flagged
+ *   `high_risk`.
  *
- * Whatever the level: inline interpreter code is asked about unless a rule allows that exact
+ * Below `always_allow`: inline interpreter code is asked about unless a rule allows that exact
  * argv; programs that run workspace code ask unless the shell runs inside the OS wall and a rule
- * allows them; git with config-changing options and anything opaque are never auto-allowed.
+ * allows them. At every level: git with config-changing options (only an exact allow lets it
+ * run) and anything opaque are never auto-allowed, and a destructive program whose operands
+ * arrive at run time (`xargs rm -rf`) asks. Wrappers are commands too — a rule on `sudo` or
+ * `env` applies — transparent otherwise, except privileged ones under an allowlist.
  *
  * @module
  */
