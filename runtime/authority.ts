@@ -45,8 +45,12 @@ export interface RunOptions {
   readonly mode?: string;
   /** Run-scoped denies, `TYPE[.RIGHT]:GLOB` each (`--deny`). */
   readonly denies?: readonly string[];
-  /** Whether shell commands run inside the OS wall (the shell issue sets it). */
-  readonly wall?: boolean;
+  /**
+   * Whether shell commands run inside the OS wall: `true` requires it, `false` turns it off,
+   * `"auto"` (the default) uses it when it works here — the shell primitive probes it on its
+   * first run and records the answer with {@link Authority.setWall}.
+   */
+  readonly wall?: boolean | "auto";
 }
 
 /** What the authority service needs besides the runtime core. */
@@ -82,7 +86,7 @@ export class Authority {
   readonly #ceilings = new Map<string, ModeName>();
   #ceilingGeneration = -1;
   readonly capabilities: CapabilityTable;
-  readonly context: DecisionContext;
+  #context: DecisionContext;
   readonly #core: RuntimeCore;
   /** Built once: a check allocates nothing it does not have to. */
   readonly #layers: Layers;
@@ -94,10 +98,10 @@ export class Authority {
   constructor(core: RuntimeCore, options: AuthorityOptions = {}) {
     this.#core = core;
     this.capabilities = new CapabilityTable(core);
-    this.context = {
+    this.#context = {
       mode: parseMode(options.mode ?? "workspace-write"),
       denies: (options.denies ?? []).map(parseRunDeny),
-      wall: options.wall ?? false,
+      wall: options.wall === true,
       protection: compileProtection(options.protectedPaths ?? []),
     };
     const capabilities = this.capabilities;
@@ -109,6 +113,19 @@ export class Authority {
         approval: (subject, a) => capabilities.approval(subject.pid, a.resource, a.right, a.digest),
       },
     };
+  }
+
+  /** The run's decision context (mode, run denies, the wall, protected paths). */
+  get context(): DecisionContext {
+    return this.#context;
+  }
+
+  /**
+   * Records whether shell commands run inside the OS wall (the shell primitive probes it on its
+   * first run); `decide()` and the mode ceilings see it from then on.
+   */
+  setWall(wall: boolean): void {
+    if (this.#context.wall !== wall) this.#context = { ...this.#context, wall };
   }
 
   /**
@@ -142,6 +159,11 @@ export class Authority {
       this.#ceilings.set(pid, mode);
     }
     return mode === this.context.mode ? this.context : { ...this.context, mode };
+  }
+
+  /** The mode `pid` acts under: the run's, narrowed to the process's ceiling. */
+  modeOf(pid: string): ModeName {
+    return this.#contextOf(pid).mode;
   }
 
   /** The decision for a process's action (no side effect). */

@@ -414,6 +414,17 @@ export class HumanChannel {
    */
   alwaysOptions(request: HumanRequest): AlwaysOption[] {
     const a = request.approval;
+    if (a?.offers && !a.ceiling) {
+      // The primitive checked each one against its own decision (shell runs).
+      return a.offers.map((o) => ({
+        scope: o.scope,
+        resource: o.resource,
+        rights: [...o.rights] as Right[],
+        description: `allow ${o.rights.join(", ")} on ${resourceString(o.resource)}${
+          o.scope === "prefix" ? " followed by any arguments" : ""
+        } for ${request.pid} from now on (revocable with "libos revoke")`,
+      }));
+    }
     if (!a || a.path === null || !a.reason.startsWith("cap:") || a.ceiling) return [];
     let asking: CapabilityResource;
     try {
@@ -521,8 +532,11 @@ export class HumanChannel {
         caps.push(
           this.#authority.capabilities.grant({
             subject: request.pid,
-            // The exact file the human was shown (the digest binds everything else).
-            resource: a.path === null
+            // The exact file the human was shown, or for a shell run any command (the digest
+            // binds the executable, argv, cwd and environment).
+            resource: a.primitive === "shell"
+              ? { type: "shell", argv: [], scope: "any" }
+              : a.path === null
               ? { type: "fs", path: ".", scope: "subtree" }
               : { type: "fs", path: a.path, scope: "exact" },
             rights: [a.right],

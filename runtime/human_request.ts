@@ -95,6 +95,17 @@ export const ApprovalDetails = z.object({
    * scope is offered), when there is one.
    */
   ceiling: z.string().nullable().optional(),
+  /**
+   * The "allow always" scopes the primitive found would really allow this action next time
+   * (shell runs; files derive theirs from the asking capability).
+   */
+  offers: z.array(
+    z.object({
+      scope: GrantScope,
+      resource: CapabilityResource,
+      rights: z.array(z.string()).min(1).max(16),
+    }).strict(),
+  ).optional(),
   action: PendingAction,
 }).strict();
 /** What a human is shown before approving one action. */

@@ -15,6 +15,11 @@ import { parseRunDeny } from "./decide.ts";
 import { parseMode } from "./modes.ts";
 import { ClockPrimitive } from "./primitives/clock.ts";
 import { FilesystemPrimitive } from "./primitives/filesystem.ts";
+import { type ShellLimits, ShellPrimitive } from "./primitives/shell.ts";
+import { hostShell, type ShellProvider } from "./providers/shell.ts";
+import { type NetLimits, NetPrimitive } from "./primitives/net.ts";
+import { hostNet, type NetProvider } from "./providers/net.ts";
+import type { ShellPolicyLevel } from "./shell_policy.ts";
 import { HumanChannel, type HumanMode, type HumanPrompt } from "./human_channel.ts";
 import { type ObjectLimits, ObjectMemory } from "./object_memory.ts";
 import { builtinToolSpecs } from "../tools/mod.ts";
@@ -31,7 +36,8 @@ import type { Budgets } from "./process.ts";
 import { ProcessManager } from "./process_manager.ts";
 import { type FilesystemProvider, hostFilesystem } from "./providers/filesystem.ts";
 import { type ProcessDriver, Scheduler } from "./scheduler.ts";
-import type { EnvReader } from "./state_paths.ts";
+import { type EnvReader, stateDirectory } from "./state_paths.ts";
+import { dirname } from "node:path";
 import type { RuntimeCore } from "./runtime_core.ts";
 import { LIBOS_VERSION } from "./version.ts";
 
@@ -69,11 +75,25 @@ export interface RuntimeOptions extends RunOptions {
   readonly objectLimits?: Partial<ObjectLimits>;
   /** Policy rules (layer 3 of `decide()`; see `policy_files.ts` to load them from files). */
   readonly rules?: PolicyRules;
+  /** The host shell backend (default: the real one, with bubblewrap when it works). */
+  readonly shell?: ShellProvider;
+  /** The run's shell policy level (default `allowlist_auto_else_ask`). */
+  readonly shellPolicy?: ShellPolicyLevel;
+  /** Where bare program names are looked up (default: the fixed system directories). */
+  readonly searchPath?: readonly string[];
+  /** Known secret values, removed from every shell output. */
+  readonly secrets?: readonly string[];
+  readonly shellLimits?: Partial<ShellLimits>;
+  /** The host network backend (default: the real resolver and `node:http`/`node:https`). */
+  readonly net?: NetProvider;
+  readonly netLimits?: Partial<NetLimits>;
 }
 
 /** The runtime's primitives. */
 export interface Primitives {
   readonly fs: FilesystemPrimitive;
+  readonly shell: ShellPrimitive;
+  readonly net: NetPrimitive;
   readonly clock: ClockPrimitive;
 }
 
@@ -104,6 +124,27 @@ export interface Runtime extends RuntimeCore, AsyncDisposable {
   scheduler(driver: ProcessDriver, options?: { readonly concurrency?: number }): Scheduler;
   /** Flushes, records the end of the session, and closes the store. Idempotent. */
   close(): Promise<void>;
+}
+
+/**
+ * What a command inside the OS wall must not see: the state directory (databases, audit heads,
+ * locks), the database's directory and the user's home (dotfiles, credentials).
+ */
+function hiddenFromCommands(location: DatabaseLocation, env: EnvReader): string[] {
+  const hidden: string[] = [];
+  const safely = (get: () => string | undefined) => {
+    try {
+      const dir = get();
+      if (dir) hidden.push(dir);
+    } catch { /* nothing to hide */ }
+  };
+  safely(() => stateDirectory(env));
+  for (const path of [location.headPath, location.lockPath]) {
+    if (path) hidden.push(dirname(dirname(path)));
+  }
+  if (location.path.startsWith("/")) hidden.push(dirname(location.path));
+  safely(() => env.get("HOME"));
+  return hidden;
 }
 
 /**
@@ -228,6 +269,34 @@ function build(options: RuntimeOptions): Runtime {
       lock,
       human,
     }),
+    shell: new ShellPrimitive({
+      core,
+      authority,
+      processes,
+      ledger,
+      human,
+      provider: options.shell ?? hostShell(),
+      filesystem: options.filesystem ?? hostFilesystem(),
+      workspace: location.workspace,
+      lock,
+      rules,
+      parser: shellParser,
+      ...(options.shellPolicy === undefined ? {} : { level: options.shellPolicy }),
+      ...(options.wall === undefined ? {} : { wall: options.wall }),
+      ...(options.searchPath === undefined ? {} : { searchPath: options.searchPath }),
+      ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
+      ...(options.shellLimits === undefined ? {} : { limits: options.shellLimits }),
+      hidden: hiddenFromCommands(location, options.env ?? Deno.env),
+    }),
+    net: new NetPrimitive({
+      core,
+      authority,
+      processes,
+      ledger,
+      human,
+      provider: options.net ?? hostNet(),
+      ...(options.netLimits === undefined ? {} : { limits: options.netLimits }),
+    }),
     clock: new ClockPrimitive(core),
   };
   const tools = new ToolBroker(core, {
@@ -250,6 +319,8 @@ function build(options: RuntimeOptions): Runtime {
   human.setDispatcher({
     dispatch(pid, action) {
       if (action.primitive.startsWith("fs.")) return primitives.fs.dispatch(pid, action);
+      if (action.primitive.startsWith("shell.")) return primitives.shell.dispatch(pid, action);
+      if (action.primitive.startsWith("net.")) return primitives.net.dispatch(pid, action);
       return Promise.reject(
         new ValidationError(
           `No primitive runs stored actions of kind ${JSON.stringify(action.primitive)}`,
@@ -259,11 +330,14 @@ function build(options: RuntimeOptions): Runtime {
   });
   const schedulers = new Set<Scheduler>();
   let closed = false;
-  const close = (): Promise<void> => {
-    if (closed) return Promise.resolve();
+  const close = async (): Promise<void> => {
+    if (closed) return;
     closed = true;
     for (const scheduler of schedulers) scheduler[Symbol.dispose]();
+    // Every process group a shell run left behind dies with the runtime.
     try {
+      await primitives.shell[Symbol.asyncDispose]();
+    } finally {
       try {
         if (!readOnly) eventLog.emit({ kind: "session.ended", payload: { reason: "closed" } });
         store.flush();
@@ -273,10 +347,7 @@ function build(options: RuntimeOptions): Runtime {
         auditLog[Symbol.dispose]();
         store.close();
       }
-    } catch (error) {
-      return Promise.reject(error);
     }
-    return Promise.resolve();
   };
   return {
     ...core,

@@ -1,0 +1,228 @@
+/**
+ * Git hardening for shell runs (DESIGN §2, the external-effects issue). A repository is data an
+ * attacker may have written — a vendored `pkg/.git/config`, a `.gitattributes` naming a filter —
+ * and git runs programs named by its configuration: `core.fsmonitor` on every status, filter
+ * drivers on add and diff, diff drivers and `diff.external` on diff, aliases starting with `!`,
+ * pagers, editors, credential helpers, hooks.
+ *
+ * What every run gets, for every git it starts (nested ones in `sh -c` or `make` included), through
+ * `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n` — git's environment form of `-c`,
+ * which outranks every configuration file:
+ * - fixed overrides: `core.fsmonitor=false`, `core.hooksPath=/dev/null`, `core.pager=cat`,
+ *   `core.editor=false`, `sequence.editor=false`, `core.askPass=`, `credential.helper=`,
+ *   `protocol.ext.allow=never`, `safe.bareRepository=explicit`;
+ * - per repository: every key that names a program in the configuration of the repository
+ *   around the run's directory and of every repository found below it (`findRepositories`) is
+ *   overridden — `filter.*.clean|smudge|process` and `diff.*.textconv` with nothing (no filter,
+ *   no conversion: the command still works), `diff.external`, `diff.*.command`, `merge.*.driver`,
+ *   `alias.*` and the like with an empty program (git refuses to run it, loudly).
+ *
+ * `diff.external=` is not among the fixed overrides: git 2.39 treats an empty value as a program
+ * named "" and fails every diff. It is overridden where a repository sets it.
+ *
+ * The environment also carries `GIT_CONFIG_NOSYSTEM=1` and `GIT_CONFIG_GLOBAL` naming libos's own
+ * file (a default commit identity, nothing else; HOME is a scratch directory), so repository files
+ * are the only configuration git reads besides ours.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import type { FilesystemProvider } from "../providers/filesystem.ts";
+
+/** The overrides every run gets. */
+export const GIT_FIXED_CONFIG: readonly (readonly [string, string])[] = Object.freeze(
+  [
+    ["core.fsmonitor", "false"],
+    ["core.hooksPath", "/dev/null"],
+    ["core.pager", "cat"],
+    ["core.editor", "false"],
+    ["sequence.editor", "false"],
+    ["core.askPass", ""],
+    ["credential.helper", ""],
+    ["protocol.ext.allow", "never"],
+    ["safe.bareRepository", "explicit"],
+  ] as const,
+);
+
+/** How many overrides one run may carry (a configuration with more is refused). */
+export const GIT_OVERRIDES_MAX = 2000;
+
+/** Keys `section.variable` (no subsection) that name a program, and their neutral value. */
+const PLAIN: Readonly<Record<string, string>> = Object.freeze({
+  "diff.external": "",
+  "core.sshcommand": "",
+  "core.gitproxy": "",
+  "core.alternaterefscommand": "",
+  "core.fsmonitor": "false",
+  "core.hookspath": "/dev/null",
+  "core.pager": "cat",
+  "core.editor": "false",
+  "core.askpass": "",
+  "sequence.editor": "false",
+  "credential.helper": "",
+  "gpg.program": "false",
+  "web.browser": "",
+  "ssh.variant": "ssh",
+  "trace2.normaltarget": "false",
+  "trace2.perftarget": "false",
+  "trace2.eventtarget": "false",
+  "sendemail.sendmailcmd": "",
+  "sendemail.smtpserver": "",
+});
+
+/** Keys `section.<name>.variable` that name a program, by `section.variable`. */
+const NAMED: Readonly<Record<string, string>> = Object.freeze({
+  "filter.clean": "",
+  "filter.smudge": "",
+  "filter.process": "",
+  "diff.textconv": "",
+  "diff.command": "",
+  "merge.driver": "",
+  "credential.helper": "",
+  "gpg.program": "false",
+  "difftool.cmd": "",
+  "mergetool.cmd": "",
+  "man.cmd": "",
+  "browser.cmd": "",
+  "remote.uploadpack": "",
+  "remote.receivepack": "",
+  "remote.proxy": "",
+  "http.proxy": "",
+  "submodule.update": "checkout",
+});
+
+/** Sections every variable of which names a program (`alias.x`, `pager.log`). */
+const WHOLE: Readonly<Record<string, string>> = Object.freeze({
+  alias: "",
+  pager: "false",
+});
+
+/**
+ * The neutral value for a configuration key a repository sets, when the key names a program;
+ * undefined for a harmless key. Section and variable names compare case-insensitively (git's
+ * rule), the subsection exactly.
+ */
+export function neutralValue(key: string): string | undefined {
+  const first = key.indexOf(".");
+  const last = key.lastIndexOf(".");
+  if (first <= 0 || last === key.length - 1) return undefined;
+  const section = key.slice(0, first).toLowerCase();
+  const variable = key.slice(last + 1).toLowerCase();
+  if (Object.hasOwn(WHOLE, section)) return WHOLE[section];
+  const shape = `${section}.${variable}`;
+  if (first === last) return Object.hasOwn(PLAIN, shape) ? PLAIN[shape] : undefined;
+  return Object.hasOwn(NAMED, shape) ? NAMED[shape] : undefined;
+}
+
+/**
+ * The keys of `git config --list --null --name-only --show-scope` output, from repository files
+ * only (`local`, `worktree`; a `command` scope entry is ours, and system and global are off).
+ */
+export function repositoryKeys(output: string): string[] {
+  const parts = output.split("\0");
+  const keys: string[] = [];
+  for (let i = 0; i + 1 < parts.length; i += 2) {
+    const scope = parts[i];
+    const key = parts[i + 1];
+    if (key && (scope === "local" || scope === "worktree")) keys.push(key);
+  }
+  return keys;
+}
+
+/** The overrides for a set of repository keys: the fixed ones, then each neutralised key once. */
+export function gitOverrides(keys: Iterable<string>): [string, string][] {
+  const out: [string, string][] = GIT_FIXED_CONFIG.map(([k, v]) => [k, v]);
+  const seen = new Set(out.map(([k]) => canonicalKey(k)));
+  for (const key of keys) {
+    const value = neutralValue(key);
+    const canonical = canonicalKey(key);
+    if (value === undefined || seen.has(canonical)) continue;
+    seen.add(canonical);
+    out.push([key, value]);
+  }
+  return out;
+}
+
+/** A key as git compares it: section and variable lower-cased, the subsection as written. */
+function canonicalKey(key: string): string {
+  const first = key.indexOf(".");
+  const last = key.lastIndexOf(".");
+  if (first === last) return key.toLowerCase();
+  return `${key.slice(0, first).toLowerCase()}${key.slice(first, last)}${
+    key.slice(last).toLowerCase()
+  }`;
+}
+
+/** The environment form of the overrides (`GIT_CONFIG_COUNT` and its pairs). */
+export function gitConfigEnv(overrides: readonly (readonly [string, string])[]): Record<
+  string,
+  string
+> {
+  const env: Record<string, string> = { GIT_CONFIG_COUNT: String(overrides.length) };
+  for (const [i, [key, value]] of overrides.entries()) {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  }
+  return env;
+}
+
+/** The repositories whose configuration a run can reach. */
+export interface RepositoryScan {
+  /** Work-tree directories (each has a `.git` directory or file), absolute. */
+  readonly repositories: string[];
+  /** True when the walk below the run's directory stopped at its budget. */
+  readonly partial: boolean;
+}
+
+/** How many directories the walk below a run's directory visits at most. */
+export const REPOSITORY_SCAN_BUDGET = 20_000;
+
+/**
+ * The repository around `start` (the nearest directory upwards with a `.git`, wherever it is)
+ * and every repository below it, without following symbolic links and without entering `.git`
+ * directories, visiting at most `budget` directories.
+ */
+export function findRepositories(
+  fs: FilesystemProvider,
+  start: string,
+  budget = REPOSITORY_SCAN_BUDGET,
+): RepositoryScan {
+  const repositories: string[] = [];
+  const hasGit = (dir: string) => {
+    try {
+      const facts = fs.lstat(join(dir, ".git"));
+      return facts.isDirectory || facts.isFile;
+    } catch {
+      return false;
+    }
+  };
+  for (let dir = start;; dir = join(dir, "..")) {
+    if (hasGit(dir)) {
+      repositories.push(dir);
+      break;
+    }
+    if (dir === "/") break;
+  }
+  const queue = [start];
+  let partial = false;
+  for (let head = 0; head < queue.length; head++) {
+    if (head >= budget) {
+      partial = true;
+      break;
+    }
+    const dir = queue[head]!;
+    let entries;
+    try {
+      entries = [...fs.readDir(dir)];
+    } catch {
+      continue;
+    }
+    for (const entry of entries) {
+      if (!entry.isDirectory || entry.isSymlink || entry.name === ".git") continue;
+      const child = join(dir, entry.name);
+      if (hasGit(child) && !repositories.includes(child)) repositories.push(child);
+      queue.push(child);
+    }
+  }
+  return { repositories, partial };
+}

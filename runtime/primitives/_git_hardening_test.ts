@@ -1,0 +1,134 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { hostFilesystem } from "../providers/filesystem.ts";
+import {
+  findRepositories,
+  GIT_FIXED_CONFIG,
+  gitConfigEnv,
+  gitOverrides,
+  neutralValue,
+  repositoryKeys,
+} from "./_git_hardening.ts";
+
+Deno.test("neutralValue() neutralises every key that names a program, whatever its case", () => {
+  const table: [string, string | undefined][] = [
+    ["core.fsmonitor", "false"],
+    ["CORE.FsMonitor", "false"],
+    ["diff.external", ""],
+    ["Diff.External", ""],
+    ["core.sshCommand", ""],
+    ["filter.lfs.clean", ""],
+    ["FILTER.evil.Smudge", ""],
+    ["filter.x.process", ""],
+    ["diff.pdf.textconv", ""],
+    ["diff.x.command", ""],
+    ["merge.ours.driver", ""],
+    ["credential.https://example.com.helper", ""],
+    ["alias.st", ""],
+    ["ALIAS.anything.at.all", ""],
+    ["pager.log", "false"],
+    ["core.pager", "cat"],
+    ["gpg.program", "false"],
+    ["remote.origin.uploadpack", ""],
+    ["submodule.lib.update", "checkout"],
+    // Harmless keys stay as the repository set them.
+    ["user.name", undefined],
+    ["core.autocrlf", undefined],
+    ["remote.origin.url", undefined],
+    ["filter.lfs.required", undefined],
+    ["diff.renames", undefined],
+    // Malformed keys are not keys.
+    ["nodot", undefined],
+    [".leading", undefined],
+    ["trailing.", undefined],
+  ];
+  for (const [key, expected] of table) {
+    assert.equal(neutralValue(key), expected, key);
+  }
+});
+
+Deno.test("repositoryKeys() keeps local and worktree entries only", () => {
+  const output = [
+    "local",
+    "core.fsmonitor",
+    "command",
+    "core.hooksPath",
+    "worktree",
+    "alias.st",
+    "global",
+    "alias.g",
+    "system",
+    "diff.external",
+    "local",
+    "",
+  ].join("\0");
+  assert.deepEqual(repositoryKeys(output), ["core.fsmonitor", "alias.st"]);
+  assert.deepEqual(repositoryKeys(""), []);
+});
+
+Deno.test("gitOverrides() starts with the fixed keys and adds each neutralised key once", () => {
+  const fixed = GIT_FIXED_CONFIG.length;
+  const out = gitOverrides([
+    "core.fsmonitor", // already fixed: not repeated
+    "CORE.FSMONITOR",
+    "alias.st",
+    "ALIAS.st", // same key for git
+    "alias.ST", // the variable is case-insensitive too
+    "filter.lfs.clean",
+    "filter.LFS.clean", // another subsection: subsections are case-sensitive
+    "user.name", // harmless: not overridden
+  ]);
+  assert.deepEqual(out.slice(0, fixed), GIT_FIXED_CONFIG.map(([k, v]) => [k, v]));
+  assert.deepEqual(out.slice(fixed), [
+    ["alias.st", ""],
+    ["filter.lfs.clean", ""],
+    ["filter.LFS.clean", ""],
+  ]);
+});
+
+Deno.test("gitConfigEnv() numbers each pair and counts them", () => {
+  assert.deepEqual(gitConfigEnv([["a.b", "1"], ["c.d", ""]]), {
+    GIT_CONFIG_COUNT: "2",
+    GIT_CONFIG_KEY_0: "a.b",
+    GIT_CONFIG_VALUE_0: "1",
+    GIT_CONFIG_KEY_1: "c.d",
+    GIT_CONFIG_VALUE_1: "",
+  });
+});
+
+Deno.test("findRepositories() finds the enclosing repository and every nested one, without following symlinks", () => {
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-gitscan-" }));
+  try {
+    const outer = join(root, "outer");
+    const sub = join(outer, "src", "deep");
+    const nested = join(outer, "pkg", "lib");
+    const worktree = join(outer, "wt");
+    const elsewhere = join(root, "elsewhere");
+    for (const dir of [join(outer, ".git"), sub, join(nested, ".git"), worktree, elsewhere]) {
+      Deno.mkdirSync(dir, { recursive: true });
+    }
+    // A linked worktree or submodule has a `.git` file.
+    Deno.writeTextFileSync(join(worktree, ".git"), "gitdir: ../.git/worktrees/wt\n");
+    // A repository reachable only through a symlink is not walked into.
+    Deno.mkdirSync(join(elsewhere, "linked", ".git"), { recursive: true });
+    Deno.symlinkSync(elsewhere, join(outer, "link"));
+    // A repository-looking directory inside .git is not a repository.
+    Deno.mkdirSync(join(outer, ".git", "modules", "m", ".git"), { recursive: true });
+
+    const fs = hostFilesystem();
+    const scan = findRepositories(fs, outer);
+    assert.equal(scan.partial, false);
+    assert.deepEqual([...scan.repositories].sort(), [nested, outer, worktree].sort());
+
+    // From a directory inside the outer repository: the enclosing one, upwards.
+    const below = findRepositories(fs, sub);
+    assert.deepEqual(below.repositories, [outer]);
+
+    // A budget smaller than the tree stops the walk and says so.
+    const cut = findRepositories(fs, outer, 1);
+    assert.equal(cut.partial, true);
+    assert.ok(cut.repositories.includes(outer), "the enclosing repository is always found");
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
+});

@@ -1,0 +1,879 @@
+/**
+ * The shell primitive: `run` — one argv, no shell expansion — the only way a process starts a
+ * host program (DESIGN §2, §5).
+ *
+ * A run, in order:
+ * 1. the argv, timeout, output cap and stdin are checked; the working directory is the
+ *    process's cwd (or `cwd` from it), contained in the workspace with symlinks resolved;
+ * 2. `decideShell()` decides every command the argv will run, through wrappers and `sh -c`
+ *    bodies, under the run's shell policy level, mode, rules and the process's capabilities; the
+ *    decision's context says whether the OS wall is on. A deny is audited and thrown;
+ * 3. the program is resolved to an absolute path: a bare name on a PATH of fixed system
+ *    directories (never a relative entry, never the workspace), a name with a `/` from the
+ *    working directory; exactly that path runs;
+ * 4. an `ask` needs a human's approval of exactly this action — bound to the resolved executable
+ *    (and where it leads), the argv, the working directory, a hash of the environment, stdin and
+ *    whether the wall is on — so an approval of `git status` does not run `git push`, and a
+ *    different directory or a different program first on PATH asks again. Without one it goes to
+ *    the human channel: interactive approval retries the call, queue mode parks the process;
+ * 5. under the workspace lock (exclusive: no filesystem primitive runs meanwhile), with the
+ *    intent committed to the action ledger, the provider runs it: an explicit environment (no
+ *    API key, no `DENO_*`, no `GIT_*` from anyone but libos, nothing from `.env`), git hardened
+ *    (`_git_hardening.ts`), limits, a timeout that kills the whole process group, capped output;
+ *    inside the OS wall when it works here.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import type { ActionLedger } from "../action_ledger.ts";
+import type { Authority } from "../authority.ts";
+import { digestOf, type JsonValue, sha256Hex } from "../canonical_json.ts";
+import type { Capability } from "../capability.ts";
+import {
+  CapabilityDeniedError,
+  IllegalTransitionError,
+  LibosError,
+  NotFoundError,
+  ValidationError,
+} from "../errors.ts";
+import type { HumanChannel } from "../human_channel.ts";
+import type { ApprovalDetails, PendingAction } from "../human_request.ts";
+import { isFinal } from "../process.ts";
+import type { ModeName } from "../modes.ts";
+import type { ProcessManager } from "../process_manager.ts";
+import type { FilesystemProvider } from "../providers/filesystem.ts";
+import type { ResolvedProgram, ShellProvider, ShellRunResult } from "../providers/shell.ts";
+import type { RuntimeCore } from "../runtime_core.ts";
+import type { PolicyRules } from "../policy_rules.ts";
+import { programName } from "../shell_argv.ts";
+import {
+  decideShell,
+  type ShellCapabilityAnswer,
+  type ShellDecision,
+  type ShellPolicyLevel,
+} from "../shell_policy.ts";
+import type { ShellParser } from "../shell_script.ts";
+import type { WorkspaceLock } from "../workspace_lock.ts";
+import { containedDirectory, insideWorkspace } from "../workspace_path.ts";
+import {
+  findRepositories,
+  GIT_OVERRIDES_MAX,
+  gitConfigEnv,
+  gitOverrides,
+  repositoryKeys,
+} from "./_git_hardening.ts";
+
+/** The fixed system directories a bare program name is looked up in, in order. */
+export const SYSTEM_PATH: readonly string[] = Object.freeze([
+  "/usr/local/sbin",
+  "/usr/local/bin",
+  "/usr/sbin",
+  "/usr/bin",
+  "/sbin",
+  "/bin",
+]);
+
+/** Bounds enforced inside the primitive. */
+export interface ShellLimits {
+  /** Default and largest timeout of a run, milliseconds. */
+  readonly timeoutMs: number;
+  readonly timeoutMsMax: number;
+  /** Default and largest bytes kept of stdout and of stderr each. */
+  readonly outputBytes: number;
+  readonly outputBytesMax: number;
+  /** Largest stdin. */
+  readonly stdinBytesMax: number;
+  /** Largest number of arguments. */
+  readonly argsMax: number;
+}
+
+/** The limits when nothing else is configured. */
+export const DEFAULT_SHELL_LIMITS: ShellLimits = Object.freeze({
+  timeoutMs: 120_000,
+  timeoutMsMax: 3_600_000,
+  outputBytes: 256 * 1024,
+  outputBytesMax: 8 * 1024 * 1024,
+  stdinBytesMax: 8 * 1024 * 1024,
+  argsMax: 4096,
+});
+
+/** One run's arguments, as a process gives them. */
+export interface ShellRunArgs {
+  readonly argv: readonly string[];
+  /** The working directory, from the process's cwd (default: the process's cwd). */
+  readonly cwd?: string;
+  readonly timeoutMs?: number;
+  readonly maxOutputBytes?: number;
+  readonly stdin?: string;
+}
+
+/** What a run did. */
+export interface ShellRunOutput extends ShellRunResult {
+  readonly argv: readonly string[];
+  /** The absolute path that ran. */
+  readonly executable: string;
+  /** The working directory, workspace-relative. */
+  readonly cwd: string;
+  /** Whether it ran inside the OS wall. */
+  readonly wall: boolean;
+  /** Allowed only because the level is `always_allow`. */
+  readonly highRisk: boolean;
+  /** Things the caller should know (a partial repository scan). */
+  readonly warnings: readonly string[];
+}
+
+/** The wall: `true` requires it, `false` turns it off, `"auto"` uses it when it works. */
+export type WallSetting = boolean | "auto";
+
+/** What the primitive needs. */
+export interface ShellPrimitiveOptions {
+  readonly core: RuntimeCore;
+  readonly authority: Authority;
+  readonly processes: ProcessManager;
+  readonly ledger: ActionLedger;
+  readonly human: HumanChannel;
+  readonly provider: ShellProvider;
+  /** For the working directory's containment and the repository scan. */
+  readonly filesystem: FilesystemProvider;
+  readonly workspace: string;
+  readonly lock: WorkspaceLock;
+  readonly rules: PolicyRules;
+  readonly parser: ShellParser;
+  /** The run's shell policy level (default `allowlist_auto_else_ask`). */
+  readonly level?: ShellPolicyLevel;
+  /** Default `"auto"`. */
+  readonly wall?: WallSetting;
+  /** Where bare names are looked up (default {@link SYSTEM_PATH}); absolute, outside the workspace. */
+  readonly searchPath?: readonly string[];
+  /** Values removed from every output (known secrets), replaced with `[redacted]`. */
+  readonly secrets?: readonly string[];
+  /**
+   * Host directories hidden inside the wall (`WallSpec.hidden` of `providers/shell.ts`); the runtime passes its
+   * state directory, the database's directory and the user's home. Relative paths, the workspace
+   * and paths inside it are ignored; missing ones are skipped at each run.
+   */
+  readonly hidden?: readonly string[];
+  readonly limits?: Partial<ShellLimits>;
+  /** The commit identity git uses where a repository sets none (default {@link DEFAULT_GIT_IDENTITY}). */
+  readonly gitIdentity?: GitIdentity;
+}
+
+/** A commit identity. */
+export interface GitIdentity {
+  readonly name: string;
+  readonly email: string;
+}
+
+/** The identity of commits made by agents in a repository that sets none. */
+export const DEFAULT_GIT_IDENTITY: GitIdentity = Object.freeze({
+  name: "libos agent",
+  email: "agent@libos.invalid",
+});
+
+/** What to do about a denied run, by the layer that denied it. */
+function denyAdvice(reason: string): string {
+  if (reason.startsWith("hardline:")) return "libos never runs it, in any mode or level";
+  if (reason.startsWith("run:")) return "a --deny of this run forbids it";
+  if (reason.startsWith("mode:")) {
+    return "the mode forbids shell commands (read-only and plan allow them only inside the OS wall)";
+  }
+  if (reason.startsWith("shell-policy:")) return "the shell policy level denies every command";
+  return "ask a human with request_permission if it is needed";
+}
+
+/** The placeholder the environment hash uses for per-runtime scratch paths. */
+const HOME_PLACEHOLDER = "<scratch home>";
+
+/** The shell primitive of one runtime. */
+export class ShellPrimitive implements AsyncDisposable {
+  readonly #core: RuntimeCore;
+  readonly #authority: Authority;
+  readonly #processes: ProcessManager;
+  readonly #ledger: ActionLedger;
+  readonly #human: HumanChannel;
+  readonly #provider: ShellProvider;
+  readonly #fs: FilesystemProvider;
+  readonly #workspace: string;
+  readonly #lock: WorkspaceLock;
+  readonly #rules: PolicyRules;
+  readonly #parser: ShellParser;
+  readonly #wallSetting: WallSetting;
+  readonly #searchPath: readonly string[];
+  readonly #secrets: readonly string[];
+  readonly #identity: GitIdentity;
+  readonly level: ShellPolicyLevel;
+  readonly limits: ShellLimits;
+  #wall: Promise<boolean> | undefined;
+  #homes: string | undefined;
+  readonly #hidden: readonly string[];
+
+  /**
+   * Binds the primitive to a runtime.
+   * @throws {ValidationError} for a search path that is relative or inside the workspace.
+   */
+  constructor(options: ShellPrimitiveOptions) {
+    this.#core = options.core;
+    this.#authority = options.authority;
+    this.#processes = options.processes;
+    this.#ledger = options.ledger;
+    this.#human = options.human;
+    this.#provider = options.provider;
+    this.#fs = options.filesystem;
+    this.#workspace = options.workspace;
+    this.#lock = options.lock;
+    this.#rules = options.rules;
+    this.#parser = options.parser;
+    this.#wallSetting = options.wall ?? "auto";
+    this.level = options.level ?? "allowlist_auto_else_ask";
+    this.limits = { ...DEFAULT_SHELL_LIMITS, ...options.limits };
+    const searchPath = options.searchPath ?? SYSTEM_PATH;
+    for (const dir of searchPath) {
+      if (!dir.startsWith("/") || insideWorkspace(this.#workspace, dir)) {
+        throw new ValidationError(
+          `Search path entry ${
+            JSON.stringify(dir)
+          } must be an absolute directory outside the workspace (a relative entry or one inside the workspace lets workspace files pose as programs)`,
+        );
+      }
+    }
+    this.#searchPath = Object.freeze([...searchPath]);
+    this.#identity = options.gitIdentity ?? DEFAULT_GIT_IDENTITY;
+    for (const v of [this.#identity.name, this.#identity.email]) {
+      if (typeof v !== "string" || v === "" || v.length > 200 || /[\0\n\r]/.test(v)) {
+        throw new ValidationError(
+          "gitIdentity name and email must be one line of 1 to 200 characters",
+        );
+      }
+    }
+    this.#secrets = Object.freeze((options.secrets ?? []).filter((s) => s.length >= 4));
+    this.#hidden = Object.freeze(
+      [...new Set(options.hidden ?? [])].filter((dir) =>
+        dir.startsWith("/") && dir !== "/" && !insideWorkspace(this.#workspace, dir)
+      ),
+    );
+  }
+
+  /**
+   * The wall's hidden directories that exist now (bwrap cannot mount over a missing path), and
+   * what is bound read-only on top: the scratch git configuration, and every search path
+   * directory a hidden one would otherwise take away (e.g. `~/.local/bin`).
+   */
+  #mounts(): { hidden: string[]; readOnly: string[] } {
+    const isDir = (dir: string) => {
+      try {
+        return Deno.statSync(dir).isDirectory;
+      } catch {
+        return false;
+      }
+    };
+    const hidden = this.#hidden.filter(isDir);
+    const under = (dir: string) => hidden.some((h) => insideWorkspace(h, dir));
+    return {
+      hidden,
+      readOnly: [
+        join(this.#scratch(), "gitconfig"),
+        ...this.#searchPath.filter((dir) => under(dir) && isDir(dir)),
+      ],
+    };
+  }
+
+  /**
+   * Whether runs go inside the OS wall: probed on first use; when the wall is wanted but does not
+   * work here, a notice says so once (or, when it is required, every run is refused).
+   * @throws {LibosError} `wall_unavailable` when the wall is required and does not work.
+   */
+  wall(): Promise<boolean> {
+    this.#wall ??= (async () => {
+      if (this.#wallSetting === false) {
+        this.#authority.setWall(false);
+        return false;
+      }
+      const works = await this.#provider.wallAvailable();
+      if (!works && this.#wallSetting === true) {
+        throw new LibosError(
+          "wall_unavailable",
+          "operator",
+          "The OS wall is required (--wall on) but bubblewrap does not work on this machine; install the Debian package bubblewrap (and allow unprivileged user namespaces), or run with --wall auto",
+        );
+      }
+      if (!works) {
+        this.#core.events.emit({
+          kind: "notice",
+          payload: {
+            level: "warn",
+            code: "wall_unavailable",
+            message:
+              "Shell commands run without the OS wall: bubblewrap (bwrap) does not work on this machine, so a command can write outside the workspace and reach the network; install the Debian package bubblewrap to turn the wall on",
+          },
+        });
+      }
+      this.#authority.setWall(works);
+      return works;
+    })();
+    return this.#wall;
+  }
+
+  // ---------------------------------------------------------------- checks
+
+  #validate(args: ShellRunArgs): Required<Omit<ShellRunArgs, "cwd" | "stdin">> & {
+    cwd: string;
+    stdin: string | null;
+  } {
+    const argv = args?.argv;
+    if (!Array.isArray(argv) || argv.length === 0) {
+      throw new ValidationError(
+        'argv must be a non-empty array of strings, the program first (e.g. ["git", "status"]); no shell parses it',
+      );
+    }
+    if (argv.length > this.limits.argsMax) {
+      throw new ValidationError(
+        `argv has ${argv.length} arguments; the limit is ${this.limits.argsMax}`,
+      );
+    }
+    for (const [i, token] of argv.entries()) {
+      if (typeof token !== "string") {
+        throw new ValidationError(`argv[${i}] must be a string, got ${typeof token}`);
+      }
+      if (token.includes("\0")) {
+        throw new ValidationError(`argv[${i}] contains a NUL byte, which no program can receive`);
+      }
+    }
+    if (argv[0] === "") throw new ValidationError("argv[0] (the program) must not be empty");
+    const integer = (name: string, value: unknown, fallback: number, max: number) => {
+      const v = value ?? fallback;
+      if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > max) {
+        throw new ValidationError(`${name} must be an integer from 1 to ${max}, got ${String(v)}`);
+      }
+      return v;
+    };
+    const stdin = args.stdin ?? null;
+    if (stdin !== null) {
+      if (typeof stdin !== "string") throw new ValidationError("stdin must be text");
+      if (new TextEncoder().encode(stdin).length > this.limits.stdinBytesMax) {
+        throw new ValidationError(`stdin is over ${this.limits.stdinBytesMax} bytes`);
+      }
+    }
+    const cwd = args.cwd ?? ".";
+    if (typeof cwd !== "string") throw new ValidationError("cwd must be a path");
+    return {
+      argv: [...argv],
+      cwd,
+      stdin,
+      timeoutMs: integer(
+        "timeoutMs",
+        args.timeoutMs,
+        this.limits.timeoutMs,
+        this.limits.timeoutMsMax,
+      ),
+      maxOutputBytes: integer(
+        "maxOutputBytes",
+        args.maxOutputBytes,
+        this.limits.outputBytes,
+        this.limits.outputBytesMax,
+      ),
+    };
+  }
+
+  /** The process's working directory for this run, workspace-relative and canonical. */
+  #cwd(pid: string, path: string): string {
+    const p = this.#processes.get(pid);
+    if (isFinal(p.status)) {
+      throw new IllegalTransitionError(
+        "illegal_transition",
+        `Process ${pid} is ${p.status} and can run no command`,
+      );
+    }
+    return containedDirectory(this.#fs, this.#workspace, p.cwd, path);
+  }
+
+  /** Decides the argv for `pid`; one-shot capabilities that allowed a command are collected. */
+  #decide(pid: string, argv: readonly string[], wall: boolean, used: Capability[]): ShellDecision {
+    const context = this.#authority.context;
+    return this.#authority.capabilities.checked(() =>
+      decideShell({
+        argv,
+        level: this.level,
+        mode: this.#modeOf(pid),
+        wall,
+        denies: context.denies,
+        rules: this.#rules,
+        scripts: this.#parser.loaded ? this.#parser : null,
+        pid,
+        capabilities: (command) => {
+          const match = this.#authority.capabilities.match(
+            pid,
+            { type: "shell", argv: command },
+            "execute",
+            undefined,
+          );
+          if (!match) return undefined;
+          if (match.effect === "allow" && match.capability.oneShot) used.push(match.capability);
+          const answer: ShellCapabilityAnswer = {
+            effect: match.effect,
+            reason: `cap:${match.capability.id}`,
+            exact: match.capability.resource.type === "shell" &&
+              match.capability.resource.scope === "exact",
+          };
+          return answer;
+        },
+      })
+    );
+  }
+
+  /** The mode the process acts under (the run's, narrowed by its ceiling). */
+  #modeOf(pid: string): ModeName {
+    return this.#authority.modeOf(pid);
+  }
+
+  #record(
+    pid: string,
+    argv: readonly string[],
+    decision: "allow" | "ask" | "deny",
+    authority: string,
+    extra: { inputDigest?: string; detail?: Record<string, string | number | boolean | null> } = {},
+  ): void {
+    this.#core.audit.append({
+      actor: pid,
+      pid,
+      action: "shell.run",
+      resource: `shell:${argv.join(" ")}`.slice(0, 4096),
+      decision,
+      authority,
+      ...extra,
+    });
+  }
+
+  /**
+   * The runtime's scratch directory (created on first use, removed with the runtime): the
+   * per-process homes, and the git configuration libos gives every run (`gitconfig`: the default
+   * identity, below any repository's own).
+   */
+  #scratch(): string {
+    if (this.#homes) return this.#homes;
+    const dir = Deno.makeTempDirSync({ prefix: "libos-home-" });
+    const quote = (v: string) => JSON.stringify(v);
+    Deno.writeTextFileSync(
+      join(dir, "gitconfig"),
+      `[user]\n\tname = ${quote(this.#identity.name)}\n\temail = ${quote(this.#identity.email)}\n`,
+      { mode: 0o600 },
+    );
+    this.#homes = dir;
+    return dir;
+  }
+
+  /** The scratch HOME of a process. */
+  #home(pid: string): string {
+    const home = join(this.#scratch(), pid);
+    Deno.mkdirSync(home, { recursive: true, mode: 0o700 });
+    return home;
+  }
+
+  /** The environment every run gets (git overrides are added at run time). */
+  #baseEnv(home: string): Record<string, string> {
+    return {
+      PATH: this.#searchPath.join(":"),
+      HOME: home,
+      LANG: "C.UTF-8",
+      TERM: "dumb",
+      TMPDIR: "/tmp",
+      PAGER: "cat",
+      GIT_PAGER: "cat",
+      GIT_CONFIG_NOSYSTEM: "1",
+      GIT_CONFIG_GLOBAL: join(this.#scratch(), "gitconfig"),
+      GIT_TERMINAL_PROMPT: "0",
+    };
+  }
+
+  /** Resolves the program, or throws a typed error that says where it looked. */
+  #resolve(token: string, cwdAbsolute: string): ResolvedProgram {
+    const found = this.#provider.resolveProgram(token, cwdAbsolute, this.#searchPath);
+    if (found) return found;
+    throw new NotFoundError(
+      token.includes("/")
+        ? `Cannot run ${JSON.stringify(token)}: no executable file there`
+        : `Cannot run ${JSON.stringify(token)}: no executable of that name in ${
+          this.#searchPath.join(":")
+        } (libos looks only in fixed system directories; name a workspace program by its path, e.g. ./script.sh)`,
+    );
+  }
+
+  /** Whether a decision's commands may start git (directly, or through code that might). */
+  #mayRunGit(decision: ShellDecision): boolean {
+    return decision.commands.some((c) =>
+      c.kind === "workspace_code" || c.kind === "inline_code" || c.kind === "opaque" ||
+      programName(c.argv[0] ?? "") === "git"
+    );
+  }
+
+  /**
+   * The git overrides for a run in `cwd`: the fixed ones, and every program-naming key of the
+   * repositories around and below it (see `_git_hardening.ts`).
+   * @throws {LibosError} `git_config_unsafe` when a repository sets more keys than can be overridden.
+   */
+  async #gitEnv(
+    cwdAbsolute: string,
+    env: Record<string, string>,
+    scan: boolean,
+    warnings: string[],
+  ): Promise<Record<string, string>> {
+    if (!scan) return gitConfigEnv(gitOverrides([]));
+    const git = this.#provider.resolveProgram("git", cwdAbsolute, this.#searchPath);
+    if (!git) return gitConfigEnv(gitOverrides([]));
+    const found = findRepositories(this.#fs, cwdAbsolute);
+    if (found.partial) {
+      warnings.push(
+        "the search for nested git repositories stopped at its budget; a repository deeper down is not hardened beyond the fixed overrides",
+      );
+    }
+    const keys: string[] = [];
+    for (const repository of found.repositories.slice(0, 64)) {
+      const listed = await this.#provider.run({
+        executable: git.executable,
+        args: ["config", "--list", "--null", "--name-only", "--show-scope", "--includes"],
+        cwd: repository,
+        env: { ...env, ...gitConfigEnv(gitOverrides([])) },
+        timeoutMs: 10_000,
+        maxOutputBytes: 4 * 1024 * 1024,
+        wall: null,
+      });
+      if (listed.stdoutTruncated) {
+        throw new LibosError(
+          "git_config_unsafe",
+          "caller",
+          `The git configuration of ${repository} is over 4 MiB; libos does not run commands that may start git there. Inspect it (it is not something git writes itself)`,
+        );
+      }
+      if (listed.exitCode === 0) keys.push(...repositoryKeys(listed.stdout));
+      else {
+        warnings.push(
+          `git could not read the configuration of ${repository} (${
+            listed.stderr.trim().slice(0, 200)
+          }); git will refuse it too`,
+        );
+      }
+    }
+    if (found.repositories.length > 64) {
+      warnings.push(
+        `${found.repositories.length} git repositories were found; only the first 64 were hardened beyond the fixed overrides`,
+      );
+    }
+    const overrides = gitOverrides(keys);
+    if (overrides.length > GIT_OVERRIDES_MAX) {
+      throw new LibosError(
+        "git_config_unsafe",
+        "caller",
+        `The git repositories under ${cwdAbsolute} set ${overrides.length} keys that name programs; libos overrides at most ${GIT_OVERRIDES_MAX} and does not run commands that may start git there`,
+      );
+    }
+    return gitConfigEnv(overrides);
+  }
+
+  #redact(text: string): string {
+    let out = text;
+    for (const secret of this.#secrets) out = out.split(secret).join("[redacted]");
+    return out;
+  }
+
+  /** The approval request a human sees for a run that asked. */
+  #details(
+    args: Record<string, JsonValue>,
+    argv: readonly string[],
+    program: ResolvedProgram,
+    cwd: string,
+    envHash: string,
+    stdin: string | null,
+    decision: ShellDecision,
+    digest: string,
+    wall: boolean,
+    mode: ModeName,
+  ): ApprovalDetails {
+    const action: PendingAction = { primitive: "shell.run", args: args as PendingAction["args"] };
+    const stdinBytes = stdin === null ? null : new TextEncoder().encode(stdin);
+    return {
+      primitive: "shell",
+      operation: "shell.run",
+      path: null,
+      absolutePath: null,
+      resource: `shell:${argv.join(" ")}`.slice(0, 4096),
+      right: "execute",
+      reason: decision.reason,
+      grantScope: `this exact command, once (bound to its digest)${
+        wall ? ", inside the OS wall" : ", WITHOUT the OS wall"
+      }`,
+      willCreate: null,
+      willOverwrite: null,
+      target: null,
+      bytes: stdinBytes === null ? null : stdinBytes.length,
+      sha256: stdinBytes === null ? null : `sha256:${sha256Hex(stdinBytes)}`,
+      preview: stdin === null ? null : stdin.slice(0, 2000),
+      diff: null,
+      executable: program.real === program.executable
+        ? program.executable
+        : `${program.executable} -> ${program.real}`,
+      argv: [...argv],
+      cwd: cwd === "." ? this.#workspace : join(this.#workspace, cwd),
+      envHash,
+      digest,
+      ceiling: decision.reason.startsWith("mode:") || decision.reason.startsWith("run:")
+        ? decision.reason
+        : null,
+      offers: this.#offers(argv, decision, mode, wall),
+      action,
+    };
+  }
+
+  /**
+   * The "allow always" scopes that would really let this argv run next time: this exact argv,
+   * and its first two words (`git status …`) — never a whole program — each kept only when the
+   * decision with that capability added would be allow.
+   */
+  #offers(
+    argv: readonly string[],
+    decision: ShellDecision,
+    mode: ModeName,
+    wall: boolean,
+  ): ApprovalDetails["offers"] {
+    if (decision.decision !== "ask") return [];
+    const fits = argv.length <= 256 && argv.every((t) => t.length >= 1 && t.length <= 4096);
+    if (!fits) return [];
+    const candidates: { scope: "exact" | "prefix"; argv: string[] }[] = [
+      { scope: "exact", argv: [...argv] },
+    ];
+    if (argv.length > 2 && !argv[1]!.startsWith("-")) {
+      candidates.push({ scope: "prefix", argv: argv.slice(0, 2) });
+    }
+    return candidates.filter((c) => {
+      const trial = decideShell({
+        argv,
+        level: this.level,
+        mode,
+        wall,
+        denies: this.#authority.context.denies,
+        rules: this.#rules,
+        scripts: this.#parser.loaded ? this.#parser : null,
+        capabilities: (command) => {
+          const covers = c.scope === "exact"
+            ? command.length === c.argv.length && c.argv.every((t, i) => t === command[i])
+            : c.argv.length <= command.length && c.argv.every((t, i) => t === command[i]);
+          return covers
+            ? { effect: "allow", reason: "offer", exact: c.scope === "exact" }
+            : undefined;
+        },
+      });
+      return trial.decision === "allow";
+    }).map((c) => ({
+      scope: c.scope,
+      resource: { type: "shell" as const, argv: c.argv, scope: c.scope },
+      rights: ["execute"],
+    }));
+  }
+
+  // ---------------------------------------------------------------- the operation
+
+  /**
+   * Runs one argv (see the module documentation).
+   * @throws {ValidationError} for a malformed argv, timeout, output cap or stdin.
+   * @throws {CapabilityDeniedError} when the decision is deny (audited).
+   * @throws {HumanPendingError} / {@link HumanDecisionError} when it asks and the human mode is
+   *   queue / none (or the human rejected it).
+   * @throws {NotFoundError} when the program does not exist.
+   * @throws {OutsideWorkspaceError} when the working directory leaves the workspace.
+   * @throws {LibosError} `wall_unavailable` when the wall is required and does not work.
+   */
+  async run(pid: string, args: ShellRunArgs): Promise<ShellRunOutput> {
+    const input = this.#validate(args);
+    const callArgs: Record<string, JsonValue> = {
+      argv: input.argv,
+      cwd: input.cwd,
+      timeoutMs: input.timeoutMs,
+      maxOutputBytes: input.maxOutputBytes,
+      ...(input.stdin === null ? {} : { stdin: input.stdin }),
+    };
+    await this.#parser.load();
+    const wall = await this.wall();
+    const argv = input.argv;
+    for (let attempt = 1;; attempt++) {
+      const cwd = this.#cwd(pid, input.cwd);
+      const cwdAbsolute = cwd === "." ? this.#workspace : join(this.#workspace, cwd);
+      const used: Capability[] = [];
+      const decision = this.#decide(pid, argv, wall, used);
+      if (decision.decision === "deny") {
+        this.#record(pid, argv, "deny", decision.reason);
+        throw new CapabilityDeniedError(
+          "capability_denied",
+          `Cannot run ${JSON.stringify(argv.join(" ").slice(0, 200))}: ${
+            decision.commands.length > 1 ? "a command it runs is" : "it is"
+          } denied (${decision.reason}); ${denyAdvice(decision.reason)}`,
+          { reason: decision.reason },
+        );
+      }
+      const program = this.#resolve(argv[0]!, cwdAbsolute);
+      const home = this.#home(pid);
+      const base = this.#baseEnv(home);
+      const envHash = `sha256:${
+        sha256Hex(
+          JSON.stringify(
+            Object.entries({
+              ...base,
+              HOME: HOME_PLACEHOLDER,
+              GIT_CONFIG_GLOBAL: HOME_PLACEHOLDER,
+            }).sort(),
+          ),
+        )
+      }`;
+      const digest = digestOf({
+        primitive: "shell.run",
+        executable: program.executable,
+        real: program.real,
+        argv,
+        cwd,
+        envHash,
+        stdin: input.stdin === null ? null : sha256Hex(input.stdin),
+        wall,
+      });
+      let authority = decision.reason;
+      if (decision.decision === "ask") {
+        const approved = this.#authority.capabilities.approval(
+          pid,
+          { type: "shell", argv },
+          "execute",
+          digest,
+        );
+        if (!approved) {
+          this.#record(pid, argv, "ask", decision.reason, { inputDigest: digest });
+          if (attempt >= 3) {
+            throw new ValidationError(
+              `${JSON.stringify(argv.join(" ").slice(0, 200))} still needs approval after ${
+                attempt - 1
+              } approvals; what it would run keeps changing — try again`,
+            );
+          }
+          await this.#human.escalate(
+            pid,
+            this.#details(
+              callArgs,
+              argv,
+              program,
+              cwd,
+              envHash,
+              input.stdin,
+              decision,
+              digest,
+              wall,
+              this.#modeOf(pid),
+            ),
+          );
+          continue;
+        }
+        used.push(approved.capability);
+        authority = `cap:${approved.capability.id}`;
+      }
+      return await this.#lock.exclusive(async () => {
+        // Use up every one-shot capability behind this run before it starts (compare-and-set).
+        for (const cap of new Set(used)) this.#authority.capabilities.consume(cap);
+        const warnings: string[] = [];
+        const gitEnv = await this.#gitEnv(cwdAbsolute, base, this.#mayRunGit(decision), warnings);
+        const network = wall &&
+          this.#authority.decide(pid, { resource: { type: "net", key: "*" }, right: "connect" })
+              .effect === "allow";
+        const { id } = this.#ledger.begin(pid, {
+          kind: "shell.run",
+          request: { argv, cwd, executable: program.executable, digest },
+        });
+        let result: ShellRunResult;
+        try {
+          result = await this.#provider.run({
+            executable: program.executable,
+            args: argv.slice(1),
+            cwd: cwdAbsolute,
+            env: { ...base, ...gitEnv },
+            timeoutMs: input.timeoutMs,
+            maxOutputBytes: input.maxOutputBytes,
+            ...(input.stdin === null ? {} : { stdin: input.stdin }),
+            wall: wall
+              ? {
+                workspace: this.#workspace,
+                writable: !["read-only", "plan"].includes(this.#modeOf(pid)),
+                home,
+                ...this.#mounts(),
+                network,
+              }
+              : null,
+          });
+        } catch (error) {
+          this.#ledger.finish(id, {
+            ok: false,
+            error: {
+              code: error instanceof LibosError ? error.code : "spawn_failed",
+              message: error instanceof Error ? error.message : String(error),
+            },
+          });
+          throw error;
+        }
+        const output: ShellRunOutput = {
+          ...result,
+          stdout: this.#redact(result.stdout),
+          stderr: this.#redact(result.stderr),
+          argv,
+          executable: program.executable,
+          cwd,
+          wall,
+          highRisk: decision.highRisk,
+          warnings,
+        };
+        this.#ledger.finish(id, {
+          ok: true,
+          value: {
+            exitCode: result.exitCode,
+            signal: result.signal,
+            timedOut: result.timedOut,
+          },
+        });
+        this.#record(pid, argv, "allow", authority, {
+          inputDigest: digest,
+          detail: {
+            executable: program.executable,
+            exitCode: result.exitCode,
+            signal: result.signal,
+            timedOut: result.timedOut,
+            wall,
+            highRisk: decision.highRisk,
+          },
+        });
+        return output;
+      });
+    }
+  }
+
+  /**
+   * Runs a stored action (an approved request being re-dispatched).
+   * @throws {ValidationError} for a stored action that is not a shell run.
+   */
+  async dispatch(pid: string, action: PendingAction): Promise<JsonValue> {
+    if (action.primitive !== "shell.run") {
+      throw new ValidationError(`Stored action ${action.primitive} is not a shell run`);
+    }
+    const a = action.args;
+    const argv = a.argv;
+    if (!Array.isArray(argv) || argv.some((t) => typeof t !== "string")) {
+      throw new ValidationError("Stored action shell.run has no argv");
+    }
+    const out = await this.run(pid, {
+      argv: argv as string[],
+      ...(typeof a.cwd === "string" ? { cwd: a.cwd } : {}),
+      ...(typeof a.timeoutMs === "number" ? { timeoutMs: a.timeoutMs } : {}),
+      ...(typeof a.maxOutputBytes === "number" ? { maxOutputBytes: a.maxOutputBytes } : {}),
+      ...(typeof a.stdin === "string" ? { stdin: a.stdin } : {}),
+    });
+    return JSON.parse(JSON.stringify(out)) as JsonValue;
+  }
+
+  /** Ends the watchdog (every group a run left behind dies) and removes the scratch homes. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.#provider[Symbol.asyncDispose]();
+    if (this.#homes) {
+      await Deno.remove(this.#homes, { recursive: true }).catch(() => {});
+      this.#homes = undefined;
+    }
+  }
+}

@@ -1,0 +1,258 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import {
+  CapabilityDeniedError,
+  HumanDecisionError,
+  HumanPendingError,
+  NotFoundError,
+  OutsideWorkspaceError,
+  ValidationError,
+} from "../errors.ts";
+import { createRuntime } from "../runtime.ts";
+import {
+  eventually,
+  failure,
+  fakeProgram,
+  logLines,
+  processesWith,
+  script,
+  shellFixture,
+} from "../../tests/shell_fixture.ts";
+import type { ShellRunArgs } from "./shell.ts";
+
+Deno.test("ShellPrimitive.run() runs an allowed argv and reports exit code, output and the resolved path", async () => {
+  await using f = await shellFixture({ level: "always_allow" });
+  const r = await f.runtime.primitives.shell.run(f.pid, {
+    argv: ["sh", "-c", "echo out; echo err >&2; exit 3"],
+  });
+  assert.equal(r.exitCode, 3);
+  assert.equal(r.signal, null);
+  assert.equal(r.stdout, "out\n");
+  assert.equal(r.stderr, "err\n");
+  assert.equal(r.executable, "/usr/bin/sh");
+  assert.equal(r.cwd, ".");
+  assert.equal(r.timedOut, false);
+  const audit = f.runtime.audit.query({ action: "shell.run" });
+  assert.equal(audit.at(-1)?.decision, "allow");
+  const actions = f.runtime.ledger.list(f.pid);
+  assert.equal(actions.length, 1);
+  assert.equal(actions[0]?.status, "done");
+});
+
+Deno.test("ShellPrimitive.run() refuses malformed input with a typed error and runs nothing", async () => {
+  await using f = await shellFixture({ level: "always_allow" });
+  const bad: [string, unknown][] = [
+    ["no argv", {}],
+    ["empty argv", { argv: [] }],
+    ["argv not an array", { argv: "ls -la" }],
+    ["a non-string token", { argv: ["ls", 3] }],
+    ["a NUL byte", { argv: ["ls", "a\0b"] }],
+    ["an empty program", { argv: [""] }],
+    ["timeout zero", { argv: ["true"], timeoutMs: 0 }],
+    ["timeout fractional", { argv: ["true"], timeoutMs: 1.5 }],
+    ["timeout over the max", { argv: ["true"], timeoutMs: 10_000_000 }],
+    ["output cap negative", { argv: ["true"], maxOutputBytes: -1 }],
+    ["stdin not text", { argv: ["cat"], stdin: 42 }],
+    ["stdin too big", { argv: ["cat"], stdin: "x".repeat(9 * 1024 * 1024) }],
+    ["cwd not a path", { argv: ["true"], cwd: 7 }],
+  ];
+  for (const [name, args] of bad) {
+    await assert.rejects(
+      f.runtime.primitives.shell.run(f.pid, args as ShellRunArgs),
+      ValidationError,
+      name,
+    );
+  }
+  assert.equal(f.runtime.ledger.list(f.pid).length, 0);
+});
+
+Deno.test("ShellPrimitive.run() attack: a hardline command is denied and audited, and never starts", async () => {
+  await using f = await shellFixture({ level: "always_allow", fakePath: true });
+  const log = join(f.outside, "runs.log");
+  fakeProgram(f.bins[0]!, "rm", log);
+  fakeProgram(f.bins[0]!, "sudo", log);
+  for (const argv of [["rm", "-rf", "/"], ["sudo", "rm", "-rf", "/"]]) {
+    const error = await failure(
+      f.runtime.primitives.shell.run(f.pid, { argv }),
+      CapabilityDeniedError,
+    );
+    assert.match(String(error), /hardline/);
+  }
+  assert.deepEqual(logLines(log), []);
+  assert.equal(f.runtime.ledger.list(f.pid).length, 0);
+  const denies = f.runtime.audit.query({ action: "shell.run" }).filter((r) =>
+    r.decision === "deny"
+  );
+  assert.equal(denies.length, 2);
+});
+
+Deno.test("ShellPrimitive.run() asks under the allowlist level and, with no human, runs nothing", async () => {
+  await using f = await shellFixture({ fakePath: true });
+  const log = join(f.outside, "runs.log");
+  fakeProgram(f.bins[0]!, "git", log);
+  const error = await failure(
+    f.runtime.primitives.shell.run(f.pid, { argv: ["git", "status"] }),
+    HumanDecisionError,
+  );
+  assert.equal(error.code, "human_unavailable");
+  assert.deepEqual(logLines(log), []);
+  assert.equal(f.runtime.audit.query({ action: "shell.run" }).at(-1)?.decision, "ask");
+});
+
+Deno.test("ShellPrimitive.run() attack: a workspace file named like a program does not run in its place", async () => {
+  await using f = await shellFixture({ level: "always_allow", fakePath: true });
+  const log = join(f.outside, "runs.log");
+  fakeProgram(f.bins[1]!, "git", log);
+  // The agent plants ./git in the workspace (its cwd): a bare name never looks there.
+  script(join(f.ws, "git"), `touch '${join(f.outside, "PLANTED_RAN")}'`);
+  const r = await f.runtime.primitives.shell.run(f.pid, { argv: ["git", "status"] });
+  assert.equal(r.executable, join(f.bins[1]!, "git"));
+  assert.equal(r.stdout, "ran git\n");
+  assert.equal(logLines(log).length, 1);
+  await assert.rejects(Deno.stat(join(f.outside, "PLANTED_RAN")), Deno.errors.NotFound);
+});
+
+Deno.test("createRuntime() refuses a search path that is relative or inside the workspace", async () => {
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-shell-path-" }));
+  try {
+    for (const searchPath of [["bin"], [join(root, "bin")], ["/usr/bin", root]]) {
+      await assert.rejects(
+        createRuntime({ workspace: root, db: ":memory:", searchPath }),
+        ValidationError,
+      );
+    }
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
+});
+
+Deno.test("ShellPrimitive.run() reports a missing program with where it looked", async () => {
+  await using f = await shellFixture({ level: "always_allow" });
+  const error = await failure(
+    f.runtime.primitives.shell.run(f.pid, { argv: ["no-such-program-libos"] }),
+    NotFoundError,
+  );
+  assert.match(error.message, /\/usr\/bin/);
+  await assert.rejects(
+    f.runtime.primitives.shell.run(f.pid, { argv: ["./missing.sh"] }),
+    NotFoundError,
+  );
+  assert.equal(f.runtime.ledger.list(f.pid).length, 0);
+});
+
+Deno.test("ShellPrimitive.run() attack: a working directory outside the workspace is refused, by .. or by symlink", async () => {
+  await using f = await shellFixture({ level: "always_allow" });
+  Deno.symlinkSync(f.outside, join(f.ws, "link"));
+  for (const cwd of ["..", "../outside", "/", "link", "link/x/..", "./link"]) {
+    await assert.rejects(
+      f.runtime.primitives.shell.run(f.pid, { argv: ["touch", "escaped"], cwd }),
+      OutsideWorkspaceError,
+      cwd,
+    );
+  }
+  await assert.rejects(Deno.stat(join(f.outside, "escaped")), Deno.errors.NotFound);
+  assert.equal(f.runtime.ledger.list(f.pid).length, 0);
+});
+
+Deno.test("ShellPrimitive.run() runs in a contained subdirectory given as cwd", async () => {
+  await using f = await shellFixture({ level: "always_allow" });
+  Deno.mkdirSync(join(f.ws, "sub"));
+  const r = await f.runtime.primitives.shell.run(f.pid, { argv: ["pwd"], cwd: "sub" });
+  assert.equal(r.stdout.trim(), join(f.ws, "sub"));
+  assert.equal(r.cwd, "sub");
+});
+
+Deno.test("ShellPrimitive.run() kills the whole process group at the timeout", async () => {
+  await using f = await shellFixture({ level: "always_allow" });
+  const marker = `29.${Math.floor(Math.random() * 1e6)}`;
+  script(join(f.ws, "slow.sh"), `sleep ${marker}1 &\nsleep ${marker}2`);
+  const started = Date.now();
+  const r = await f.runtime.primitives.shell.run(f.pid, { argv: ["./slow.sh"], timeoutMs: 300 });
+  assert.equal(r.timedOut, true);
+  assert.equal(r.signal, "SIGKILL");
+  assert.equal(r.exitCode, null);
+  assert.ok(Date.now() - started < 10_000);
+  assert.ok(await eventually(() => processesWith(marker).length === 0), "a group member survived");
+});
+
+Deno.test("ShellPrimitive.run() caps stdout and stderr and says so", async () => {
+  await using f = await shellFixture({ level: "always_allow" });
+  const r = await f.runtime.primitives.shell.run(f.pid, {
+    argv: ["seq", "1", "100000"],
+    maxOutputBytes: 1000,
+  });
+  assert.equal(r.stdoutTruncated, true);
+  assert.equal(new TextEncoder().encode(r.stdout).length, 1000);
+  assert.equal(r.stderrTruncated, false);
+  assert.equal(r.exitCode, 0);
+});
+
+Deno.test("ShellPrimitive.run() feeds stdin, and the approval digest binds it", async () => {
+  await using f = await shellFixture({ level: "always_allow" });
+  const r = await f.runtime.primitives.shell.run(f.pid, { argv: ["cat"], stdin: "hello\n" });
+  assert.equal(r.stdout, "hello\n");
+});
+
+Deno.test("ShellPrimitive.run() holds the workspace lock exclusively: a file write waits for the run", async () => {
+  await using f = await shellFixture({ level: "always_allow" });
+  const order: string[] = [];
+  const run = f.runtime.primitives.shell.run(f.pid, { argv: ["sleep", "0.4"] }).then(() => {
+    order.push("shell");
+  });
+  await new Promise((r) => setTimeout(r, 100));
+  const write = f.runtime.primitives.fs.writeText(f.pid, { path: "a.txt", content: "x" }).then(
+    () => {
+      order.push("write");
+    },
+  );
+  await Promise.all([run, write]);
+  assert.deepEqual(order, ["shell", "write"]);
+});
+
+Deno.test("ShellPrimitive.run() redacts known secret values from its output", async () => {
+  await using f = await shellFixture({ level: "always_allow", secrets: ["sk-known-secret-4242"] });
+  Deno.writeTextFileSync(join(f.ws, "notes.txt"), "key=sk-known-secret-4242\n");
+  const r = await f.runtime.primitives.shell.run(f.pid, { argv: ["cat", "notes.txt"] });
+  assert.equal(r.stdout, "key=[redacted]\n");
+});
+
+Deno.test("ShellPrimitive.run() under read-only without the wall is denied by the mode", async () => {
+  await using f = await shellFixture({ level: "always_allow", mode: "read-only" });
+  const error = await failure(
+    f.runtime.primitives.shell.run(f.pid, { argv: ["true"] }),
+    CapabilityDeniedError,
+  );
+  assert.match(error.message, /mode:read-only/);
+});
+
+Deno.test("ShellPrimitive.run() refuses a finished process", async () => {
+  await using f = await shellFixture({ level: "always_allow" });
+  f.runtime.processes.signal(f.pid, "terminate");
+  await assert.rejects(f.runtime.primitives.shell.run(f.pid, { argv: ["true"] }));
+});
+
+Deno.test("ShellPrimitive.run() parks in queue mode and a human's approval runs exactly that action", async () => {
+  await using f = await shellFixture({ human: "queue", fakePath: true });
+  const log = join(f.outside, "runs.log");
+  fakeProgram(f.bins[0]!, "git", log);
+  const pending = await failure(
+    f.runtime.primitives.shell.run(f.pid, { argv: ["git", "status"] }),
+    HumanPendingError,
+  );
+  const request = f.runtime.human.get(pending.request);
+  assert.equal(request.approval?.executable, join(f.bins[0]!, "git"));
+  assert.deepEqual(request.approval?.argv, ["git", "status"]);
+  assert.equal(request.approval?.cwd, f.ws);
+  assert.match(request.approval?.envHash ?? "", /^sha256:/);
+  assert.deepEqual(logLines(log), []);
+  f.runtime.human.approve(pending.request, { by: "operator" });
+  const r = await f.runtime.primitives.shell.run(f.pid, { argv: ["git", "status"] });
+  assert.equal(r.stdout, "ran git\n");
+  assert.equal(logLines(log).length, 1);
+  // One-shot: the same command asks again.
+  await assert.rejects(
+    f.runtime.primitives.shell.run(f.pid, { argv: ["git", "status"] }),
+    HumanPendingError,
+  );
+  assert.equal(logLines(log).length, 1);
+});

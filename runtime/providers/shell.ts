@@ -1,0 +1,378 @@
+/**
+ * The shell provider: runs one resolved program with an explicit environment, limits and a
+ * timeout, optionally inside the OS wall (bubblewrap). It is the only code that starts host
+ * processes for agents, and it starts exactly one kind of process itself: `setsid`.
+ *
+ * How a run is launched (outermost first):
+ * - `setsid`: the run gets its own session and process group, so a timeout kills the whole group
+ *   (its pid is the group id);
+ * - `setpriv --pdeathsig SIGKILL`: the run dies with the runtime;
+ * - `prlimit`: CPU seconds, address space, file size, open files (and processes, when not root);
+ * - with the wall, `bwrap`: the host read-only, the workspace read-write, a private `/tmp` and
+ *   home, `/proc` and `/dev` of its own, `--unshare-pid --die-with-parent` (every process of the
+ *   run dies with it, a `setsid` grandchild included), no network unless allowed;
+ * - the program itself, by absolute path (which is also its argv[0]: bwrap 0.8 cannot set one).
+ *
+ * Orphans without the wall: every run's process group is reported to a watchdog (`sh`) reading
+ * from a pipe the runtime holds. When the runtime ends — closed, or SIGKILLed — the pipe closes
+ * and the watchdog kills every group it was told about: a background child that outlived its call
+ * dies with the runtime. (A grandchild that leaves the group with `setsid` escapes this; only the
+ * wall's PID namespace holds it.)
+ *
+ * @module
+ */
+import { join, resolve } from "node:path";
+
+/** The OS wall for one run. */
+export interface WallSpec {
+  /** The workspace, bound at the same path. */
+  readonly workspace: string;
+  /** Whether the workspace is bound read-write (read-only under the read-only and plan modes). */
+  readonly writable: boolean;
+  /** A scratch home bound read-write at the same path (HOME points there). */
+  readonly home: string;
+  /** Whether the run may use the network (a `net` capability was granted). */
+  readonly network: boolean;
+  /** Files or directories made visible read-only (after the private `/tmp`, which hides them). */
+  readonly readOnly?: readonly string[];
+  /**
+   * Existing host directories replaced by an empty tmpfs (the libos state directory, the user's
+   * home): a command cannot read the database, the audit log or the user's dotfiles. Applied
+   * before the workspace is bound, so a workspace inside one stays visible.
+   */
+  readonly hidden?: readonly string[];
+}
+
+/** One run. */
+export interface ShellRunSpec {
+  /** The program, an absolute path. */
+  readonly executable: string;
+  /** The arguments after the program name (argv[1…]). */
+  readonly args: readonly string[];
+  readonly cwd: string;
+  /** The whole environment (nothing is inherited). */
+  readonly env: Readonly<Record<string, string>>;
+  readonly timeoutMs: number;
+  /** Bytes kept of stdout and of stderr each. */
+  readonly maxOutputBytes: number;
+  readonly stdin?: string;
+  /** The wall, or null to run on the host (still limited, grouped and watched). */
+  readonly wall: WallSpec | null;
+}
+
+/** What a run did. */
+export interface ShellRunResult {
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly stdoutTruncated: boolean;
+  readonly stderrTruncated: boolean;
+  readonly timedOut: boolean;
+  readonly durationMs: number;
+}
+
+/** A program found for a name or path. */
+export interface ResolvedProgram {
+  /** The path that will run (absolute; what the approval binds). */
+  readonly executable: string;
+  /** Where it really leads (symbolic links resolved). */
+  readonly real: string;
+}
+
+/** Runs programs for the shell primitive. */
+export interface ShellProvider extends AsyncDisposable {
+  /** Whether the OS wall works on this machine (probed once). */
+  wallAvailable(): Promise<boolean>;
+  /**
+   * The program `token` names: with a `/`, that path (from `cwd`); else the first executable
+   * regular file called `token` in `searchPath`. Undefined when there is none.
+   */
+  resolveProgram(
+    token: string,
+    cwd: string,
+    searchPath: readonly string[],
+  ): ResolvedProgram | undefined;
+  run(spec: ShellRunSpec, signal?: AbortSignal): Promise<ShellRunResult>;
+}
+
+/** Where the host tools live (absolute paths: no PATH lookup for the launchers either). */
+export interface HostTools {
+  readonly setsid: string;
+  readonly setpriv: string;
+  readonly prlimit: string;
+  readonly bwrap: string;
+  readonly sh: string;
+}
+
+/** The standard locations on Debian-like systems. */
+export const DEFAULT_TOOLS: HostTools = Object.freeze({
+  setsid: "/usr/bin/setsid",
+  setpriv: "/usr/bin/setpriv",
+  prlimit: "/usr/bin/prlimit",
+  bwrap: "/usr/bin/bwrap",
+  sh: "/bin/sh",
+});
+
+/** Limits applied with prlimit. */
+export interface RunLimits {
+  /** Address space, bytes. */
+  readonly addressSpace: number;
+  /** Largest file a run may write, bytes. */
+  readonly fileSize: number;
+  readonly openFiles: number;
+  /** Processes of the user (skipped as root, where it would count every root process). */
+  readonly processes: number;
+}
+
+/** The limits when nothing else is configured. */
+export const DEFAULT_RUN_LIMITS: RunLimits = Object.freeze({
+  addressSpace: 16 * 1024 * 1024 * 1024,
+  fileSize: 1024 * 1024 * 1024,
+  openFiles: 1024,
+  processes: 512,
+});
+
+/** Reads a stream, keeping at most `max` bytes; the rest is drained and counted. */
+async function capped(
+  stream: ReadableStream<Uint8Array>,
+  max: number,
+): Promise<{ bytes: Uint8Array; truncated: boolean }> {
+  const chunks: Uint8Array[] = [];
+  let kept = 0;
+  let truncated = false;
+  for await (const chunk of stream) {
+    if (kept < max) {
+      const take = chunk.subarray(0, Math.min(chunk.length, max - kept));
+      chunks.push(take);
+      kept += take.length;
+      if (take.length < chunk.length) truncated = true;
+    } else if (chunk.length) truncated = true;
+  }
+  const bytes = new Uint8Array(kept);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.length;
+  }
+  return { bytes, truncated };
+}
+
+/** UTF-8 text of at most the bytes kept, never ending inside a code point. */
+function text(bytes: Uint8Array): string {
+  return new TextDecoder("utf-8", { fatal: false }).decode(bytes).replace(/\uFFFD$/, "");
+}
+
+/**
+ * Whether this process runs as root. Without `--allow-sys=uid` the answer is "no": the process
+ * limit is then passed, which root's kernel accounting ignores anyway.
+ */
+function runsAsRoot(): boolean {
+  try {
+    return Deno.uid() === 0;
+  } catch {
+    return false;
+  }
+}
+
+/** The launcher argv around a run (see the module documentation). */
+export function launchArgv(
+  spec: ShellRunSpec,
+  tools: HostTools,
+  limits: RunLimits,
+  root: boolean,
+): string[] {
+  const seconds = Math.max(1, Math.ceil(spec.timeoutMs / 1000) + 1);
+  const prlimit = [
+    tools.prlimit,
+    `--cpu=${seconds}`,
+    `--as=${limits.addressSpace}`,
+    `--fsize=${limits.fileSize}`,
+    `--nofile=${limits.openFiles}`,
+    ...(root ? [] : [`--nproc=${limits.processes}`]),
+    "--",
+  ];
+  const wall = spec.wall;
+  const inner = wall
+    ? [
+      tools.bwrap,
+      "--ro-bind",
+      "/",
+      "/",
+      "--dev",
+      "/dev",
+      "--proc",
+      "/proc",
+      "--tmpfs",
+      "/tmp",
+      ...(wall.hidden ?? []).flatMap((path) => ["--tmpfs", path]),
+      wall.writable ? "--bind" : "--ro-bind",
+      wall.workspace,
+      wall.workspace,
+      "--bind",
+      wall.home,
+      wall.home,
+      ...(wall.readOnly ?? []).flatMap((path) => ["--ro-bind", path, path]),
+      "--unshare-pid",
+      "--unshare-ipc",
+      "--unshare-uts",
+      "--unshare-cgroup-try",
+      ...(wall.network ? [] : ["--unshare-net"]),
+      "--die-with-parent",
+      "--new-session",
+      "--chdir",
+      spec.cwd,
+      "--",
+      spec.executable,
+      ...spec.args,
+    ]
+    : [spec.executable, ...spec.args];
+  return [tools.setpriv, "--pdeathsig", "SIGKILL", "--", ...prlimit, ...inner];
+}
+
+/** The host provider. */
+export function hostShell(
+  options: { readonly tools?: HostTools; readonly limits?: RunLimits } = {},
+): ShellProvider {
+  const tools = options.tools ?? DEFAULT_TOOLS;
+  const limits = options.limits ?? DEFAULT_RUN_LIMITS;
+  let probe: Promise<boolean> | undefined;
+  let watchdog:
+    | { child: Deno.ChildProcess; writer: WritableStreamDefaultWriter<Uint8Array> }
+    | undefined;
+  const root = runsAsRoot();
+  const encoder = new TextEncoder();
+
+  /** The watchdog that kills every group when the runtime ends (see the module docs). */
+  const watch = (group: number) => {
+    if (!watchdog) {
+      const child = new Deno.Command(tools.setsid, {
+        args: [
+          tools.sh,
+          "-c",
+          // Collect groups until stdin closes (the runtime ended), then kill them all. No `--`:
+          // dash's `kill` takes it for a pid and stops ("Illegal number").
+          'set --; while read -r g; do set -- "$@" "$g"; done; for g; do kill -KILL "-$g" 2>/dev/null; done',
+        ],
+        stdin: "piped",
+        stdout: "null",
+        stderr: "null",
+        clearEnv: true,
+        env: { PATH: "/usr/bin:/bin" },
+      }).spawn();
+      child.unref();
+      const writer = child.stdin.getWriter();
+      watchdog = { child, writer };
+    }
+    watchdog.writer.write(encoder.encode(`${group}\n`)).catch(() => {});
+  };
+
+  return {
+    wallAvailable() {
+      probe ??= new Deno.Command(tools.setsid, {
+        args: [
+          tools.bwrap,
+          "--ro-bind",
+          "/",
+          "/",
+          "--dev",
+          "/dev",
+          "--proc",
+          "/proc",
+          "--unshare-pid",
+          "--unshare-net",
+          "--die-with-parent",
+          "--",
+          "/bin/true",
+        ],
+        stdout: "null",
+        stderr: "null",
+        clearEnv: true,
+        env: { PATH: "/usr/bin:/bin" },
+      }).output().then((o) => o.success, () => false);
+      return probe;
+    },
+
+    resolveProgram(token, cwd, searchPath) {
+      const candidates = token.includes("/")
+        ? [resolve(cwd, token)]
+        : searchPath.map((dir) => join(dir, token));
+      for (const candidate of candidates) {
+        try {
+          const facts = Deno.statSync(candidate);
+          if (!facts.isFile || ((facts.mode ?? 0) & 0o111) === 0) continue;
+          return { executable: candidate, real: Deno.realPathSync(candidate) };
+        } catch {
+          continue;
+        }
+      }
+      return undefined;
+    },
+
+    async run(spec, signal) {
+      const started = performance.now();
+      const child = new Deno.Command(tools.setsid, {
+        args: launchArgv(spec, tools, limits, root),
+        cwd: spec.cwd,
+        clearEnv: true,
+        env: { ...spec.env },
+        stdin: spec.stdin === undefined ? "null" : "piped",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      // setsid made the child a session and group leader: its pid is the group id.
+      const group = child.pid;
+      if (!spec.wall) watch(group);
+      let timedOut = false;
+      const killGroup = () => {
+        try {
+          Deno.kill(-group, "SIGKILL");
+        } catch { /* already gone */ }
+      };
+      const timer = setTimeout(() => {
+        timedOut = true;
+        killGroup();
+      }, spec.timeoutMs);
+      const onAbort = () => killGroup();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      try {
+        if (spec.stdin !== undefined) {
+          const writer = child.stdin.getWriter();
+          await writer.write(encoder.encode(spec.stdin)).catch(() => {});
+          await writer.close().catch(() => {});
+        }
+        const [out, err, status] = await Promise.all([
+          capped(child.stdout, spec.maxOutputBytes),
+          capped(child.stderr, spec.maxOutputBytes),
+          child.status,
+        ]);
+        if (timedOut || signal?.aborted) killGroup();
+        return {
+          exitCode: status.signal ? null : status.code,
+          signal: status.signal ?? null,
+          stdout: text(out.bytes),
+          stderr: text(err.bytes),
+          stdoutTruncated: out.truncated,
+          stderrTruncated: err.truncated,
+          timedOut,
+          durationMs: performance.now() - started,
+        };
+      } finally {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+      }
+    },
+
+    async [Symbol.asyncDispose]() {
+      // Closing the watchdog's stdin makes it kill every group it knows: nothing outlives the
+      // runtime, however it ended.
+      if (watchdog) {
+        // Ref'd again: awaiting an unref'd child would let the event loop end under us.
+        watchdog.child.ref();
+        await watchdog.writer.close().catch(() => {});
+        await watchdog.child.status.catch(() => {});
+        watchdog = undefined;
+      }
+    },
+  };
+}

@@ -1,0 +1,171 @@
+/**
+ * Fixtures for the shell tests: a temporary root with `ws/` (the workspace), `outside/` (what no
+ * command may touch) and `bin1/`, `bin2/` (a search path of fake programs that log each run),
+ * and a runtime on it.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { WallSetting } from "../runtime/primitives/shell.ts";
+import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
+import type { ShellPolicyLevel } from "../runtime/shell_policy.ts";
+
+/** One fixture. */
+export interface ShellFixture extends AsyncDisposable {
+  readonly root: string;
+  readonly ws: string;
+  readonly outside: string;
+  /** Directories of fake programs, in search order. */
+  readonly bins: readonly string[];
+  readonly runtime: Runtime;
+  readonly pid: string;
+}
+
+/** How to build one. */
+export interface ShellFixtureOptions {
+  readonly level?: ShellPolicyLevel;
+  /** Default false: most tests do not need the wall (its own tests turn it on). */
+  readonly wall?: WallSetting;
+  readonly mode?: string;
+  readonly human?: "queue" | "none";
+  /** Use `bins` (two directories under the root) instead of the system directories. */
+  readonly fakePath?: boolean;
+  readonly secrets?: readonly string[];
+  readonly extra?: Partial<RuntimeOptions>;
+}
+
+/** Builds a fixture; dispose it to close the runtime and remove the root. */
+export async function shellFixture(options: ShellFixtureOptions = {}): Promise<ShellFixture> {
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-shell-" }));
+  const ws = join(root, "ws");
+  const outside = join(root, "outside");
+  const bins = [join(root, "bin1"), join(root, "bin2")];
+  for (const dir of [ws, outside, ...bins]) Deno.mkdirSync(dir);
+  let runtime: Runtime;
+  try {
+    runtime = await createRuntime({
+      workspace: ws,
+      db: ":memory:",
+      wall: options.wall ?? false,
+      shellPolicy: options.level ?? "allowlist_auto_else_ask",
+      human: options.human ?? "none",
+      ...(options.mode === undefined ? {} : { mode: options.mode }),
+      ...(options.fakePath ? { searchPath: bins } : {}),
+      ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
+      ...options.extra,
+    });
+  } catch (error) {
+    Deno.removeSync(root, { recursive: true });
+    throw error;
+  }
+  const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
+  return {
+    root,
+    ws,
+    outside,
+    bins,
+    runtime,
+    pid,
+    async [Symbol.asyncDispose]() {
+      await runtime.close();
+      Deno.removeSync(root, { recursive: true });
+    },
+  };
+}
+
+/** Writes an executable `#!/bin/sh` script. */
+export function script(path: string, body: string): string {
+  Deno.writeTextFileSync(path, `#!/bin/sh\n${body}\n`);
+  Deno.chmodSync(path, 0o755);
+  return path;
+}
+
+/** A fake program that appends `<name>@<dir> <args>` to `log` and prints `ran <name>`. */
+export function fakeProgram(dir: string, name: string, log: string): string {
+  return script(
+    join(dir, name),
+    `printf '%s %s\\n' "${name}@${dir}" "$*" >> '${log}'\necho "ran ${name}"`,
+  );
+}
+
+/** The lines of a log file (none when it does not exist). */
+export function logLines(path: string): string[] {
+  try {
+    return Deno.readTextFileSync(path).split("\n").filter((l) => l !== "");
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return [];
+    throw error;
+  }
+}
+
+/** Grants `pid` an allow on exactly this argv (an operator's standing grant). */
+export function allowExact(runtime: Runtime, pid: string, argv: readonly string[]): void {
+  runtime.authority.capabilities.grant({
+    subject: pid,
+    resource: { type: "shell", argv: [...argv], scope: "exact" },
+    rights: ["execute"],
+    effect: "allow",
+    issuer: "operator",
+  });
+}
+
+/**
+ * Whether wall tests run here: they run when bwrap works, and in CI (`LIBOS_REQUIRE_WALL=1`)
+ * always — failing, not skipping, when the wall does not work.
+ */
+export function wallTestMode(): { readonly ignore: boolean; readonly works: boolean } {
+  const required = Deno.env.get("LIBOS_REQUIRE_WALL") === "1";
+  let works = false;
+  try {
+    works = new Deno.Command("/usr/bin/bwrap", {
+      args: ["--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--", "/bin/true"],
+      stdout: "null",
+      stderr: "null",
+    }).outputSync().success;
+  } catch {
+    works = false;
+  }
+  return { ignore: !works && !required, works };
+}
+
+/**
+ * Host processes whose command line contains `marker` and that are not zombies (read with `ps`:
+ * Deno lets only `--allow-all` read `/proc`).
+ */
+export function processesWith(marker: string): number[] {
+  const out = new Deno.Command("ps", {
+    args: ["-e", "-ww", "-o", "pid=,stat=,args="],
+    stdout: "piped",
+    stderr: "null",
+  }).outputSync();
+  const found: number[] = [];
+  for (const line of new TextDecoder().decode(out.stdout).split("\n")) {
+    const match = /^\s*(\d+)\s+(\S+)\s+(.*)$/.exec(line);
+    if (!match || !match[3]!.includes(marker) || match[2]!.startsWith("Z")) continue;
+    // `ps` itself does not carry the marker; a grep-like self-match cannot happen.
+    found.push(Number(match[1]));
+  }
+  return found;
+}
+
+/** Polls `check` until it holds or `ms` pass; returns whether it held. */
+export async function eventually(check: () => boolean, ms = 5000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return check();
+}
+
+/** The error `promise` rejects with, which must be a `type`. */
+export async function failure<E extends Error>(
+  promise: Promise<unknown>,
+  type: abstract new (...args: never[]) => E,
+): Promise<E> {
+  const error = await promise.then(
+    () => assert.fail(`expected ${type.name}, but it succeeded`),
+    (e: unknown) => e,
+  );
+  assert.ok(error instanceof type, `expected ${type.name}, got ${String(error)}`);
+  return error;
+}

@@ -1,0 +1,338 @@
+/**
+ * Attacks on the OS wall (bubblewrap) around shell commands, with real programs and a real
+ * bwrap: writing outside the workspace, reaching the network, leaving processes behind after a
+ * timeout (a `setsid` grandchild included), writing under the read-only mode, and reading the
+ * libos state or the user's home. Each attack has a control that shows the same command does
+ * the thing without the wall, so a refusal is the wall's doing.
+ *
+ * These tests run wherever bwrap works, and in CI (`LIBOS_REQUIRE_WALL=1`) always: there a
+ * machine without a working wall fails them instead of skipping them.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { LibosError } from "../runtime/errors.ts";
+import type { ShellProvider } from "../runtime/providers/shell.ts";
+import { hostShell } from "../runtime/providers/shell.ts";
+import {
+  eventually,
+  failure,
+  processesWith,
+  script,
+  type ShellFixture,
+  shellFixture,
+  wallTestMode,
+} from "./shell_fixture.ts";
+
+const mode = wallTestMode();
+
+/** Whether a path exists on the host. */
+function exists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Runs a workspace script under `always_allow` (the policy lets it; only the wall stands). */
+function runScript(f: ShellFixture, argv: string[], timeoutMs?: number) {
+  return f.runtime.primitives.shell.run(f.pid, {
+    argv,
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+  });
+}
+
+Deno.test({
+  name: "Shell wall: the wall works on this machine (CI requires it)",
+  ignore: mode.ignore,
+  fn: async () => {
+    assert.ok(mode.works, "bwrap does not work here: install the Debian package bubblewrap");
+    await using f = await shellFixture({ level: "always_allow", wall: true });
+    const r = await runScript(f, ["true"]);
+    assert.equal(r.wall, true);
+    assert.equal(r.exitCode, 0);
+    assert.equal(f.runtime.authority.context.wall, true, "decide() sees the wall on");
+  },
+});
+
+Deno.test({
+  name: "Shell wall attack: a command cannot write outside the workspace",
+  ignore: mode.ignore,
+  fn: async () => {
+    // A directory outside /tmp (which the wall replaces) and outside the workspace.
+    const host = Deno.makeTempDirSync({ dir: "/var/tmp", prefix: "libos-wall-" });
+    try {
+      await using f = await shellFixture({ level: "always_allow", wall: true });
+      const target = join(host, "escape.txt");
+      const tmpTarget = join(f.outside, "escape.txt");
+      script(
+        join(f.ws, "escape.sh"),
+        `echo pwned > '${target}'; echo "host=$?"\necho pwned > '${tmpTarget}'; echo "tmp=$?"\necho fine > inside.txt; echo "ws=$?"`,
+      );
+      const r = await runScript(f, ["./escape.sh"]);
+      assert.equal(r.wall, true);
+      assert.match(r.stdout, /host=[1-9]/, "the write to the host was refused");
+      assert.match(r.stderr, /Read-only file system/);
+      assert.equal(exists(target), false, "nothing was written outside the workspace");
+      // /tmp inside the wall is private: the write lands there and vanishes with the run.
+      assert.equal(exists(tmpTarget), false, "nothing reached the host's /tmp");
+      assert.match(r.stdout, /ws=0/, "control: the workspace itself is writable");
+      assert.equal(Deno.readTextFileSync(join(f.ws, "inside.txt")), "fine\n");
+    } finally {
+      Deno.removeSync(host, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "Shell wall attack: control — without the wall the same script does write outside",
+  ignore: mode.ignore,
+  fn: async () => {
+    const host = Deno.makeTempDirSync({ dir: "/var/tmp", prefix: "libos-wall-" });
+    try {
+      await using f = await shellFixture({ level: "always_allow", wall: false });
+      const target = join(host, "escape.txt");
+      script(join(f.ws, "escape.sh"), `echo pwned > '${target}'`);
+      const r = await runScript(f, ["./escape.sh"]);
+      assert.equal(r.wall, false);
+      assert.equal(Deno.readTextFileSync(target), "pwned\n", "the attack is real");
+    } finally {
+      Deno.removeSync(host, { recursive: true });
+    }
+  },
+});
+
+/** A local HTTP server counting its hits. */
+function countingServer() {
+  let hits = 0;
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    () => {
+      hits += 1;
+      return new Response("hello from the host\n");
+    },
+  );
+  return {
+    port: server.addr.port,
+    hits: () => hits,
+    close: () => server.shutdown(),
+  };
+}
+
+/** A workspace script that fetches http://127.0.0.1:<port>/ through bash's /dev/tcp. */
+function probeScript(f: ShellFixture): void {
+  Deno.writeTextFileSync(
+    join(f.ws, "probe.sh"),
+    [
+      "#!/bin/bash",
+      'exec 3<>"/dev/tcp/127.0.0.1/$1" || { echo "connect failed"; exit 7; }',
+      "printf 'GET / HTTP/1.0\\r\\nHost: x\\r\\n\\r\\n' >&3",
+      "cat <&3",
+    ].join("\n") + "\n",
+  );
+  Deno.chmodSync(join(f.ws, "probe.sh"), 0o755);
+}
+
+Deno.test({
+  name: "Shell wall attack: no network inside the wall without a net capability",
+  ignore: mode.ignore,
+  fn: async () => {
+    const server = countingServer();
+    try {
+      {
+        await using f = await shellFixture({ level: "always_allow", wall: false });
+        probeScript(f);
+        const r = await runScript(f, ["./probe.sh", String(server.port)]);
+        assert.match(r.stdout, /hello from the host/, "control: without the wall it connects");
+        assert.equal(server.hits(), 1);
+      }
+      {
+        await using f = await shellFixture({ level: "always_allow", wall: true });
+        probeScript(f);
+        const r = await runScript(f, ["./probe.sh", String(server.port)]);
+        assert.equal(r.exitCode, 7, `the connection was refused: ${r.stdout}${r.stderr}`);
+        assert.doesNotMatch(r.stdout, /hello/);
+        assert.equal(server.hits(), 1, "the server saw nothing from inside the wall");
+      }
+      {
+        // The mode must allow the network too: under workspace-write a net grant still asks,
+        // and a shell run never asks for its network.
+        await using f = await shellFixture({
+          level: "always_allow",
+          wall: true,
+          mode: "full-access",
+        });
+        probeScript(f);
+        f.runtime.authority.capabilities.grant({
+          subject: f.pid,
+          resource: { type: "net", key: "*", scope: "any" },
+          rights: ["connect"],
+          effect: "allow",
+          issuer: "operator",
+        });
+        const r = await runScript(f, ["./probe.sh", String(server.port)]);
+        assert.match(r.stdout, /hello from the host/, "a net:* grant opens the network");
+        assert.equal(server.hits(), 2);
+      }
+    } finally {
+      await server.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "Shell wall attack: nothing survives a timeout, a setsid grandchild included",
+  ignore: mode.ignore,
+  fn: async () => {
+    const tag = String(Date.now() % 100000).padStart(5, "0");
+    const escaper = `49.${tag}3`;
+    const plain = `49.${tag}4`;
+    const sleeping = (marker: string) => processesWith(`sleep ${marker}`);
+    try {
+      await using f = await shellFixture({ level: "always_allow", wall: true });
+      script(
+        join(f.ws, "spawn.sh"),
+        `setsid sleep ${escaper} >/dev/null 2>&1 < /dev/null &\nsleep ${plain} &\nsleep 60`,
+      );
+      const r = await runScript(f, ["./spawn.sh"], 1500);
+      assert.equal(r.timedOut, true);
+      assert.equal(r.wall, true);
+      assert.ok(
+        await eventually(() => sleeping(escaper).length === 0 && sleeping(plain).length === 0),
+        `left behind: ${sleeping(escaper)} ${sleeping(plain)}`,
+      );
+    } finally {
+      for (const pid of [...sleeping(escaper), ...sleeping(plain)]) Deno.kill(pid, "SIGKILL");
+    }
+  },
+});
+
+Deno.test({
+  name: "Shell wall attack: control — without the wall a setsid grandchild escapes the group kill",
+  ignore: mode.ignore,
+  fn: async () => {
+    // The window the wall closes (documented in DESIGN): shown here so the test above is not
+    // passing for a reason other than the wall.
+    const tag = String(Date.now() % 100000).padStart(5, "0");
+    const escaper = `50.${tag}5`;
+    const sleeping = () => processesWith(`sleep ${escaper}`);
+    try {
+      await using f = await shellFixture({ level: "always_allow", wall: false });
+      script(
+        join(f.ws, "spawn.sh"),
+        `setsid sleep ${escaper} >/dev/null 2>&1 < /dev/null &\nsleep 60`,
+      );
+      const r = await runScript(f, ["./spawn.sh"], 1500);
+      assert.equal(r.timedOut, true);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(sleeping().length, 1, "the grandchild left its process group");
+    } finally {
+      for (const pid of sleeping()) Deno.kill(pid, "SIGKILL");
+    }
+  },
+});
+
+Deno.test({
+  name: "Shell wall attack: under the read-only mode the workspace is read-only inside the wall",
+  ignore: mode.ignore,
+  fn: async () => {
+    await using f = await shellFixture({ level: "always_allow", wall: true, mode: "read-only" });
+    Deno.writeTextFileSync(join(f.ws, "notes.txt"), "kept\n");
+    script(
+      join(f.ws, "write.sh"),
+      `cat notes.txt\necho changed > notes.txt; echo "write=$?"\ntouch new.txt; echo "new=$?"`,
+    );
+    const r = await runScript(f, ["./write.sh"]);
+    assert.equal(r.wall, true);
+    assert.match(r.stdout, /^kept\n/, "reading works");
+    assert.match(r.stdout, /write=[1-9]/);
+    assert.match(r.stdout, /new=[1-9]/);
+    assert.equal(Deno.readTextFileSync(join(f.ws, "notes.txt")), "kept\n", "unchanged");
+    assert.equal(exists(join(f.ws, "new.txt")), false, "nothing created");
+  },
+});
+
+Deno.test({
+  name:
+    "Shell wall attack: the libos state directory and the user's home are hidden inside the wall",
+  ignore: mode.ignore,
+  fn: async () => {
+    const root = Deno.realPathSync(Deno.makeTempDirSync({ dir: "/var/tmp", prefix: "libos-wh-" }));
+    try {
+      const home = join(root, "home");
+      const state = join(root, "state");
+      Deno.mkdirSync(join(home, ".ssh"), { recursive: true });
+      Deno.writeTextFileSync(join(home, ".ssh", "id_ed25519"), "PRIVATE-KEY-7f3a\n");
+      const env = (name: string) =>
+        name === "HOME" ? home : name === "XDG_STATE_HOME" ? state : undefined;
+      const dbDir = join(state, "libos");
+      Deno.mkdirSync(dbDir, { recursive: true });
+      for (const wall of [false, true]) {
+        await using f = await shellFixture({
+          level: "always_allow",
+          wall,
+          extra: { env: { get: env }, db: join(dbDir, `run-${wall}.db`) },
+        });
+        script(
+          join(f.ws, "peek.sh"),
+          `cat '${join(home, ".ssh", "id_ed25519")}'\nls '${dbDir}'`,
+        );
+        const r = await runScript(f, ["./peek.sh"]);
+        if (!wall) {
+          assert.match(r.stdout, /PRIVATE-KEY-7f3a/, "control: readable without the wall");
+          assert.match(r.stdout, /run-false\.db/, "control: the database is visible");
+        } else {
+          assert.doesNotMatch(r.stdout, /PRIVATE-KEY/, "the user's home is hidden");
+          assert.doesNotMatch(r.stdout, /\.db/, "the state directory is hidden");
+          assert.equal(r.exitCode, 0, "ls of an empty directory succeeds");
+        }
+      }
+    } finally {
+      Deno.removeSync(root, { recursive: true });
+    }
+  },
+});
+
+/** The host provider, claiming the wall does not work here. */
+function noWall(): ShellProvider {
+  const host = hostShell();
+  return {
+    wallAvailable: () => Promise.resolve(false),
+    resolveProgram: (token, cwd, searchPath) => host.resolveProgram(token, cwd, searchPath),
+    run: (spec, signal) => host.run(spec, signal),
+    [Symbol.asyncDispose]: () => host[Symbol.asyncDispose](),
+  };
+}
+
+Deno.test("ShellPrimitive.wall() without a working bwrap: auto runs unwalled with one notice, required refuses", async () => {
+  {
+    await using f = await shellFixture({
+      level: "always_allow",
+      wall: "auto",
+      extra: { shell: noWall() },
+    });
+    const seen = f.runtime.events.read({ after: 0 }).length;
+    const r = await runScript(f, ["true"]);
+    await runScript(f, ["true"]);
+    assert.equal(r.wall, false);
+    assert.equal(f.runtime.authority.context.wall, false, "decide() sees the wall off");
+    const notices = f.runtime.events.read({ after: 0 }).slice(seen).filter((e) =>
+      e.kind === "notice" && JSON.stringify(e.payload).includes("wall_unavailable")
+    );
+    assert.equal(notices.length, 1, "one notice, not one per run");
+  }
+  {
+    await using f = await shellFixture({
+      level: "always_allow",
+      wall: true,
+      extra: { shell: noWall() },
+    });
+    const log = join(f.ws, "ran.txt");
+    script(join(f.ws, "mark.sh"), `echo ran > '${log}'`);
+    const error = await failure(runScript(f, ["./mark.sh"]), LibosError);
+    assert.equal(error.code, "wall_unavailable");
+    assert.match(error.message, /bubblewrap/);
+    assert.equal(exists(log), false, "nothing ran unwalled");
+  }
+});
