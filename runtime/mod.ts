@@ -71,6 +71,64 @@ export {
 } from "./scheduler.ts";
 export { FilesystemPrimitive } from "./primitives/filesystem.ts";
 export { ClockPrimitive } from "./primitives/clock.ts";
+export { ShellPolicyLevel } from "./shell_policy.ts";
+export {
+  type LoadedRule,
+  parsePolicy,
+  POLICY_MAX_BYTES,
+  PolicyFile,
+  PolicyRule,
+  PolicyRules,
+} from "./policy_rules.ts";
+export {
+  type LoadedPolicy,
+  loadPolicies,
+  type PolicySources,
+  userPolicyPath,
+} from "./policy_files.ts";
+export {
+  DEFAULT_GIT_IDENTITY,
+  DEFAULT_SHELL_LIMITS,
+  type GitIdentity,
+  type ShellLimits,
+  ShellPrimitive,
+  type ShellPrimitiveOptions,
+  type ShellRunArgs,
+  type ShellRunOutput,
+  SYSTEM_PATH,
+  type WallSetting,
+} from "./primitives/shell.ts";
+export {
+  DEFAULT_RUN_LIMITS,
+  hostShell,
+  type ResolvedProgram,
+  type RunLimits,
+  type ShellProvider,
+  type ShellRunResult,
+  type ShellRunSpec,
+  type WallSpec,
+} from "./providers/shell.ts";
+export {
+  classifyAddress,
+  DEFAULT_NET_LIMITS,
+  NetError,
+  type NetErrorCode,
+  type NetFetchRequest,
+  type NetLimits,
+  NetPrimitive,
+  type NetPrimitiveOptions,
+  type NetResponse,
+  parseIp,
+} from "./primitives/net.ts";
+export {
+  type FakeNet,
+  fakeNet,
+  hostNet,
+  type NetMethod,
+  type NetProvider,
+  type NetReply,
+  type NetRequest,
+} from "./providers/net.ts";
 export {
   type FilesystemProvider,
   hostFilesystem,

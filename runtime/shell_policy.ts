@@ -3,8 +3,8 @@
  * run (`analyzeArgv()`), in layer order — hardline floor, run ceiling (run denies, the mode),
  * rules, capabilities, then the process's shell policy level — and takes the strictest.
  *
- * Policy levels (a process holds its level as a capability on `shell:*`; `libos policy check`
- * takes it as a flag):
+ * Policy levels (the run's `shellPolicy` option of `createRuntime`, used by the shell
+ * primitive; `libos policy check` takes it as `--shell-policy`):
  * - `always_deny`: every command is denied;
  * - `allowlist_auto_else_ask`: a command runs on its own only when a rule or capability allows
  *   it (allow matches exact tokens: `./git` and `/usr/bin/git` are not `git`); else ask;

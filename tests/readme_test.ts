@@ -40,13 +40,16 @@ Deno.test("README TypeScript examples run as written", async () => {
           "--quiet",
           "--no-prompt",
           `--config=${join(REPO, "deno.json")}`,
-          `--allow-read=${dir}`,
+          // Reading the system directories and running programs: the shell example.
+          "--allow-read",
+          `--allow-write=${dir}`,
+          "--allow-run",
           "--allow-env",
           file,
         ],
         cwd: dir,
         clearEnv: true,
-        env: cleanEnv({ XDG_STATE_HOME: join(dir, "state") }),
+        env: cleanEnv({ XDG_STATE_HOME: join(dir, "state"), TMPDIR: dir }),
         stdout: "piped",
         stderr: "piped",
       }).output();

@@ -11,6 +11,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { LibosError } from "../runtime/errors.ts";
+import { parsePolicy, PolicyRules } from "../runtime/policy_rules.ts";
 import type { ShellProvider } from "../runtime/providers/shell.ts";
 import { hostShell } from "../runtime/providers/shell.ts";
 import {
@@ -335,4 +336,31 @@ Deno.test("ShellPrimitive.wall() without a working bwrap: auto runs unwalled wit
     assert.match(error.message, /bubblewrap/);
     assert.equal(exists(log), false, "nothing ran unwalled");
   }
+});
+
+Deno.test({
+  name: "Shell wall: a rule auto-allows a workspace test runner only inside the wall",
+  ignore: mode.ignore,
+  fn: async () => {
+    const rules = new PolicyRules(
+      parsePolicy(
+        '{"version": 1, "rules": [{ "effect": "allow", "shell": ["./run_tests.sh"] }]}',
+        "user.jsonc",
+      ),
+    );
+    for (const wall of [true, false]) {
+      await using f = await shellFixture({ wall, extra: { rules } });
+      const ran = join(f.ws, "ran.txt");
+      script(join(f.ws, "run_tests.sh"), `echo tested > '${ran}'\necho ok`);
+      if (wall) {
+        const r = await runScript(f, ["./run_tests.sh"]);
+        assert.equal(r.stdout, "ok\n", "inside the wall the rule lets the runner run");
+        assert.equal(Deno.readTextFileSync(ran), "tested\n");
+      } else {
+        const error = await failure(runScript(f, ["./run_tests.sh"]), LibosError);
+        assert.match(error.message, /outside the OS wall/, "without the wall it asks");
+        assert.equal(exists(ran), false, "and nothing ran");
+      }
+    }
+  },
 });

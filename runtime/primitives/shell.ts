@@ -22,6 +22,18 @@
  *    (`_git_hardening.ts`), limits, a timeout that kills the whole process group, capped output;
  *    inside the OS wall when it works here.
  *
+ * **Known windows** (each tested as a control where it can be shown):
+ * - without the wall, a `setsid` grandchild leaves the process group, so neither the timeout nor
+ *   the watchdog kills it; with the wall, the pid namespace ends with the run;
+ * - without the wall, commands can write anywhere the runtime's user can (the policy sees the
+ *   argv, not what a workspace script does) and reach the network;
+ * - a background child that keeps stdout open keeps the call open until the timeout;
+ * - git hardening is computed before the run: a repository a script creates or configures during
+ *   the run is not neutralised; `core.worktree` is left as set; the downward scan stops after
+ *   20,000 directories (a warning says so);
+ * - inside the wall, network is all or nothing (`net:*`), without the network primitive's address
+ *   checks: a granted command can reach private addresses.
+ *
  * @module
  */
 import { join } from "node:path";

@@ -175,6 +175,28 @@ function runsAsRoot(): boolean {
   }
 }
 
+/** bwrap's view of the host: all of it read-only, fresh `/dev` and `/proc`, a private `/tmp`. */
+const WALL_ROOT: readonly string[] = Object.freeze([
+  "--ro-bind",
+  "/",
+  "/",
+  "--dev",
+  "/dev",
+  "--proc",
+  "/proc",
+  "--tmpfs",
+  "/tmp",
+]);
+/** The namespaces a walled run gets (the network one is added unless it may use the network). */
+const WALL_NAMESPACES: readonly string[] = Object.freeze([
+  "--unshare-pid",
+  "--unshare-ipc",
+  "--unshare-uts",
+  "--unshare-cgroup-try",
+]);
+/** The run ends with its launcher, and cannot reach the caller's terminal. */
+const WALL_LIFETIME: readonly string[] = Object.freeze(["--die-with-parent", "--new-session"]);
+
 /** The launcher argv around a run (see the module documentation). */
 export function launchArgv(
   spec: ShellRunSpec,
@@ -196,15 +218,7 @@ export function launchArgv(
   const inner = wall
     ? [
       tools.bwrap,
-      "--ro-bind",
-      "/",
-      "/",
-      "--dev",
-      "/dev",
-      "--proc",
-      "/proc",
-      "--tmpfs",
-      "/tmp",
+      ...WALL_ROOT,
       ...(wall.hidden ?? []).flatMap((path) => ["--tmpfs", path]),
       wall.writable ? "--bind" : "--ro-bind",
       wall.workspace,
@@ -213,13 +227,9 @@ export function launchArgv(
       wall.home,
       wall.home,
       ...(wall.readOnly ?? []).flatMap((path) => ["--ro-bind", path, path]),
-      "--unshare-pid",
-      "--unshare-ipc",
-      "--unshare-uts",
-      "--unshare-cgroup-try",
+      ...WALL_NAMESPACES,
       ...(wall.network ? [] : ["--unshare-net"]),
-      "--die-with-parent",
-      "--new-session",
+      ...WALL_LIFETIME,
       "--chdir",
       spec.cwd,
       "--",
@@ -270,18 +280,13 @@ export function hostShell(
   return {
     wallAvailable() {
       probe ??= new Deno.Command(tools.setsid, {
+        // Every mount and namespace flag a walled run uses, so "works" means runs will.
         args: [
           tools.bwrap,
-          "--ro-bind",
-          "/",
-          "/",
-          "--dev",
-          "/dev",
-          "--proc",
-          "/proc",
-          "--unshare-pid",
+          ...WALL_ROOT,
+          ...WALL_NAMESPACES,
           "--unshare-net",
-          "--die-with-parent",
+          ...WALL_LIFETIME,
           "--",
           "/bin/true",
         ],
@@ -302,7 +307,9 @@ export function hostShell(
           const facts = Deno.statSync(candidate);
           if (!facts.isFile || ((facts.mode ?? 0) & 0o111) === 0) continue;
           return { executable: candidate, real: Deno.realPathSync(candidate) };
-        } catch {
+        } catch (error) {
+          // A missing permission is not a missing program: say which one it is.
+          if (error instanceof Deno.errors.NotCapable) throw error;
           continue;
         }
       }

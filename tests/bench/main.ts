@@ -37,6 +37,10 @@ async function runCase(file: string, bench: BenchCase): Promise<Row> {
       "--allow-read",
       "--allow-write",
       "--allow-env",
+      // The effects rows spawn programs and talk to a loopback server.
+      "--allow-run",
+      "--allow-net=127.0.0.1",
+      "--allow-sys",
       join(HERE, "_worker.ts"),
       new URL(`file://${file}`).href,
       bench.name,
