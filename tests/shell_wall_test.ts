@@ -364,3 +364,82 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "Shell wall attack: no connection to a host daemon's Unix socket, though the host is mounted read-only",
+  ignore: mode.ignore,
+  fn: async () => {
+    // A host daemon listening on a socket file outside /tmp, like /run/docker.sock (a perl
+    // process: Deno's own unix listener would need a net permission the test task lacks).
+    const dir = Deno.makeTempDirSync({ dir: "/var/tmp", prefix: "libos-sock-" });
+    const path = join(dir, "daemon.sock");
+    const hitsFile = join(dir, "hits");
+    const daemon = new Deno.Command("perl", {
+      args: [
+        "-MIO::Socket::UNIX",
+        "-e",
+        '$s = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Local => $ARGV[0], Listen => 5) or die "$!";' +
+        '$| = 1; print "ready\\n";' +
+        'while ($c = $s->accept) { open(my $h, ">>", $ARGV[1]); print $h "hit\\n"; close $h;' +
+        ' print $c "HTTP/1.0 200 OK\\r\\n\\r\\nroot on the host\\n"; close $c }',
+        path,
+        hitsFile,
+      ],
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const hitCount = () => {
+      try {
+        return Deno.readTextFileSync(hitsFile).split("\n").filter((l) => l === "hit").length;
+      } catch {
+        return 0;
+      }
+    };
+    const reader = daemon.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    const first = await reader.read();
+    assert.match(first.value ?? "", /ready/, "the daemon listens");
+    await reader.cancel();
+    try {
+      for (const wall of [false, true]) {
+        await using f = await shellFixture({ level: "always_allow", wall });
+        script(join(f.ws, "dial.sh"), `curl -sS --unix-socket '${path}' http://daemon/`);
+        const r = await runScript(f, ["./dial.sh"]);
+        if (!wall) {
+          assert.match(r.stdout, /root on the host/, "control: without the wall it connects");
+          assert.equal(hitCount(), 1);
+        } else {
+          assert.notEqual(r.exitCode, 0, "the connection was refused");
+          assert.doesNotMatch(r.stdout, /root on the host/);
+          assert.equal(hitCount(), 1, "the daemon saw nothing from inside the wall");
+        }
+      }
+    } finally {
+      daemon.kill("SIGKILL");
+      await daemon.status;
+      Deno.removeSync(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "Shell wall: the seccomp filter refuses socket(AF_UNIX) but keeps socketpair and Internet sockets",
+  ignore: mode.ignore,
+  fn: async () => {
+    await using f = await shellFixture({ level: "always_allow", wall: true });
+    const perl = (code: string) => runScript(f, ["perl", "-MSocket", "-e", code]);
+    const unix = await perl(
+      'socket(my $s, AF_UNIX, SOCK_STREAM, 0) ? print "created\\n" : print "refused: $!\\n"',
+    );
+    assert.match(unix.stdout, /^refused: Permission denied/);
+    const pair = await perl(
+      'socketpair(my $a, my $b, AF_UNIX, SOCK_STREAM, PF_UNSPEC) ? print "pair\\n" : print "no: $!\\n"',
+    );
+    assert.equal(pair.stdout, "pair\n", "socketpair (pipes between a program's processes) works");
+    const inet = await perl(
+      'socket(my $s, AF_INET, SOCK_STREAM, 0) ? print "inet\\n" : print "no: $!\\n"',
+    );
+    assert.equal(inet.stdout, "inet\n", "Internet sockets are the network namespace's business");
+  },
+});

@@ -305,7 +305,7 @@ export class ShellPrimitive implements AsyncDisposable {
         throw new LibosError(
           "wall_unavailable",
           "operator",
-          "The OS wall is required (--wall on) but bubblewrap does not work on this machine; install the Debian package bubblewrap (and allow unprivileged user namespaces), or run with --wall auto",
+          "The OS wall is required (--wall on) but bubblewrap does not work on this machine (or its CPU has no seccomp filter: x86_64 and aarch64 do); install the Debian package bubblewrap (and allow unprivileged user namespaces), or run with --wall auto",
         );
       }
       if (!works) {
@@ -315,7 +315,7 @@ export class ShellPrimitive implements AsyncDisposable {
             level: "warn",
             code: "wall_unavailable",
             message:
-              "Shell commands run without the OS wall: bubblewrap (bwrap) does not work on this machine, so a command can write outside the workspace and reach the network; install the Debian package bubblewrap to turn the wall on",
+              "Shell commands run without the OS wall: bubblewrap (bwrap) does not work on this machine (or its CPU has no seccomp filter: x86_64 and aarch64 do), so a command can write outside the workspace and reach the network; install the Debian package bubblewrap to turn the wall on",
           },
         });
       }

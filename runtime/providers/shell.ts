@@ -10,7 +10,9 @@
  * - `prlimit`: CPU seconds, address space, file size, open files (and processes, when not root);
  * - with the wall, `bwrap`: the host read-only, the workspace read-write, a private `/tmp` and
  *   home, `/proc` and `/dev` of its own, `--unshare-pid --die-with-parent` (every process of the
- *   run dies with it, a `setsid` grandchild included), no network unless allowed;
+ *   run dies with it, a `setsid` grandchild included), no network unless allowed, and a
+ *   seccomp filter (`_seccomp.ts`) refusing Unix-domain sockets and io_uring: a read-only bind
+ *   does not stop `connect(2)` to a host daemon's socket file (`/run/docker.sock`, D-Bus);
  * - the program itself, by absolute path (which is also its argv[0]: bwrap 0.8 cannot set one).
  *
  * Orphans without the wall: every run's process group is reported to a watchdog (`sh`) reading
@@ -22,6 +24,7 @@
  * @module
  */
 import { join, resolve } from "node:path";
+import { filterSupported, unixSocketFilter } from "./_seccomp.ts";
 
 /** The OS wall for one run. */
 export interface WallSpec {
@@ -197,12 +200,21 @@ const WALL_NAMESPACES: readonly string[] = Object.freeze([
 /** The run ends with its launcher, and cannot reach the caller's terminal. */
 const WALL_LIFETIME: readonly string[] = Object.freeze(["--die-with-parent", "--new-session"]);
 
+/**
+ * `bwrap` started with the seccomp filter on fd 3: `sh` opens the filter file and execs bwrap,
+ * which reads and closes it (`--seccomp 3`, emitted here so no walled run goes without it).
+ */
+function bwrapLauncher(tools: HostTools, seccomp: string): string[] {
+  return [tools.sh, "-c", 'exec 3<"$0" && exec "$@"', seccomp, tools.bwrap, "--seccomp", "3"];
+}
+
 /** The launcher argv around a run (see the module documentation). */
 export function launchArgv(
   spec: ShellRunSpec,
   tools: HostTools,
   limits: RunLimits,
   root: boolean,
+  seccomp?: string,
 ): string[] {
   const seconds = Math.max(1, Math.ceil(spec.timeoutMs / 1000) + 1);
   const prlimit = [
@@ -215,9 +227,12 @@ export function launchArgv(
     "--",
   ];
   const wall = spec.wall;
+  if (wall && seccomp === undefined) {
+    throw new TypeError("A walled run needs the seccomp filter file (see _seccomp.ts)");
+  }
   const inner = wall
     ? [
-      tools.bwrap,
+      ...bwrapLauncher(tools, seccomp!),
       ...WALL_ROOT,
       ...(wall.hidden ?? []).flatMap((path) => ["--tmpfs", path]),
       wall.writable ? "--bind" : "--ro-bind",
@@ -252,6 +267,16 @@ export function hostShell(
     | undefined;
   const root = runsAsRoot();
   const encoder = new TextEncoder();
+  let seccomp: string | undefined;
+  /** The seccomp filter file, written once per provider; undefined on an unsupported CPU. */
+  const filterFile = (): string | undefined => {
+    if (seccomp === undefined && filterSupported(Deno.build.arch)) {
+      const file = Deno.makeTempFileSync({ prefix: "libos-seccomp-", suffix: ".bpf" });
+      Deno.writeFileSync(file, unixSocketFilter(Deno.build.arch));
+      seccomp = file;
+    }
+    return seccomp;
+  };
 
   /** The watchdog that kills every group when the runtime ends (see the module docs). */
   const watch = (group: number) => {
@@ -279,10 +304,13 @@ export function hostShell(
 
   return {
     wallAvailable() {
+      const filter = filterFile();
+      if (filter === undefined) return Promise.resolve(false);
       probe ??= new Deno.Command(tools.setsid, {
-        // Every mount and namespace flag a walled run uses, so "works" means runs will.
+        // Every mount and namespace flag a walled run uses, and its seccomp filter, so "works"
+        // means runs will.
         args: [
-          tools.bwrap,
+          ...bwrapLauncher(tools, filter),
           ...WALL_ROOT,
           ...WALL_NAMESPACES,
           "--unshare-net",
@@ -319,7 +347,7 @@ export function hostShell(
     async run(spec, signal) {
       const started = performance.now();
       const child = new Deno.Command(tools.setsid, {
-        args: launchArgv(spec, tools, limits, root),
+        args: launchArgv(spec, tools, limits, root, spec.wall ? filterFile() : undefined),
         cwd: spec.cwd,
         clearEnv: true,
         env: { ...spec.env },
@@ -379,6 +407,12 @@ export function hostShell(
         await watchdog.writer.close().catch(() => {});
         await watchdog.child.status.catch(() => {});
         watchdog = undefined;
+      }
+      if (seccomp !== undefined) {
+        try {
+          Deno.removeSync(seccomp);
+        } catch { /* already gone */ }
+        seccomp = undefined;
       }
     },
   };
