@@ -406,7 +406,11 @@ Deno.test({
         script(join(f.ws, "dial.sh"), `curl -sS --unix-socket '${path}' http://daemon/`);
         const r = await runScript(f, ["./dial.sh"]);
         if (!wall) {
-          assert.match(r.stdout, /root on the host/, "control: without the wall it connects");
+          assert.match(
+            r.stdout,
+            /root on the host/,
+            `control: without the wall it connects: ${JSON.stringify(r)}`,
+          );
           assert.equal(hitCount(), 1);
         } else {
           assert.notEqual(r.exitCode, 0, "the connection was refused");
@@ -441,5 +445,34 @@ Deno.test({
       'socket(my $s, AF_INET, SOCK_STREAM, 0) ? print "inet\\n" : print "no: $!\\n"',
     );
     assert.equal(inet.stdout, "inet\n", "Internet sockets are the network namespace's business");
+  },
+});
+
+Deno.test({
+  name:
+    "Shell wall: an incomplete git scan inside the wall warns and runs (without it, it refuses)",
+  ignore: mode.ignore,
+  fn: async () => {
+    for (const wall of [true, false]) {
+      await using f = await shellFixture({ level: "always_allow", wall });
+      // A repository whose configuration git cannot read.
+      const init = new Deno.Command("git", {
+        args: ["init", "-q", f.ws],
+        clearEnv: true,
+        env: { PATH: "/usr/bin:/bin", GIT_CONFIG_NOSYSTEM: "1", HOME: f.root },
+      }).outputSync();
+      assert.ok(init.success);
+      Deno.writeTextFileSync(join(f.ws, ".git", "config"), "this is [[[ not a configuration\n");
+      const run = f.runtime.primitives.shell.run(f.pid, { argv: ["git", "--version"] });
+      if (wall) {
+        const r = await run;
+        assert.equal(r.exitCode, 0);
+        assert.ok(r.warnings.some((w) => w.startsWith("git hardening is incomplete")));
+      } else {
+        const error = await failure(run, LibosError);
+        assert.equal(error.code, "git_config_unsafe");
+        assert.match(error.message, /without the OS wall/);
+      }
+    }
   },
 });

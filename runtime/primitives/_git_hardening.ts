@@ -10,12 +10,16 @@
  * which outranks every configuration file:
  * - fixed overrides: `core.fsmonitor=false`, `core.hooksPath=/dev/null`, `core.pager=cat`,
  *   `core.editor=false`, `sequence.editor=false`, `core.askPass=`, `credential.helper=`,
- *   `protocol.ext.allow=never`, `safe.bareRepository=explicit`;
+ *   `protocol.ext.allow=never`, `safe.bareRepository=explicit`, `commit.gpgSign=false`,
+ *   `tag.gpgSign=false`;
  * - per repository: every key that names a program in the configuration of the repository
  *   around the run's directory and of every repository found below it (`findRepositories`) is
  *   overridden — `filter.*.clean|smudge|process` and `diff.*.textconv` with nothing (no filter,
  *   no conversion: the command still works), `diff.external`, `diff.*.command`, `merge.*.driver`,
- *   `alias.*` and the like with an empty program (git refuses to run it, loudly).
+ *   `alias.*` and the like with an empty program (git refuses to run it, loudly). A key the
+ *   tables do not know whose variable is named like a program (`…cmd`, `…command`, `…program`,
+ *   `…helper`, `…hook`, …) is neutralised too. A `.git` symlink counts as a repository (git
+ *   follows it).
  *
  * `diff.external=` is not among the fixed overrides: git 2.39 treats an empty value as a program
  * named "" and fails every diff. It is overridden where a repository sets it.
@@ -41,8 +45,14 @@ export const GIT_FIXED_CONFIG: readonly (readonly [string, string])[] = Object.f
     ["credential.helper", ""],
     ["protocol.ext.allow", "never"],
     ["safe.bareRepository", "explicit"],
+    // Signing runs gpg.program or gpg.ssh.defaultKeyCommand: never on an agent's commit or tag.
+    ["commit.gpgSign", "false"],
+    ["tag.gpgSign", "false"],
   ] as const,
 );
+
+/** How many repositories one run's scan reads the configuration of. */
+export const GIT_REPOSITORIES_MAX = 64;
 
 /** How many overrides one run may carry (a configuration with more is refused). */
 export const GIT_OVERRIDES_MAX = 2000;
@@ -68,6 +78,13 @@ const PLAIN: Readonly<Record<string, string>> = Object.freeze({
   "trace2.eventtarget": "false",
   "sendemail.sendmailcmd": "",
   "sendemail.smtpserver": "",
+  "sendemail.tocmd": "",
+  "sendemail.cccmd": "",
+  "sendemail.headercmd": "",
+  "interactive.difffilter": "",
+  "imap.tunnel": "",
+  "instaweb.httpd": "",
+  "uploadpack.packobjectshook": "",
 });
 
 /** Keys `section.<name>.variable` that name a program, by `section.variable`. */
@@ -89,7 +106,38 @@ const NAMED: Readonly<Record<string, string>> = Object.freeze({
   "remote.proxy": "",
   "http.proxy": "",
   "submodule.update": "checkout",
+  "gpg.defaultkeycommand": "",
+  "tar.command": "",
+  "difftool.path": "",
+  "mergetool.path": "",
+  "man.path": "",
+  "browser.path": "",
+  "guitool.cmd": "",
+  "sendemail.sendmailcmd": "",
+  "sendemail.smtpserver": "",
+  "sendemail.tocmd": "",
+  "sendemail.cccmd": "",
+  "sendemail.headercmd": "",
 });
+
+/**
+ * Variable names that name a program whatever their section: a key a future git (or a table
+ * above) does not know is neutralised when its variable ends like one of these.
+ */
+const PROGRAM_SUFFIXES: readonly string[] = Object.freeze([
+  "cmd",
+  "command",
+  "program",
+  "helper",
+  "driver",
+  "editor",
+  "tunnel",
+  "httpd",
+  "textconv",
+  "filter",
+  "hook",
+  "askpass",
+]);
 
 /** Sections every variable of which names a program (`alias.x`, `pager.log`). */
 const WHOLE: Readonly<Record<string, string>> = Object.freeze({
@@ -110,8 +158,10 @@ export function neutralValue(key: string): string | undefined {
   const variable = key.slice(last + 1).toLowerCase();
   if (Object.hasOwn(WHOLE, section)) return WHOLE[section];
   const shape = `${section}.${variable}`;
-  if (first === last) return Object.hasOwn(PLAIN, shape) ? PLAIN[shape] : undefined;
-  return Object.hasOwn(NAMED, shape) ? NAMED[shape] : undefined;
+  const table = first === last ? PLAIN : NAMED;
+  if (Object.hasOwn(table, shape)) return table[shape];
+  // Not in the tables: a variable named like a program is neutralised anyway (deny by shape).
+  return PROGRAM_SUFFIXES.some((suffix) => variable.endsWith(suffix)) ? "" : undefined;
 }
 
 /**
@@ -190,7 +240,8 @@ export function findRepositories(
   const repositories: string[] = [];
   const hasGit = (dir: string) => {
     try {
-      const facts = fs.lstat(join(dir, ".git"));
+      // Followed: git takes a `.git` symlink (to a directory or a gitdir file) as its own.
+      const facts = fs.stat(join(dir, ".git"));
       return facts.isDirectory || facts.isFile;
     } catch {
       return false;

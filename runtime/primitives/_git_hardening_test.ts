@@ -31,6 +31,16 @@ Deno.test("neutralValue() neutralises every key that names a program, whatever i
     ["gpg.program", "false"],
     ["remote.origin.uploadpack", ""],
     ["submodule.lib.update", "checkout"],
+    ["gpg.ssh.defaultKeyCommand", ""],
+    ["tar.tgz.command", ""],
+    ["difftool.vim.path", ""],
+    ["interactive.diffFilter", ""],
+    ["imap.tunnel", ""],
+    ["sendemail.work.sendmailCmd", ""],
+    ["guitool.run.cmd", ""],
+    // Unknown to the tables, named like a program: neutralised by shape.
+    ["future.thing.launchCommand", ""],
+    ["newsection.preHook", ""],
     // Harmless keys stay as the repository set them.
     ["user.name", undefined],
     ["core.autocrlf", undefined],

@@ -24,19 +24,25 @@
  *
  * **Known windows** (each tested as a control where it can be shown):
  * - without the wall, a `setsid` grandchild leaves the process group, so neither the timeout nor
- *   the watchdog kills it; with the wall, the pid namespace ends with the run;
+ *   the watchdog kills it (the call itself still ends: output is read for 1 s after the kill);
+ *   with the wall, the pid namespace ends with the run;
  * - without the wall, commands can write anywhere the runtime's user can (the policy sees the
- *   argv, not what a workspace script does) and reach the network;
+ *   argv, not what a workspace script does), reach the network and host daemons' sockets, and
+ *   read the runtime's own `/proc/<pid>/environ` (API keys the runtime was started with);
  * - a background child that keeps stdout open keeps the call open until the timeout;
- * - git hardening is computed before the run: a repository a script creates or configures during
- *   the run is not neutralised; `core.worktree` is left as set; the downward scan stops after
- *   20,000 directories (a warning says so);
+ * - git hardening is computed before the run: a repository a script creates, configures or
+ *   checks out during the run is not neutralised, nor one outside the workspace reached through a
+ *   symlinked directory; `core.worktree` is left as set. A scan that cannot cover everything (an
+ *   unreadable configuration, more than 64 repositories, over 20,000 directories, out of time)
+ *   refuses the run without the wall and warns inside it;
+ * - an approval binds the program's and the argument files' contents, not files a program reads
+ *   by itself (`make` and its Makefile);
  * - inside the wall, network is all or nothing (`net:*`), without the network primitive's address
  *   checks: a granted command can reach private addresses.
  *
  * @module
  */
-import { join } from "node:path";
+import { join, relative, resolve } from "node:path";
 import type { ActionLedger } from "../action_ledger.ts";
 import type { Authority } from "../authority.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../canonical_json.ts";
@@ -70,8 +76,10 @@ import { containedDirectory, insideWorkspace } from "../workspace_path.ts";
 import {
   findRepositories,
   GIT_OVERRIDES_MAX,
+  GIT_REPOSITORIES_MAX,
   gitConfigEnv,
   gitOverrides,
+  REPOSITORY_SCAN_BUDGET,
   repositoryKeys,
 } from "./_git_hardening.ts";
 
@@ -195,6 +203,10 @@ function denyAdvice(reason: string): string {
 
 /** The placeholder the environment hash uses for per-runtime scratch paths. */
 const HOME_PLACEHOLDER = "<scratch home>";
+/** The largest workspace file hashed into an approval digest (larger: size and mtime). */
+const CONTENT_HASH_MAX = 16 * 1024 * 1024;
+/** How many files (the program, then arguments) an approval digest binds. */
+const CONTENT_FILES_MAX = 64;
 
 /** The shell primitive of one runtime. */
 export class ShellPrimitive implements AsyncDisposable {
@@ -522,29 +534,92 @@ export class ShellPrimitive implements AsyncDisposable {
    * repositories around and below it (see `_git_hardening.ts`).
    * @throws {LibosError} `git_config_unsafe` when a repository sets more keys than can be overridden.
    */
+  /**
+   * What the workspace files a run names contain: the program when it lives in the workspace
+   * (`./tool.sh`) and every argument naming a regular file there (`python3 build.py`), as
+   * workspace-relative path → sha256 (a file over {@link CONTENT_HASH_MAX} bytes by its size
+   * and modification time). Part of the approval digest: a script rewritten after its approval
+   * asks again.
+   */
+  #contents(
+    program: ResolvedProgram,
+    argv: readonly string[],
+    cwdAbsolute: string,
+  ): Record<string, string> {
+    const out: Record<string, string> = {};
+    const candidates = [program.real, ...argv.slice(1).map((a) => resolve(cwdAbsolute, a))];
+    for (const candidate of candidates.slice(0, CONTENT_FILES_MAX)) {
+      let real: string;
+      try {
+        real = this.#fs.realPath(candidate);
+        if (!insideWorkspace(this.#workspace, real) || !this.#fs.stat(real).isFile) continue;
+      } catch {
+        continue;
+      }
+      const key = relative(this.#workspace, real);
+      if (Object.hasOwn(out, key)) continue;
+      try {
+        using handle = this.#fs.open(real);
+        const facts = handle.facts();
+        out[key] = facts.size > CONTENT_HASH_MAX
+          ? `size:${facts.size}:mtime:${facts.mtime}`
+          : `sha256:${sha256Hex(handle.read(CONTENT_HASH_MAX))}`;
+      } catch {
+        out[key] = "unreadable";
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The git overrides of a run (see `_git_hardening.ts`). What the scan could not cover — a
+   * configuration git cannot read from here, more than 64 repositories, the directory budget, the
+   * scan's share of the run's time — is refused without the wall (a git started by the run could
+   * run a program the repository names, on the host) and only warned about inside it (whatever
+   * slips through is walled in like any workspace code).
+   * @throws {LibosError} `git_config_unsafe` for an incomplete scan without the wall, or a
+   *   configuration over the caps.
+   */
   async #gitEnv(
     cwdAbsolute: string,
     env: Record<string, string>,
     scan: boolean,
-    warnings: string[],
+    context: { readonly wall: boolean; readonly timeoutMs: number; readonly warnings: string[] },
   ): Promise<Record<string, string>> {
     if (!scan) return gitConfigEnv(gitOverrides([]));
     const git = this.#provider.resolveProgram("git", cwdAbsolute, this.#searchPath);
     if (!git) return gitConfigEnv(gitOverrides([]));
+    const gaps: string[] = [];
     const found = findRepositories(this.#fs, cwdAbsolute);
     if (found.partial) {
-      warnings.push(
-        "the search for nested git repositories stopped at its budget; a repository deeper down is not hardened beyond the fixed overrides",
+      gaps.push(
+        `the search for nested repositories stopped after ${REPOSITORY_SCAN_BUDGET} directories`,
       );
     }
+    if (found.repositories.length > GIT_REPOSITORIES_MAX) {
+      gaps.push(
+        `${found.repositories.length} repositories were found and at most ${GIT_REPOSITORIES_MAX} are read`,
+      );
+    }
+    // The scan gets at most half of the run's time (and 30 s): a hostile include (a FIFO) must
+    // not hold the workspace lock beyond what the caller allowed.
+    const deadline = performance.now() + Math.min(context.timeoutMs / 2, 30_000);
     const keys: string[] = [];
-    for (const repository of found.repositories.slice(0, 64)) {
+    for (const repository of found.repositories.slice(0, GIT_REPOSITORIES_MAX)) {
+      const left = Math.floor(deadline - performance.now());
+      if (left < 50) {
+        gaps.push("reading the repositories' configuration ran out of time");
+        break;
+      }
+      // The enclosing repository is read from the run's own directory: an include's path can
+      // depend on it (/proc/self/cwd).
+      const where = insideWorkspace(repository, cwdAbsolute) ? cwdAbsolute : repository;
       const listed = await this.#provider.run({
         executable: git.executable,
         args: ["config", "--list", "--null", "--name-only", "--show-scope", "--includes"],
-        cwd: repository,
+        cwd: where,
         env: { ...env, ...gitConfigEnv(gitOverrides([])) },
-        timeoutMs: 10_000,
+        timeoutMs: left,
         maxOutputBytes: 4 * 1024 * 1024,
         wall: null,
       });
@@ -555,18 +630,27 @@ export class ShellPrimitive implements AsyncDisposable {
           `The git configuration of ${repository} is over 4 MiB; libos does not run commands that may start git there. Inspect it (it is not something git writes itself)`,
         );
       }
-      if (listed.exitCode === 0) keys.push(...repositoryKeys(listed.stdout));
+      if (listed.timedOut) gaps.push(`reading the configuration of ${repository} timed out`);
+      else if (listed.exitCode === 0) keys.push(...repositoryKeys(listed.stdout));
       else {
-        warnings.push(
-          `git could not read the configuration of ${repository} (${
+        gaps.push(
+          `git cannot read the configuration of ${repository} (${
             listed.stderr.trim().slice(0, 200)
-          }); git will refuse it too`,
+          })`,
         );
       }
     }
-    if (found.repositories.length > 64) {
-      warnings.push(
-        `${found.repositories.length} git repositories were found; only the first 64 were hardened beyond the fixed overrides`,
+    if (gaps.length > 0) {
+      const what = gaps.join("; ");
+      if (!context.wall) {
+        throw new LibosError(
+          "git_config_unsafe",
+          "caller",
+          `Cannot run a command that may start git in ${cwdAbsolute} without the OS wall: ${what}, so a program a repository names could run on the host. Run it inside the wall (install bubblewrap), from a directory with fewer nested repositories, or repair the configuration`,
+        );
+      }
+      context.warnings.push(
+        `git hardening is incomplete (${what}); the command runs inside the OS wall`,
       );
     }
     const overrides = gitOverrides(keys);
@@ -742,6 +826,7 @@ export class ShellPrimitive implements AsyncDisposable {
         envHash,
         stdin: input.stdin === null ? null : sha256Hex(input.stdin),
         wall,
+        contents: this.#contents(program, argv, cwdAbsolute),
       });
       let authority = decision.reason;
       if (decision.decision === "ask") {
@@ -784,7 +869,11 @@ export class ShellPrimitive implements AsyncDisposable {
         // Use up every one-shot capability behind this run before it starts (compare-and-set).
         for (const cap of new Set(used)) this.#authority.capabilities.consume(cap);
         const warnings: string[] = [];
-        const gitEnv = await this.#gitEnv(cwdAbsolute, base, this.#mayRunGit(decision), warnings);
+        const gitEnv = await this.#gitEnv(cwdAbsolute, base, this.#mayRunGit(decision), {
+          wall,
+          timeoutMs: input.timeoutMs,
+          warnings,
+        });
         const network = wall &&
           this.#authority.decide(pid, { resource: { type: "net", key: "*" }, right: "connect" })
               .effect === "allow";

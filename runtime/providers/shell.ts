@@ -136,21 +136,38 @@ export const DEFAULT_RUN_LIMITS: RunLimits = Object.freeze({
   processes: 512,
 });
 
-/** Reads a stream, keeping at most `max` bytes; the rest is drained and counted. */
+/**
+ * Reads a stream, keeping at most `max` bytes; the rest is drained and counted. When `stop`
+ * aborts, reading ends with what was read (a process outside the run's group may hold the pipe
+ * open forever).
+ */
 async function capped(
   stream: ReadableStream<Uint8Array>,
   max: number,
+  stop: AbortSignal,
 ): Promise<{ bytes: Uint8Array; truncated: boolean }> {
   const chunks: Uint8Array[] = [];
   let kept = 0;
   let truncated = false;
-  for await (const chunk of stream) {
-    if (kept < max) {
-      const take = chunk.subarray(0, Math.min(chunk.length, max - kept));
-      chunks.push(take);
-      kept += take.length;
-      if (take.length < chunk.length) truncated = true;
-    } else if (chunk.length) truncated = true;
+  const reader = stream.getReader();
+  const onStop = () => reader.cancel().catch(() => {});
+  stop.addEventListener("abort", onStop, { once: true });
+  try {
+    for (;;) {
+      const { value: chunk, done } = await reader.read().catch(() => ({
+        value: undefined,
+        done: true as const,
+      }));
+      if (done || chunk === undefined) break;
+      if (kept < max) {
+        const take = chunk.subarray(0, Math.min(chunk.length, max - kept));
+        chunks.push(take);
+        kept += take.length;
+        if (take.length < chunk.length) truncated = true;
+      } else if (chunk.length) truncated = true;
+    }
+  } finally {
+    stop.removeEventListener("abort", onStop);
   }
   const bytes = new Uint8Array(kept);
   let at = 0;
@@ -160,6 +177,9 @@ async function capped(
   }
   return { bytes, truncated };
 }
+
+/** How long output is still read after the run's group was killed. */
+const OUTPUT_GRACE_MS = 1000;
 
 /** UTF-8 text of at most the bytes kept, never ending inside a code point. */
 function text(bytes: Uint8Array): string {
@@ -197,6 +217,12 @@ const WALL_NAMESPACES: readonly string[] = Object.freeze([
   "--unshare-uts",
   "--unshare-cgroup-try",
 ]);
+/**
+ * No capabilities inside: a runtime started as root would otherwise hand bwrap's child every
+ * capability in its own namespaces (`CAP_SYS_ADMIN` remounts `/` read-write, `CAP_MKNOD`, …).
+ * Unprivileged bwrap drops them anyway; this makes root the same.
+ */
+const WALL_PRIVILEGES: readonly string[] = Object.freeze(["--cap-drop", "ALL"]);
 /** The run ends with its launcher, and cannot reach the caller's terminal. */
 const WALL_LIFETIME: readonly string[] = Object.freeze(["--die-with-parent", "--new-session"]);
 
@@ -243,6 +269,7 @@ export function launchArgv(
       wall.home,
       ...(wall.readOnly ?? []).flatMap((path) => ["--ro-bind", path, path]),
       ...WALL_NAMESPACES,
+      ...WALL_PRIVILEGES,
       ...(wall.network ? [] : ["--unshare-net"]),
       ...WALL_LIFETIME,
       "--chdir",
@@ -313,6 +340,7 @@ export function hostShell(
           ...bwrapLauncher(tools, filter),
           ...WALL_ROOT,
           ...WALL_NAMESPACES,
+          ...WALL_PRIVILEGES,
           "--unshare-net",
           ...WALL_LIFETIME,
           "--",
@@ -359,10 +387,15 @@ export function hostShell(
       const group = child.pid;
       if (!spec.wall) watch(group);
       let timedOut = false;
+      // Stops reading output a grace period after the kill: a `setsid` grandchild (without the
+      // wall) is outside the group and may hold stdout open for ever.
+      const stopReading = new AbortController();
+      let grace: ReturnType<typeof setTimeout> | undefined;
       const killGroup = () => {
         try {
           Deno.kill(-group, "SIGKILL");
         } catch { /* already gone */ }
+        grace ??= setTimeout(() => stopReading.abort(), OUTPUT_GRACE_MS);
       };
       const timer = setTimeout(() => {
         timedOut = true;
@@ -377,8 +410,8 @@ export function hostShell(
           await writer.close().catch(() => {});
         }
         const [out, err, status] = await Promise.all([
-          capped(child.stdout, spec.maxOutputBytes),
-          capped(child.stderr, spec.maxOutputBytes),
+          capped(child.stdout, spec.maxOutputBytes, stopReading.signal),
+          capped(child.stderr, spec.maxOutputBytes, stopReading.signal),
           child.status,
         ]);
         if (timedOut || signal?.aborted) killGroup();
@@ -394,6 +427,7 @@ export function hostShell(
         };
       } finally {
         clearTimeout(timer);
+        clearTimeout(grace);
         signal?.removeEventListener("abort", onAbort);
       }
     },
