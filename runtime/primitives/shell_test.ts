@@ -9,6 +9,7 @@ import {
   ValidationError,
 } from "../errors.ts";
 import { createRuntime } from "../runtime.ts";
+import { parsePolicy, PolicyRules } from "../policy_rules.ts";
 import {
   eventually,
   failure,
@@ -255,4 +256,95 @@ Deno.test("ShellPrimitive.run() parks in queue mode and a human's approval runs 
     HumanPendingError,
   );
   assert.equal(logLines(log).length, 1);
+});
+
+/** Rules from one JSONC policy text. */
+function rulesOf(text: string): PolicyRules {
+  return new PolicyRules(parsePolicy(text, "test.jsonc"));
+}
+
+Deno.test("ShellPrimitive.run() under the allowlist: an exact rule runs without asking; extra args or a path-qualified program ask", async () => {
+  await using f = await shellFixture({
+    fakePath: true,
+    extra: {
+      rules: rulesOf(
+        '{"version": 1, "rules": [{"effect": "allow", "shell": ["git", "status", "--short"], "exact": true}]}',
+      ),
+    },
+  });
+  const log = join(f.outside, "runs.log");
+  fakeProgram(f.bins[0]!, "git", log);
+  script(join(f.ws, "git"), `touch '${join(f.outside, "LOCAL_GIT_RAN")}'`);
+  const r = await f.runtime.primitives.shell.run(f.pid, { argv: ["git", "status", "--short"] });
+  assert.equal(r.stdout, "ran git\n", "the exact allowed command runs without a human");
+  for (const argv of [["git", "status", "--short", "--branch"], ["./git", "status", "--short"]]) {
+    const error = await failure(
+      f.runtime.primitives.shell.run(f.pid, { argv }),
+      HumanDecisionError,
+    );
+    assert.equal(error.code, "human_unavailable", argv.join(" "));
+  }
+  assert.equal(logLines(log).length, 1);
+  await assert.rejects(Deno.stat(join(f.outside, "LOCAL_GIT_RAN")), Deno.errors.NotFound);
+});
+
+Deno.test("ShellPrimitive.run() under always_deny: an explicit grant of the exact command is overridden", async () => {
+  await using f = await shellFixture({ level: "always_deny", fakePath: true });
+  const log = join(f.outside, "runs.log");
+  fakeProgram(f.bins[0]!, "git", log);
+  f.runtime.authority.capabilities.grant({
+    subject: f.pid,
+    resource: { type: "shell", argv: ["git"], scope: "prefix" },
+    rights: ["execute"],
+    effect: "allow",
+    issuer: "operator",
+  });
+  const error = await failure(
+    f.runtime.primitives.shell.run(f.pid, { argv: ["git", "status"] }),
+    CapabilityDeniedError,
+  );
+  assert.match(error.message, /shell-policy|always_deny/);
+  assert.deepEqual(logLines(log), []);
+});
+
+Deno.test("ShellPrimitive.run() under the blocklist: an ask rule on bash catches `env bash -c …`, naming the rule", async () => {
+  await using f = await shellFixture({
+    level: "blocklist_ask_else_auto",
+    fakePath: true,
+    extra: { rules: rulesOf('{"version": 1, "rules": [{"effect": "ask", "shell": ["bash"]}]}') },
+  });
+  const log = join(f.outside, "runs.log");
+  fakeProgram(f.bins[0]!, "env", log);
+  fakeProgram(f.bins[0]!, "bash", log);
+  const error = await failure(
+    f.runtime.primitives.shell.run(f.pid, { argv: ["env", "bash", "-c", "id"] }),
+    HumanDecisionError,
+  );
+  assert.match(error.message, /rule:test\.jsonc#/);
+  assert.deepEqual(logLines(log), []);
+});
+
+Deno.test("ShellPrimitive.run() enforces its own output and timeout limits whatever the caller asks", async () => {
+  await using f = await shellFixture({
+    level: "always_allow",
+    extra: { shellLimits: { outputBytes: 3, outputBytesMax: 3, timeoutMsMax: 300_000 } },
+  });
+  const r = await f.runtime.primitives.shell.run(f.pid, {
+    argv: ["sh", "-c", "echo 0123456789; echo abcdefghij >&2"],
+  });
+  assert.equal(r.stdout, "012");
+  assert.equal(r.stderr, "abc");
+  assert.equal(r.stdoutTruncated, true);
+  assert.equal(r.stderrTruncated, true);
+  // Asking for more than the primitive's maximum is refused, not honoured.
+  await assert.rejects(
+    f.runtime.primitives.shell.run(f.pid, { argv: ["true"], maxOutputBytes: 10 }),
+    ValidationError,
+  );
+  for (const timeoutMs of [0, 300_001]) {
+    await assert.rejects(
+      f.runtime.primitives.shell.run(f.pid, { argv: ["true"], timeoutMs }),
+      ValidationError,
+    );
+  }
 });
