@@ -19,6 +19,7 @@ import { CapabilityIndex, type CapabilityMatch } from "./capability_index.ts";
 import { CapabilityDeniedError, NotFoundError, StoreError, ValidationError } from "./errors.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
 import type { CapabilityRow } from "./store.ts";
+import { netHostPattern } from "./net_host.ts";
 
 /** What a grant says; the table fills in id, times and bookkeeping. */
 export const GrantRequest = z.object({
@@ -186,7 +187,13 @@ export class CapabilityTable {
         { cause: parsed.error },
       );
     }
-    const r = parsed.data;
+    // Net keys in the decision key's form: a deny on `bücher.example` meets its punycode host.
+    const r = parsed.data.resource.type === "net" && parsed.data.resource.scope !== "any"
+      ? {
+        ...parsed.data,
+        resource: { ...parsed.data.resource, key: netHostPattern(parsed.data.resource.key) },
+      }
+      : parsed.data;
     for (const right of r.rights) {
       if (!isRight(r.resource.type, right)) {
         throw new ValidationError(

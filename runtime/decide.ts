@@ -28,6 +28,7 @@ import {
   PROTECTED_GLOBS,
   SECRET_GLOBS,
 } from "./path_glob.ts";
+import { netHostPattern } from "./net_host.ts";
 
 /** Who acts: a process. */
 export interface Subject {
@@ -94,7 +95,8 @@ export function parseRunDeny(source: string): RunDeny {
       }, which ${type} does not have (it has ${RIGHTS[type].join(", ")})`,
     );
   }
-  return { source, type, right, glob: compileGlob(match[3]!, { segments: type === "fs" }) };
+  const pattern = type === "net" ? netHostPattern(match[3]!) : match[3]!;
+  return { source, type, right, glob: compileGlob(pattern, { segments: type === "fs" }) };
 }
 
 /** The protected and secret path globs, compiled once per runtime. */

@@ -533,9 +533,13 @@ export class HumanChannel {
           this.#authority.capabilities.grant({
             subject: request.pid,
             // The exact file the human was shown, or for a shell run any command (the digest
-            // binds the executable, argv, cwd and environment).
+            // binds the executable, argv, cwd and environment), or for a request any host (the
+            // digest binds the method, URL, headers and body; it meets the host and endpoint
+            // decisions alike).
             resource: a.primitive === "shell"
               ? { type: "shell", argv: [], scope: "any" }
+              : a.primitive === "network"
+              ? { type: "net", key: "*", scope: "any" }
               : a.path === null
               ? { type: "fs", path: ".", scope: "subtree" }
               : { type: "fs", path: a.path, scope: "exact" },

@@ -29,6 +29,7 @@ import { foldArgv } from "./capability.ts";
 import type { Action, Decision, DecisionContext, DecisionLayer, Subject } from "./decide.ts";
 import { ValidationError } from "./errors.ts";
 import { compileGlob, type PathGlob } from "./path_glob.ts";
+import { netHostPattern } from "./net_host.ts";
 
 /** The largest policy file read. */
 export const POLICY_MAX_BYTES = 256 * 1024;
@@ -197,7 +198,7 @@ export function parsePolicy(text: string, source: string): LoadedRule[] {
       : rule.path !== undefined
       ? compileGlob(rule.path)
       : rule.host !== undefined
-      ? compileGlob(rule.host, { segments: false })
+      ? compileGlob(netHostPattern(rule.host), { segments: false })
       : null,
     folded: rule.shell ? foldArgv(rule.shell) : null,
   }));

@@ -86,8 +86,20 @@ export const SAFE_RESPONSE_HEADERS: readonly string[] = Object.freeze([
   "retry-after",
 ]);
 
-/** Headers that carry credentials, dropped when a redirect changes the origin. */
-export const CREDENTIAL_HEADERS: readonly string[] = Object.freeze(["authorization", "cookie"]);
+/**
+ * The only headers a redirect to another origin carries on: credentials of every spelling
+ * (`authorization`, `cookie`, `x-api-key`, `x-auth-token`, …) stay with the origin they were
+ * meant for.
+ */
+export const CROSS_ORIGIN_HEADERS: readonly string[] = Object.freeze([
+  "accept",
+  "accept-language",
+  "cache-control",
+  "content-language",
+  "content-type",
+  "pragma",
+  "user-agent",
+]);
 
 /** Headers that describe a body, dropped when a redirect turns the request into a GET. */
 export const BODY_HEADERS: readonly string[] = Object.freeze([

@@ -6,11 +6,13 @@
  * 1. **URL** — WHATWG-parsed (which also normalises `http://2130706433/`, `http://0x7f.1/`,
  *    `http://0177.0.0.1/` and `http://127.1/` to `127.0.0.1`); only `http:` and `https:`; no
  *    user name or password; port 1–65535; the fragment is dropped.
- * 2. **decide** on `{ type: "net", key: <host> }`, right `connect`, with the request's digest.
- *    `<host>` is the URL's host name, lower-case, punycode, without a trailing dot, an IPv6
- *    literal without brackets (`::1`). When nothing decides for the host (the `default` deny),
- *    the endpoint key `<host>:<port>` (`[::1]:8123` for IPv6) is decided on instead, so an exact
- *    grant of one endpoint works by itself. Deny → audited, {@link CapabilityDeniedError}.
+ * 2. **decide** on `{ type: "net", key: <host> }` and on the endpoint `<host>:<port>`, right
+ *    `connect`, with the request's digest; the stricter decision wins (explicit deny, then ask,
+ *    then allow; the default deny only when neither decided), so an exact grant of one endpoint
+ *    works by itself and an endpoint deny or ask holds however widely the host is granted.
+ *    `<host>` is the URL's host name, lower-case, punycode, without a trailing dot, or a
+ *    canonical IP literal, IPv6 in brackets (`[::1]`, endpoint `[::1]:8123`), so a host key never
+ *    reads as an endpoint. Deny → audited, {@link CapabilityDeniedError}.
  * 3. A literal IP host is checked against the address policy (4) now, so a human is never asked
  *    to approve what would be refused anyway. Ask → audited, then the human channel
  *    (`human.escalate`); without a channel, {@link ApprovalRequiredError}. Names are resolved
@@ -33,9 +35,10 @@
  *    time cap, reading at most `maxBytes` of the body.
  * 6. **Redirects** (301, 302, 303, 307, 308 with a `Location`) start again at 1 for the new URL,
  *    at most `maxRedirects` times. 303 (and 301/302 after a POST) become GET without a body;
- *    credentials headers are dropped when the origin changes. A redirect hop that needs a human
- *    is escalated only when the request is a GET or HEAD (an approved action is re-run from its
- *    first hop, which must be safe to repeat); otherwise it is refused.
+ *    only a short list of content headers follows a redirect to another origin (no credential,
+ *    whatever its name). A redirect hop that needs a human is escalated only when the request is
+ *    a GET or HEAD (an approved action is re-run from its first hop, which must be safe to
+ *    repeat); otherwise it is refused.
  *
  * Every attempt is audited (`net.fetch` on `net:<host>`: allow with the address, port, status
  * and size; deny with the reason). Requests other than GET and HEAD run through the action
@@ -65,7 +68,7 @@ import { classifyAddress, formatIp, type IpAddress, parseIp } from "./net_addres
 import {
   abortable,
   BODY_HEADERS,
-  CREDENTIAL_HEADERS,
+  CROSS_ORIGIN_HEADERS,
   Deadline,
   errorCode,
   HEADER_VALUE_MAX,
@@ -195,7 +198,7 @@ export interface NetPrimitiveOptions {
 interface Target {
   /** The URL without its fragment. */
   readonly url: URL;
-  /** The decision key: host name or canonical IP text (IPv6 without brackets). */
+  /** The decision key: host name or canonical IP text (IPv6 in brackets). */
   readonly host: string;
   readonly port: number;
   /** `<host>:<port>`, `[<ipv6>]:<port>`. */
@@ -430,9 +433,14 @@ export class NetPrimitive {
     const port = url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port);
     if (port < 1 || port > 65535) refuse("port_forbidden", host, `port ${port} is not usable`);
     const literal = parseIp(host);
-    if (literal) host = formatIp(literal);
+    let bare = host;
+    if (literal) {
+      bare = formatIp(literal);
+      // Bracketed, so an IPv6 host key can never read as an endpoint (`2001:db8::443`).
+      host = literal.family === 6 ? `[${bare}]` : bare;
+    }
     url.hash = "";
-    return { url, host, port, endpoint: endpointOf(literal, host, port), literal };
+    return { url, host, port, endpoint: endpointOf(literal, bare, port), literal };
   }
 
   #digest(target: Target, hop: Hop): string {
@@ -446,8 +454,11 @@ export class NetPrimitive {
   }
 
   /**
-   * The decision for a hop: on the host; when nothing decided for it (the default deny), on the
-   * endpoint `<host>:<port>`. A deny is audited and thrown.
+   * The decision for a hop: on the host and on the endpoint `<host>:<port>`, the stricter wins —
+   * an explicit deny on either, then an ask on either, then an allow on either; only when neither
+   * decided anything, the default deny. So a grant of the endpoint alone works, and a deny or ask
+   * on an endpoint (`--deny net:*:25`, a rule) holds however widely the host is granted. A deny is
+   * audited and thrown.
    */
   #decide(pid: string, target: Target, digest: string): { decision: Decision; action: Action } {
     const on = (key: string): Action => ({
@@ -455,15 +466,15 @@ export class NetPrimitive {
       right: "connect",
       digest,
     });
+    const strictness = (d: Decision) =>
+      d.effect === "deny" ? (d.layer === "default" ? 0 : 3) : d.effect === "ask" ? 2 : 1;
     let action = on(target.host);
     let decision = this.#authority.decide(pid, action);
-    if (decision.effect === "deny" && decision.layer === "default") {
-      const endpoint = on(target.endpoint);
-      const second = this.#authority.decide(pid, endpoint);
-      if (second.layer !== "default") {
-        action = endpoint;
-        decision = second;
-      }
+    const endpoint = on(target.endpoint);
+    const second = this.#authority.decide(pid, endpoint);
+    if (strictness(second) > strictness(decision)) {
+      action = endpoint;
+      decision = second;
     }
     if (decision.effect === "deny") {
       this.#record(pid, target.host, "deny", decision.reason, {
@@ -753,7 +764,7 @@ export class NetPrimitive {
       ((status === 301 || status === 302) && hop.method === "POST");
     const keep = (name: string) =>
       !(toGet && BODY_HEADERS.includes(name)) &&
-      !(from.url.origin !== to.url.origin && CREDENTIAL_HEADERS.includes(name));
+      (from.url.origin === to.url.origin || CROSS_ORIGIN_HEADERS.includes(name));
     const headers = record(Object.entries(hop.headers).filter(([name]) => keep(name)));
     return toGet
       ? { method: "GET", headers, body: undefined, bodyText: undefined, bodySha256: null }

@@ -524,7 +524,11 @@ Deno.test("NetPrimitive.fetch() follows redirects: 303 turns POST into GET, cred
   assert.equal(get!.body, undefined);
   assert.deepEqual({ ...get!.headers }, { authorization: "Bearer t", "x-trace": "1" });
   assert.equal(cross!.address, "93.184.216.35");
-  assert.deepEqual({ ...cross!.headers }, { "x-trace": "1" }, "no credentials to another origin");
+  assert.deepEqual(
+    { ...cross!.headers },
+    {},
+    "nothing but content headers to another origin: a custom header may be a credential",
+  );
   const actions = f.runtime.ledger.list(f.pid).filter((a) => a.kind === "net.fetch");
   assert.equal(actions.length, 1, "the POST went through the action ledger once");
   assert.equal(actions[0]!.status, "done");
@@ -1064,4 +1068,27 @@ Deno.test({
     );
     assert.equal(server.seen.length, 1, "no request went over an unverified connection");
   },
+});
+
+Deno.test("NetPrimitive.fetch() in queue mode: a human's approval through the real channel runs the request once", async () => {
+  await using f = await fixture({ mode: "workspace-write", human: "queue" });
+  grant(f, "public.example");
+  const net = fakeNet({ dns: DNS });
+  const primitive = netOf(f, net, { human: f.runtime.human });
+  // workspace-write asks for the network whatever is granted.
+  await assert.rejects(
+    () => primitive.fetch(f.pid, { url: "http://public.example/a" }),
+    HumanPendingError,
+  );
+  assert.deepEqual(net.requests, []);
+  const [request] = f.runtime.human.list({ pid: f.pid });
+  f.runtime.human.approve(request!.id, { by: "operator" });
+  const response = await primitive.fetch(f.pid, { url: "http://public.example/a" });
+  assert.equal(response.status, 200);
+  assert.equal(net.requests.length, 1);
+  // One-shot, and bound to this request: the same URL asks again, another URL too.
+  for (const url of ["http://public.example/a", "http://public.example/b"]) {
+    await assert.rejects(() => primitive.fetch(f.pid, { url }), HumanPendingError);
+  }
+  assert.equal(net.requests.length, 1);
 });
