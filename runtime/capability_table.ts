@@ -187,6 +187,11 @@ export class CapabilityTable {
         { cause: parsed.error },
       );
     }
+    if (parsed.data.resource.type === "net" && parsed.data.resource.scope === "prefix") {
+      throw new ValidationError(
+        `Cannot grant a prefix of net:${parsed.data.resource.key}: a prefix of a host name also matches other domains (api.example.com matches api.example.com.attacker.net); grant an exact host or host:port, net:* for any, or use a policy rule with a host glob such as *.example.com`,
+      );
+    }
     // Net keys in the decision key's form: a deny on `bücher.example` meets its punycode host.
     const r = parsed.data.resource.type === "net" && parsed.data.resource.scope !== "any"
       ? {

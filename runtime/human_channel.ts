@@ -361,6 +361,12 @@ export class HumanChannel {
    */
   async requestPermission(pid: string, permission: PermissionRequest): Promise<string[]> {
     this.#mayTalk(pid, "ask the human for a permission");
+    if (permission.resource.type === "net" && permission.resource.scope === "prefix") {
+      // Refused before a human is bothered: approving it could not mint it (capability_table).
+      throw new ValidationError(
+        `Cannot ask for a prefix of net:${permission.resource.key}: a prefix of a host name also matches other domains; ask for an exact host or host:port`,
+      );
+    }
     if (this.mode === "none") {
       throw new HumanDecisionError(
         "human_unavailable",

@@ -507,8 +507,8 @@ Deno.test({
     {
       await using f = await fixture();
       grant(f, "127.0.0.1");
-      grant(f, "127.0.0.1", "prefix");
-      grant(f, `127.0.0.1:${p}`, "prefix");
+      assert.throws(() => grant(f, "127.0.0.1", "prefix"), /prefix of a host name/);
+      assert.throws(() => grant(f, `127.0.0.1:${p}`, "prefix"), /prefix of a host name/);
       grant(f, "localhost");
       await refused(
         () => netOf(f, hostNet()).fetch(f.pid, { url: `http://127.0.0.1:${p}/` }),

@@ -639,8 +639,9 @@ Deno.test("NetPrimitive.fetch() unlocks a private address only by an exact endpo
   const net = fakeNet({ dns: DNS });
   const primitive = netOf(f, net);
   grant(f, "*", "any");
-  grant(f, "127.0.0.1:", "prefix");
-  grant(f, "127.0.0.1:8080", "prefix");
+  // A prefix of a host is no grant at all: it would also match other domains.
+  assert.throws(() => grant(f, "127.0.0.1:", "prefix"), ValidationError);
+  assert.throws(() => grant(f, "127.0.0.1:8080", "prefix"), ValidationError);
   grant(f, "127.0.0.1:9999");
   await refused(
     () => primitive.fetch(f.pid, { url: "http://127.0.0.1:8080/" }),
