@@ -13,6 +13,9 @@ import {
   allowExact,
   eventually,
   failure,
+  hostGit as git,
+  hostileRepo,
+  plainGitRuns,
   processesWith,
   script,
   type ShellFixture,
@@ -21,58 +24,6 @@ import {
 } from "./shell_fixture.ts";
 
 const mode = wallTestMode();
-
-/** Runs host git for fixture setup (never through libos). */
-function git(cwd: string, ...args: string[]): string {
-  const out = new Deno.Command("git", {
-    args: ["-c", "user.email=t@example.com", "-c", "user.name=t", ...args],
-    cwd,
-    stdout: "piped",
-    stderr: "piped",
-    clearEnv: true,
-    env: { PATH: "/usr/bin:/bin", HOME: cwd, GIT_CONFIG_NOSYSTEM: "1" },
-  }).outputSync();
-  if (!out.success) {
-    throw new Error(`git ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
-  }
-  return new TextDecoder().decode(out.stdout);
-}
-
-/** A committed repository at `dir` with one modified file, and `config` appended to its config. */
-function hostileRepo(dir: string, config: string, attributes?: string): void {
-  Deno.mkdirSync(dir, { recursive: true });
-  git(dir, "init", "-q", ".");
-  Deno.writeTextFileSync(join(dir, "a.txt"), "one\n");
-  if (attributes !== undefined) Deno.writeTextFileSync(join(dir, ".gitattributes"), attributes);
-  git(dir, "add", "-A");
-  git(dir, "commit", "-qm", "init");
-  Deno.writeTextFileSync(join(dir, "a.txt"), "one\ntwo\n");
-  Deno.writeTextFileSync(join(dir, ".git", "config"), config, { append: true });
-}
-
-/** Whether the attack works against a plain git (the control: the test is not vacuous). */
-function plainGitRuns(cwd: string, args: string[], marker: string): boolean {
-  new Deno.Command("git", {
-    args: ["-c", "user.email=t@example.com", "-c", "user.name=t", ...args],
-    cwd,
-    stdout: "null",
-    stderr: "null",
-    clearEnv: true,
-    env: { PATH: "/usr/bin:/bin", HOME: cwd, GIT_CONFIG_NOSYSTEM: "1" },
-  }).outputSync();
-  return removed(marker);
-}
-
-/** Whether `path` existed (it is removed). */
-function removed(path: string): boolean {
-  try {
-    Deno.lstatSync(path);
-    Deno.removeSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Whether a path exists on the host. */
 function exists(path: string): boolean {

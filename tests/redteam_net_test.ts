@@ -11,11 +11,9 @@
 import assert from "node:assert/strict";
 import { gzipSync } from "node:zlib";
 import type { AuditRecord } from "../runtime/audit_log.ts";
-import { ApprovalRequiredError, HumanPendingError, LibosError } from "../runtime/errors.ts";
-import type { HumanMode } from "../runtime/human_channel.ts";
+import { ApprovalRequiredError, HumanPendingError } from "../runtime/errors.ts";
 import type { ApprovalDetails } from "../runtime/human_request.ts";
-import { parsePolicy, PolicyRules } from "../runtime/policy_rules.ts";
-import { NetError, NetPrimitive, type NetPrimitiveOptions } from "../runtime/primitives/net.ts";
+import { NetError } from "../runtime/primitives/net.ts";
 import {
   fakeNet,
   hostNet,
@@ -23,112 +21,21 @@ import {
   type NetReply,
   type NetRequest,
 } from "../runtime/providers/net.ts";
-import { createRuntime, type Runtime } from "../runtime/runtime.ts";
+import {
+  grantNet,
+  netAudit,
+  type NetFixture,
+  netFixture,
+  type NetFixtureOptions,
+  netOf,
+  refused,
+} from "./net_fixture.ts";
 
 // --------------------------------------------------------------------------------- fixture
 
-interface Fixture extends AsyncDisposable {
-  readonly runtime: Runtime;
-  readonly pid: string;
-}
-
-interface FixtureOptions {
-  readonly mode?: string;
-  readonly rules?: string;
-  readonly human?: HumanMode;
-  readonly denies?: readonly string[];
-}
-
-async function fixture(options: FixtureOptions = {}): Promise<Fixture> {
-  const root = Deno.makeTempDirSync({ prefix: "libos-rt-net-" });
-  let runtime: Runtime;
-  try {
-    runtime = await createRuntime({
-      workspace: root,
-      db: ":memory:",
-      mode: options.mode ?? "full-access",
-      ...(options.rules
-        ? { rules: new PolicyRules(parsePolicy(options.rules, "redteam-policy")) }
-        : {}),
-      ...(options.human ? { human: options.human } : {}),
-      ...(options.denies ? { denies: [...options.denies] } : {}),
-    });
-  } catch (error) {
-    Deno.removeSync(root, { recursive: true });
-    throw error;
-  }
-  const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
-  return {
-    runtime,
-    pid,
-    async [Symbol.asyncDispose]() {
-      try {
-        await runtime.close();
-      } finally {
-        Deno.removeSync(root, { recursive: true });
-      }
-    },
-  };
-}
-
-function netOf(
-  f: Fixture,
-  provider: NetProvider,
-  extra: Pick<NetPrimitiveOptions, "human" | "limits"> = {},
-): NetPrimitive {
-  const { store, audit, events, clock, ids } = f.runtime;
-  return new NetPrimitive({
-    core: { store, audit, events, clock, ids },
-    authority: f.runtime.authority,
-    provider,
-    processes: f.runtime.processes,
-    ledger: f.runtime.ledger,
-    ...extra,
-  });
-}
-
-type Scope = "exact" | "prefix" | "any";
-
-/** Grants (or denies) `connect` on `net:<key>` to `subject` (the fixture's process by default). */
-function grant(
-  f: Fixture,
-  key: string,
-  scope: Scope = "exact",
-  effect: "allow" | "ask" | "deny" = "allow",
-  subject: string = f.pid,
-): string {
-  return f.runtime.authority.capabilities.grant({
-    subject,
-    resource: { type: "net", key, scope },
-    rights: ["connect"],
-    effect,
-    issuer: "operator",
-  }).id;
-}
-
-/** Runs `run`, requires a {@link LibosError} with `code`, and returns it. */
-async function refused(run: () => Promise<unknown>, code: string): Promise<LibosError> {
-  let result: unknown;
-  try {
-    result = await run();
-  } catch (error) {
-    if (error instanceof LibosError && error.code === code) return error;
-    throw new assert.AssertionError({
-      message: `expected a refusal with code ${code}, got ${
-        error instanceof Error ? `${error.name} ${"code" in error ? error.code : ""}: ` : ""
-      }${error instanceof Error ? error.message : String(error)}`,
-    });
-  }
-  throw new assert.AssertionError({
-    message: `expected a refusal with code ${code}, but it succeeded: ${
-      JSON.stringify(result).slice(0, 300)
-    }`,
-  });
-}
-
-function netAudit(f: Fixture, pid: string = f.pid): AuditRecord[] {
-  return f.runtime.audit.query({ pid, action: "net.fetch", limit: 1000 });
-}
+type Fixture = NetFixture;
+const fixture = (options: NetFixtureOptions = {}) => netFixture(options);
+const grant = grantNet;
 
 function allowedAudit(f: Fixture, pid: string = f.pid): AuditRecord[] {
   return netAudit(f, pid).filter((r) => r.decision === "allow");

@@ -12,7 +12,10 @@ import {
   eventually,
   failure,
   fakeProgram,
+  hostGit as git,
+  hostileRepo,
   logLines,
+  plainGitRuns,
   processesWith,
   script,
   type ShellFixture,
@@ -183,52 +186,6 @@ Deno.test("Shell secrets attack: env and printenv print neither the runtime's OP
 });
 
 // ------------------------------------------------------------------ git
-
-/** Runs host git for fixture setup (never through libos). */
-function git(cwd: string, ...args: string[]): void {
-  const out = new Deno.Command("git", {
-    args: ["-c", "user.email=t@example.com", "-c", "user.name=t", ...args],
-    cwd,
-    stdout: "null",
-    stderr: "piped",
-    clearEnv: true,
-    env: { PATH: "/usr/bin:/bin", HOME: cwd, GIT_CONFIG_NOSYSTEM: "1" },
-  }).outputSync();
-  if (!out.success) {
-    throw new Error(`git ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
-  }
-}
-
-/** A committed repository at `dir` with one modified file, and `config` appended to its config. */
-function hostileRepo(dir: string, config: string, attributes?: string): void {
-  Deno.mkdirSync(dir, { recursive: true });
-  git(dir, "init", "-q", ".");
-  Deno.writeTextFileSync(join(dir, "a.txt"), "one\n");
-  if (attributes !== undefined) Deno.writeTextFileSync(join(dir, ".gitattributes"), attributes);
-  git(dir, "add", "-A");
-  git(dir, "commit", "-qm", "init");
-  Deno.writeTextFileSync(join(dir, "a.txt"), "one\ntwo\n");
-  Deno.writeTextFileSync(join(dir, ".git", "config"), config, { append: true });
-}
-
-/** Whether the attack works against a plain git (the control: the test is not vacuous). */
-function plainGitRuns(cwd: string, args: string[], marker: string): boolean {
-  new Deno.Command("git", {
-    args,
-    cwd,
-    stdout: "null",
-    stderr: "null",
-    clearEnv: true,
-    env: { PATH: "/usr/bin:/bin", HOME: cwd, GIT_CONFIG_NOSYSTEM: "1" },
-  }).outputSync();
-  try {
-    Deno.statSync(marker);
-    Deno.removeSync(marker);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const GIT_ATTACKS: {
   name: string;

@@ -169,3 +169,53 @@ export async function failure<E extends Error>(
   assert.ok(error instanceof type, `expected ${type.name}, got ${String(error)}`);
   return error;
 }
+
+/** Runs host git for fixture setup (never through libos) and returns its stdout. */
+export function hostGit(cwd: string, ...args: string[]): string {
+  const out = new Deno.Command("git", {
+    args: ["-c", "user.email=t@example.com", "-c", "user.name=t", ...args],
+    cwd,
+    stdout: "piped",
+    stderr: "piped",
+    clearEnv: true,
+    env: { PATH: "/usr/bin:/bin", HOME: cwd, GIT_CONFIG_NOSYSTEM: "1" },
+  }).outputSync();
+  if (!out.success) {
+    throw new Error(`git ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
+  }
+  return new TextDecoder().decode(out.stdout);
+}
+
+/** A committed repository at `dir` with one modified file, and `config` appended to its config. */
+export function hostileRepo(dir: string, config: string, attributes?: string): void {
+  Deno.mkdirSync(dir, { recursive: true });
+  hostGit(dir, "init", "-q", ".");
+  Deno.writeTextFileSync(join(dir, "a.txt"), "one\n");
+  if (attributes !== undefined) Deno.writeTextFileSync(join(dir, ".gitattributes"), attributes);
+  hostGit(dir, "add", "-A");
+  hostGit(dir, "commit", "-qm", "init");
+  Deno.writeTextFileSync(join(dir, "a.txt"), "one\ntwo\n");
+  Deno.writeTextFileSync(join(dir, ".git", "config"), config, { append: true });
+}
+
+/**
+ * Whether an attack works against a plain host git (the control: a test is not vacuous); the
+ * marker it leaves is removed.
+ */
+export function plainGitRuns(cwd: string, args: string[], marker: string): boolean {
+  new Deno.Command("git", {
+    args: ["-c", "user.email=t@example.com", "-c", "user.name=t", ...args],
+    cwd,
+    stdout: "null",
+    stderr: "null",
+    clearEnv: true,
+    env: { PATH: "/usr/bin:/bin", HOME: cwd, GIT_CONFIG_NOSYSTEM: "1" },
+  }).outputSync();
+  try {
+    Deno.lstatSync(marker);
+    Deno.removeSync(marker);
+    return true;
+  } catch {
+    return false;
+  }
+}

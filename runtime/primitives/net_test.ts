@@ -1,14 +1,11 @@
 import assert from "node:assert/strict";
-import type { AuditRecord } from "../audit_log.ts";
 import {
   ApprovalRequiredError,
   CapabilityDeniedError,
   HumanDecisionError,
   HumanPendingError,
-  LibosError,
   ValidationError,
 } from "../errors.ts";
-import type { HumanMode } from "../human_channel.ts";
 import type { ApprovalDetails } from "../human_request.ts";
 import { parsePolicy, PolicyRules } from "../policy_rules.ts";
 import {
@@ -18,102 +15,23 @@ import {
   type NetProvider,
   type NetRequest,
 } from "../providers/net.ts";
-import { createRuntime, type Runtime } from "../runtime.ts";
 import {
-  classifyAddress,
-  formatIp,
-  NetError,
-  NetPrimitive,
-  type NetPrimitiveOptions,
-  parseIp,
-} from "./net.ts";
+  grantNet,
+  netAudit,
+  type NetFixture,
+  netFixture,
+  type NetFixtureOptions,
+  netOf,
+  refused,
+} from "../../tests/net_fixture.ts";
+import { classifyAddress, formatIp, NetError, NetPrimitive, parseIp } from "./net.ts";
 
 // --------------------------------------------------------------------------------- fixture
 
-interface Fixture extends AsyncDisposable {
-  readonly runtime: Runtime;
-  readonly pid: string;
-}
-
-async function fixture(
-  options: { mode?: string; rules?: PolicyRules; human?: HumanMode } = {},
-): Promise<Fixture> {
-  const root = Deno.makeTempDirSync({ prefix: "libos-net-" });
-  let runtime: Runtime;
-  try {
-    runtime = await createRuntime({
-      workspace: root,
-      db: ":memory:",
-      mode: options.mode ?? "full-access",
-      ...(options.rules ? { rules: options.rules } : {}),
-      ...(options.human ? { human: options.human } : {}),
-    });
-  } catch (error) {
-    Deno.removeSync(root, { recursive: true });
-    throw error;
-  }
-  const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
-  return {
-    runtime,
-    pid,
-    async [Symbol.asyncDispose]() {
-      try {
-        await runtime.close();
-      } finally {
-        Deno.removeSync(root, { recursive: true });
-      }
-    },
-  };
-}
-
-function netOf(
-  f: Fixture,
-  provider: NetProvider,
-  extra: Pick<NetPrimitiveOptions, "human" | "limits"> = {},
-): NetPrimitive {
-  const { store, audit, events, clock, ids } = f.runtime;
-  return new NetPrimitive({
-    core: { store, audit, events, clock, ids },
-    authority: f.runtime.authority,
-    provider,
-    processes: f.runtime.processes,
-    ledger: f.runtime.ledger,
-    ...extra,
-  });
-}
-
-/** Grants `connect` on `net:<key>`: `exact`, `prefix`, or `any` (`net:*`). */
-function grant(f: Fixture, key: string, scope: "exact" | "prefix" | "any" = "exact"): string {
-  return f.runtime.authority.capabilities.grant({
-    subject: f.pid,
-    resource: { type: "net", key, scope },
-    rights: ["connect"],
-    effect: "allow",
-    issuer: "operator",
-  }).id;
-}
-
-/** Runs `run`, requires a {@link LibosError} with `code`, and returns it. */
-async function refused(run: () => Promise<unknown>, code: string): Promise<LibosError> {
-  let result: unknown;
-  try {
-    result = await run();
-  } catch (error) {
-    if (error instanceof LibosError && error.code === code) return error;
-    throw new assert.AssertionError({
-      message: `expected a refusal with code ${code}, got ${
-        error instanceof Error ? `${error.name} ${"code" in error ? error.code : ""}: ` : ""
-      }${error instanceof Error ? error.message : String(error)}`,
-    });
-  }
-  throw new assert.AssertionError({
-    message: `expected a refusal with code ${code}, but it succeeded: ${JSON.stringify(result)}`,
-  });
-}
-
-function netAudit(f: Fixture): AuditRecord[] {
-  return f.runtime.audit.query({ pid: f.pid, action: "net.fetch", limit: 1000 });
-}
+type Fixture = NetFixture;
+const fixture = (options: NetFixtureOptions = {}) => netFixture(options);
+const grant = (f: Fixture, key: string, scope: "exact" | "prefix" | "any" = "exact") =>
+  grantNet(f, key, scope);
 
 /** Asserts a refusal was audited as a deny and that no allowed request was. */
 function assertDeniedAudit(f: Fixture, authority?: string): void {

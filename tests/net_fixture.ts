@@ -1,0 +1,120 @@
+/**
+ * Fixtures for the network primitive's tests: a runtime on a temporary workspace with one
+ * process, a primitive over any provider, net grants, and the typed-refusal assertion.
+ */
+import assert from "node:assert/strict";
+import type { AuditRecord } from "../runtime/audit_log.ts";
+import { LibosError } from "../runtime/errors.ts";
+import type { HumanMode } from "../runtime/human_channel.ts";
+import { parsePolicy, PolicyRules } from "../runtime/policy_rules.ts";
+import { NetPrimitive, type NetPrimitiveOptions } from "../runtime/primitives/net.ts";
+import type { NetProvider } from "../runtime/providers/net.ts";
+import { createRuntime, type Runtime } from "../runtime/runtime.ts";
+
+/** One fixture; dispose it to close the runtime and remove the workspace. */
+export interface NetFixture extends AsyncDisposable {
+  readonly runtime: Runtime;
+  readonly pid: string;
+}
+
+/** How to build one (default mode `full-access`, human mode `none`). */
+export interface NetFixtureOptions {
+  readonly mode?: string;
+  /** Policy rules, or the text of a policy file. */
+  readonly rules?: PolicyRules | string;
+  readonly human?: HumanMode;
+  readonly denies?: readonly string[];
+}
+
+/** Builds a fixture. */
+export async function netFixture(options: NetFixtureOptions = {}): Promise<NetFixture> {
+  const root = Deno.makeTempDirSync({ prefix: "libos-net-" });
+  const rules = typeof options.rules === "string"
+    ? new PolicyRules(parsePolicy(options.rules, "test-policy"))
+    : options.rules;
+  let runtime: Runtime;
+  try {
+    runtime = await createRuntime({
+      workspace: root,
+      db: ":memory:",
+      mode: options.mode ?? "full-access",
+      ...(rules ? { rules } : {}),
+      ...(options.human ? { human: options.human } : {}),
+      ...(options.denies ? { denies: [...options.denies] } : {}),
+    });
+  } catch (error) {
+    Deno.removeSync(root, { recursive: true });
+    throw error;
+  }
+  const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
+  return {
+    runtime,
+    pid,
+    async [Symbol.asyncDispose]() {
+      try {
+        await runtime.close();
+      } finally {
+        Deno.removeSync(root, { recursive: true });
+      }
+    },
+  };
+}
+
+/** A network primitive of the fixture's runtime over `provider`. */
+export function netOf(
+  f: NetFixture,
+  provider: NetProvider,
+  extra: Pick<NetPrimitiveOptions, "human" | "limits"> = {},
+): NetPrimitive {
+  const { store, audit, events, clock, ids } = f.runtime;
+  return new NetPrimitive({
+    core: { store, audit, events, clock, ids },
+    authority: f.runtime.authority,
+    provider,
+    processes: f.runtime.processes,
+    ledger: f.runtime.ledger,
+    ...extra,
+  });
+}
+
+/** Grants (or denies) `connect` on `net:<key>` to `subject` (the fixture's process by default). */
+export function grantNet(
+  f: NetFixture,
+  key: string,
+  scope: "exact" | "prefix" | "any" = "exact",
+  effect: "allow" | "ask" | "deny" = "allow",
+  subject: string = f.pid,
+): string {
+  return f.runtime.authority.capabilities.grant({
+    subject,
+    resource: { type: "net", key, scope },
+    rights: ["connect"],
+    effect,
+    issuer: "operator",
+  }).id;
+}
+
+/** Runs `run`, requires a {@link LibosError} with `code`, and returns it. */
+export async function refused(run: () => Promise<unknown>, code: string): Promise<LibosError> {
+  let result: unknown;
+  try {
+    result = await run();
+  } catch (error) {
+    if (error instanceof LibosError && error.code === code) return error;
+    throw new assert.AssertionError({
+      message: `expected a refusal with code ${code}, got ${
+        error instanceof Error ? `${error.name} ${"code" in error ? error.code : ""}: ` : ""
+      }${error instanceof Error ? error.message : String(error)}`,
+    });
+  }
+  throw new assert.AssertionError({
+    message: `expected a refusal with code ${code}, but it succeeded: ${
+      JSON.stringify(result).slice(0, 300)
+    }`,
+  });
+}
+
+/** The `net.fetch` audit records of `pid` (the fixture's process by default). */
+export function netAudit(f: NetFixture, pid: string = f.pid): AuditRecord[] {
+  return f.runtime.audit.query({ pid, action: "net.fetch", limit: 1000 });
+}
