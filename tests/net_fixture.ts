@@ -4,8 +4,9 @@
  */
 import assert from "node:assert/strict";
 import type { AuditRecord } from "../runtime/audit_log.ts";
-import { LibosError } from "../runtime/errors.ts";
+import { ApprovalRequiredError, LibosError } from "../runtime/errors.ts";
 import type { HumanMode } from "../runtime/human_channel.ts";
+import type { ApprovalDetails } from "../runtime/human_request.ts";
 import { parsePolicy, PolicyRules } from "../runtime/policy_rules.ts";
 import { NetPrimitive, type NetPrimitiveOptions } from "../runtime/primitives/net.ts";
 import type { NetProvider } from "../runtime/providers/net.ts";
@@ -117,4 +118,45 @@ export async function refused(run: () => Promise<unknown>, code: string): Promis
 /** The `net.fetch` audit records of `pid` (the fixture's process by default). */
 export function netAudit(f: NetFixture, pid: string = f.pid): AuditRecord[] {
   return f.runtime.audit.query({ pid, action: "net.fetch", limit: 1000 });
+}
+
+/**
+ * A stand-in for an interactive human: records every escalation and, while `approving()` holds,
+ * mints what the real channel mints on "approve" — a one-shot `net:*` allow bound to the
+ * request's digest; otherwise it refuses.
+ */
+export function testHuman(
+  f: NetFixture,
+  approving: () => boolean = () => true,
+): {
+  readonly human: Pick<NonNullable<NetPrimitiveOptions["human"]>, "escalate">;
+  readonly asked: ApprovalDetails[];
+} {
+  const asked: ApprovalDetails[] = [];
+  return {
+    asked,
+    human: {
+      escalate(pid: string, details: ApprovalDetails): Promise<void> {
+        asked.push(details);
+        if (!approving()) {
+          return Promise.reject(
+            new ApprovalRequiredError("refused by the test human", {
+              reason: "test",
+              digest: details.digest,
+            }),
+          );
+        }
+        f.runtime.authority.capabilities.grant({
+          subject: pid,
+          resource: { type: "net", key: "*", scope: "any" },
+          rights: ["connect"],
+          effect: "allow",
+          oneShot: true,
+          actionDigest: details.digest,
+          issuer: "human:test",
+        });
+        return Promise.resolve();
+      },
+    },
+  };
 }

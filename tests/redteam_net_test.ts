@@ -12,7 +12,6 @@ import assert from "node:assert/strict";
 import { gzipSync } from "node:zlib";
 import type { AuditRecord } from "../runtime/audit_log.ts";
 import { ApprovalRequiredError, HumanPendingError } from "../runtime/errors.ts";
-import type { ApprovalDetails } from "../runtime/human_request.ts";
 import { NetError } from "../runtime/primitives/net.ts";
 import {
   fakeNet,
@@ -29,6 +28,7 @@ import {
   type NetFixtureOptions,
   netOf,
   refused,
+  testHuman,
 } from "./net_fixture.ts";
 
 // --------------------------------------------------------------------------------- fixture
@@ -600,22 +600,8 @@ Deno.test("NetPrimitive.fetch() refuses a POST redirect that needs approval inst
   await using f = await fixture({ mode: "workspace-write", human: "queue" });
   grant(f, "public.example");
   grant(f, "other.example");
-  const approvals: ApprovalDetails[] = [];
-  const human = {
-    escalate(pid: string, details: ApprovalDetails): Promise<void> {
-      approvals.push(details);
-      f.runtime.authority.capabilities.grant({
-        subject: pid,
-        resource: { type: "net", key: details.resource.slice("net:".length), scope: "exact" },
-        rights: ["connect"],
-        effect: "allow",
-        oneShot: true,
-        actionDigest: details.digest,
-        issuer: "human:test",
-      });
-      return Promise.resolve();
-    },
-  };
+  const { human, asked: approvals } = testHuman(f);
+
   const net = fakeNet({
     dns: DNS,
     handler: (r) =>
@@ -643,31 +629,9 @@ Deno.test("NetPrimitive.fetch() does not reuse a one-shot approval for another U
   const other = f.runtime.processes.spawn({ goal: "other", image: "base-agent:v0" }).pid;
   grant(f, "public.example");
   grant(f, "public.example", "exact", "allow", other);
-  const approvals: ApprovalDetails[] = [];
   let approve = true;
-  const human = {
-    escalate(pid: string, details: ApprovalDetails): Promise<void> {
-      approvals.push(details);
-      if (!approve) {
-        return Promise.reject(
-          new ApprovalRequiredError("refused by the test human", {
-            reason: "test",
-            digest: details.digest,
-          }),
-        );
-      }
-      f.runtime.authority.capabilities.grant({
-        subject: pid,
-        resource: { type: "net", key: details.resource.slice("net:".length), scope: "exact" },
-        rights: ["connect"],
-        effect: "allow",
-        oneShot: true,
-        actionDigest: details.digest,
-        issuer: "human:test",
-      });
-      return Promise.resolve();
-    },
-  };
+  const { human, asked: approvals } = testHuman(f, () => approve);
+
   const net = fakeNet({
     dns: DNS,
     handler: (r) =>

@@ -6,7 +6,6 @@ import {
   HumanPendingError,
   ValidationError,
 } from "../errors.ts";
-import type { ApprovalDetails } from "../human_request.ts";
 import { parsePolicy, PolicyRules } from "../policy_rules.ts";
 import {
   fakeNet,
@@ -23,6 +22,7 @@ import {
   type NetFixtureOptions,
   netOf,
   refused,
+  testHuman,
 } from "../../tests/net_fixture.ts";
 import { classifyAddress, formatIp, NetError, NetPrimitive, parseIp } from "./net.ts";
 
@@ -632,23 +632,8 @@ Deno.test("NetPrimitive.fetch() runs an interactively approved request once, and
   await using f = await fixture({ mode: "workspace-write" });
   grant(f, "public.example");
   grant(f, "private.example");
-  const asked: ApprovalDetails[] = [];
-  // What the human channel does on "approve": a one-shot grant bound to the request's digest.
-  const human = {
-    escalate(pid: string, details: ApprovalDetails): Promise<void> {
-      asked.push(details);
-      f.runtime.authority.capabilities.grant({
-        subject: pid,
-        resource: { type: "net", key: details.resource.slice("net:".length), scope: "exact" },
-        rights: ["connect"],
-        effect: "allow",
-        oneShot: true,
-        actionDigest: details.digest,
-        issuer: "human:test",
-      });
-      return Promise.resolve();
-    },
-  };
+  const { human, asked } = testHuman(f);
+
   const net = fakeNet({ dns: DNS, handler: () => ({ status: 200, body: "approved" }) });
   const primitive = netOf(f, net, { human });
   assert.equal((await primitive.fetch(f.pid, { url: "http://public.example/" })).body, "approved");
