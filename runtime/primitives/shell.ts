@@ -29,7 +29,9 @@
  * - without the wall, commands can write anywhere the runtime's user can (the policy sees the
  *   argv, not what a workspace script does), reach the network and host daemons' sockets, and
  *   read the runtime's own `/proc/<pid>/environ` (API keys the runtime was started with);
- * - a background child that keeps stdout open keeps the call open until the timeout;
+ * - a background child that keeps stdout open does not keep the call open: reading stops 1 s
+ *   after the command exits (`outputLeftOpen`, with a warning), and the child keeps running,
+ *   without anywhere to write, until it ends or the runtime does;
  * - git hardening is computed before the run: a repository a script creates, configures or
  *   checks out during the run is not neutralised, nor one outside the workspace reached through a
  *   symlinked directory; `core.worktree` is left as set. A scan that cannot cover everything (an
@@ -910,6 +912,11 @@ export class ShellPrimitive implements AsyncDisposable {
             },
           });
           throw error;
+        }
+        if (result.outputLeftOpen) {
+          warnings.push(
+            "the command exited, but a process it left running held its output open; the call returned and that process keeps running (without output) until it ends or the runtime does",
+          );
         }
         const output: ShellRunOutput = {
           ...result,

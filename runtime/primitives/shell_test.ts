@@ -348,3 +348,31 @@ Deno.test("ShellPrimitive.run() enforces its own output and timeout limits whate
     );
   }
 });
+
+Deno.test("ShellPrimitive.run() returns soon after the command exits even when a background child holds its output", async () => {
+  const tag = String(Date.now() % 100000).padStart(5, "0");
+  const marker = `31.${tag}9`;
+  try {
+    await using f = await shellFixture({ level: "always_allow" });
+    script(join(f.ws, "serve.sh"), `sleep ${marker} &\necho started`);
+    const started = performance.now();
+    const r = await f.runtime.primitives.shell.run(f.pid, {
+      argv: ["./serve.sh"],
+      timeoutMs: 60_000,
+    });
+    const took = performance.now() - started;
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.stdout, "started\n");
+    assert.equal(r.timedOut, false);
+    assert.equal(r.outputLeftOpen, true);
+    assert.ok(r.warnings.some((w) => w.includes("held its output open")));
+    assert.ok(took < 10_000, `returned after ${Math.round(took)} ms, not at the 60 s timeout`);
+    assert.equal(processesWith(`sleep ${marker}`).length, 1, "the background child keeps running");
+    // A plain command does not wait out the grace.
+    const quick = await f.runtime.primitives.shell.run(f.pid, { argv: ["true"] });
+    assert.equal(quick.outputLeftOpen, false);
+  } finally {
+    // The runtime's close killed it; nothing is left either way.
+    assert.ok(await eventually(() => processesWith(`sleep ${marker}`).length === 0));
+  }
+});

@@ -72,6 +72,12 @@ export interface ShellRunResult {
   readonly stdoutTruncated: boolean;
   readonly stderrTruncated: boolean;
   readonly timedOut: boolean;
+  /**
+   * The command exited but something it left running still held stdout or stderr open; reading
+   * stopped {@link OUTPUT_GRACE_MS} later and the call returned (what was left keeps running,
+   * until the runtime ends).
+   */
+  readonly outputLeftOpen: boolean;
   readonly durationMs: number;
 }
 
@@ -178,8 +184,8 @@ async function capped(
   return { bytes, truncated };
 }
 
-/** How long output is still read after the run's group was killed. */
-const OUTPUT_GRACE_MS = 1000;
+/** How long output is still read after the command exited or its group was killed. */
+export const OUTPUT_GRACE_MS = 1000;
 
 /** UTF-8 text of at most the bytes kept, never ending inside a code point. */
 function text(bytes: Uint8Array): string {
@@ -409,11 +415,18 @@ export function hostShell(
           await writer.write(encoder.encode(spec.stdin)).catch(() => {});
           await writer.close().catch(() => {});
         }
+        // The command's own exit also starts the grace: a background child it left holding
+        // stdout must not keep the call open until the timeout.
+        const exited = child.status.then((status) => {
+          grace ??= setTimeout(() => stopReading.abort(), OUTPUT_GRACE_MS);
+          return status;
+        });
         const [out, err, status] = await Promise.all([
           capped(child.stdout, spec.maxOutputBytes, stopReading.signal),
           capped(child.stderr, spec.maxOutputBytes, stopReading.signal),
-          child.status,
+          exited,
         ]);
+        const outputLeftOpen = stopReading.signal.aborted && !timedOut && !signal?.aborted;
         if (timedOut || signal?.aborted) killGroup();
         return {
           exitCode: status.signal ? null : status.code,
@@ -423,6 +436,7 @@ export function hostShell(
           stdoutTruncated: out.truncated,
           stderrTruncated: err.truncated,
           timedOut,
+          outputLeftOpen,
           durationMs: performance.now() - started,
         };
       } finally {
