@@ -1,8 +1,17 @@
 /**
- * Agent-written TypeScript tools ("JIT tools", DESIGN §7): the AST validator and the
- * permission-less Deno sandbox they run in, reaching the world only through checked syscalls.
- * Built by the JIT validator and JIT sandbox issues; nothing is exported yet.
+ * Agent-written TypeScript tools ("JIT tools", DESIGN §7): the AST validator (this issue) and,
+ * with the sandbox issue, the permission-less Deno sandbox they run in, reaching the world only
+ * through checked syscalls.
  *
  * @module
  */
-export {};
+export {
+  JIT_RULES,
+  JIT_SOURCE_MAX,
+  type JitReport,
+  type JitRule,
+  JitValidator,
+  type JitValidatorOptions,
+  type JitViolation,
+  VETTED_IMPORTS,
+} from "./validator.ts";

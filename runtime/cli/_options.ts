@@ -68,6 +68,7 @@ export const OPTION_SPECS = {
   "trust-workspace-policy": { type: "boolean" },
   wall: { type: "string" },
   batch: { type: "string" },
+  "allow-import": { type: "string", multiple: true },
 } as const;
 
 /** The name of an option. */

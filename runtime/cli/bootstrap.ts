@@ -110,6 +110,14 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   ) {
     if (file !== "-" && file.trim() !== "") grant(resolve(facts.cwd, file), false);
   }
+  // `jit check FILE...`: read on each file it names (every word after the command words that is
+  // not an option; an option's value read by mistake is only a read grant on a missing path),
+  // and on libos's own jit/ directory: Deno reads a Worker's modules as files.
+  const words = facts.args.filter((a) => !a.startsWith("-"));
+  if (words[0] === "jit" && words[1] === "check") {
+    for (const file of words.slice(2)) grant(resolve(facts.cwd, file), false);
+    grant(fileURLToPath(new URL("../../jit", import.meta.url)), false);
+  }
   const db = optionValue(facts.args, "db");
   if (db !== undefined && db !== ":memory:" && db.trim() !== "") {
     const file = resolve(facts.cwd, db);

@@ -19,6 +19,7 @@ import {
   humanShowCommand,
 } from "./human_commands.ts";
 import { policyCheckCommand } from "./policy_command.ts";
+import { jitCheckCommand } from "./jit_command.ts";
 import { memoryLsCommand, memoryNamespaceCommand, memoryShowCommand } from "./memory_commands.ts";
 import {
   execCommand,
@@ -75,6 +76,7 @@ const COMMANDS: readonly Command[] = [
   toolsCommand,
   execCommand,
   policyCheckCommand,
+  jitCheckCommand,
   auditQueryCommand,
   auditVerifyCommand,
   demoCommand,

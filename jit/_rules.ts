@@ -1,0 +1,550 @@
+/**
+ * The rules of the JIT validator over swc's AST (DESIGN §7). Each finds a construct the sandbox
+ * would otherwise have to stop alone; anything the rules cannot prove harmless is refused. The
+ * AST is walked with an explicit stack (a deeply nested program must not overflow ours).
+ *
+ * @module
+ */
+import type { SourceMap } from "./_source_map.ts";
+
+/** The stable rule ids. */
+export const JIT_RULES = [
+  "parse_error",
+  "too_large",
+  "io_error",
+  "import_forbidden",
+  "import_attributes",
+  "dynamic_import",
+  "import_meta",
+  "eval",
+  "function_constructor",
+  "constructor_access",
+  "proto_access",
+  "global_object",
+  "forbidden_global",
+  "computed_name",
+  "dangerous_string",
+  "unicode_escape",
+  "with_statement",
+  "pragma",
+  "run_export",
+] as const;
+/** A rule id. */
+export type JitRule = typeof JIT_RULES[number];
+
+/** One finding: a rule, what it means, and where (1-based, UTF-16 columns). */
+export interface JitViolation {
+  readonly rule: JitRule;
+  readonly message: string;
+  readonly line: number;
+  readonly column: number;
+}
+
+/** An AST node as swc hands it over (plain JSON). */
+type Node = { readonly type: string; readonly [key: string]: unknown };
+
+function isNode(value: unknown): value is Node {
+  return typeof value === "object" && value !== null && !Array.isArray(value) &&
+    typeof (value as { type?: unknown }).type === "string";
+}
+
+function text(node: unknown, key: string): string | undefined {
+  const value = isNode(node) ? node[key] : undefined;
+  return typeof value === "string" ? value : undefined;
+}
+
+function child(node: Node, key: string): Node | undefined {
+  const value = node[key];
+  return isNode(value) ? value : undefined;
+}
+
+/** Names that reach the global object. */
+const GLOBAL_OBJECTS: readonly string[] = Object.freeze([
+  "globalThis",
+  "self",
+  "window",
+  "global",
+  "frames",
+  "parent",
+  "top",
+  "opener",
+]);
+
+/** Host APIs a tool reaches only through syscalls (and names of other runtimes). */
+const FORBIDDEN_GLOBALS: readonly string[] = Object.freeze([
+  "Deno",
+  "WebAssembly",
+  "Worker",
+  "SharedWorker",
+  "SharedArrayBuffer",
+  "Atomics",
+  "Reflect",
+  "process",
+  "require",
+  "module",
+  "exports",
+  "Bun",
+  "importScripts",
+  "fetch",
+  "WebSocket",
+  "WebSocketStream",
+  "XMLHttpRequest",
+  "EventSource",
+  "BroadcastChannel",
+  "caches",
+  "localStorage",
+  "sessionStorage",
+  "indexedDB",
+  "navigator",
+  "prompt",
+  "alert",
+  "confirm",
+  "close",
+  "postMessage",
+  "onmessage",
+]);
+
+/** Strings that name a route out when used as a property or a global's name. */
+const DANGEROUS_STRINGS: readonly string[] = Object.freeze([
+  "constructor",
+  "__proto__",
+  "eval",
+  "Function",
+  "Deno",
+  "globalThis",
+  "WebAssembly",
+  "Reflect",
+  "SharedArrayBuffer",
+  "Atomics",
+  "Worker",
+  "importScripts",
+  "require",
+]);
+
+/** Keys holding only types (erased before anything runs). */
+const TYPE_KEYS: readonly string[] = Object.freeze([
+  "typeAnnotation",
+  "typeParameters",
+  "typeParams",
+  "typeArguments",
+  "returnType",
+  "superTypeParams",
+  "implements",
+]);
+
+/** Node types holding only types. */
+const TYPE_NODES: readonly string[] = Object.freeze([
+  "TsInterfaceDeclaration",
+  "TsTypeAliasDeclaration",
+  "TsTypeAnnotation",
+]);
+
+/** Where an Identifier is a name, not a reference: `<parent type>.<key>`. */
+const NAME_POSITIONS: readonly string[] = Object.freeze([
+  "MemberExpression.property",
+  "SuperPropExpression.property",
+  "KeyValueProperty.key",
+  "MethodProperty.key",
+  "GetterProperty.key",
+  "SetterProperty.key",
+  "ClassProperty.key",
+  "ClassMethod.key",
+  "ClassAccessorProperty.key",
+  "Constructor.key",
+  "ImportSpecifier.imported",
+  "ExportSpecifier.exported",
+  "ExportNamespaceSpecifier.name",
+  "ExportDefaultSpecifier.exported",
+  "LabeledStatement.label",
+  "BreakStatement.label",
+  "ContinueStatement.label",
+  "TsEnumMember.id",
+  "KeyValuePatternProperty.key",
+]);
+
+/** Wrappers that do not change what an expression evaluates to. */
+const TRANSPARENT: readonly string[] = Object.freeze([
+  "ParenthesisExpression",
+  "TsAsExpression",
+  "TsNonNullExpression",
+  "TsSatisfiesExpression",
+  "TsTypeAssertion",
+  "TsConstAssertion",
+]);
+
+/** Binary operators whose result is a number or a boolean, never a new string. */
+const NUMERIC_OPERATORS: readonly string[] = Object.freeze([
+  "-",
+  "*",
+  "/",
+  "%",
+  "**",
+  "|",
+  "&",
+  "^",
+  "<<",
+  ">>",
+  ">>>",
+  "==",
+  "!=",
+  "===",
+  "!==",
+  "<",
+  "<=",
+  ">",
+  ">=",
+]);
+
+function unwrap(node: Node): Node {
+  let current = node;
+  while (TRANSPARENT.includes(current.type)) {
+    const inner = child(current, "expression");
+    if (!inner) break;
+    current = inner;
+  }
+  return current;
+}
+
+/** Whether an expression holds a string literal or a template (it may build a string). */
+function buildsString(node: Node): boolean {
+  const stack: Node[] = [node];
+  while (stack.length > 0) {
+    const current = unwrap(stack.pop()!);
+    if (current.type === "StringLiteral" || current.type === "TemplateLiteral") return true;
+    if (current.type === "BinaryExpression" || current.type === "ConditionalExpression") {
+      for (const key of ["left", "right", "consequent", "alternate"]) {
+        const next = child(current, key);
+        if (next) stack.push(next);
+      }
+    }
+  }
+  return false;
+}
+
+/** The checks of one program. */
+export class RuleChecker {
+  readonly #map: SourceMap;
+  readonly #base: number;
+  readonly #allowImports: ReadonlySet<string>;
+  readonly violations: JitViolation[] = [];
+
+  constructor(map: SourceMap, base: number, allowImports: ReadonlySet<string>) {
+    this.#map = map;
+    this.#base = base;
+    this.#allowImports = allowImports;
+  }
+
+  /** Reports a violation at a node's start (or the source's start). */
+  report(rule: JitRule, message: string, node?: Node): void {
+    const span = node?.span as { start?: unknown } | undefined;
+    const start = typeof span?.start === "number" ? span.start - this.#base : 0;
+    this.violations.push({ rule, message, ...this.#map.position(start) });
+  }
+
+  /** Walks the program. */
+  check(program: Node): void {
+    const stack: { node: Node; at: string }[] = [{ node: program, at: "" }];
+    while (stack.length > 0) {
+      const { node, at } = stack.pop()!;
+      if (TYPE_NODES.includes(node.type) || node.declare === true) continue;
+      this.#visit(node, at);
+      const entries = Object.entries(node);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, value] = entries[i]!;
+        if (key === "span" || TYPE_KEYS.includes(key)) continue;
+        const items = Array.isArray(value) ? value : [value];
+        for (let j = items.length - 1; j >= 0; j--) {
+          const item = items[j];
+          if (isNode(item)) stack.push({ node: item, at: `${node.type}.${key}` });
+          else if (typeof item === "object" && item !== null) {
+            // Wrappers without a type (`{ spread, expression }` of call arguments).
+            for (const inner of Object.values(item)) {
+              if (isNode(inner)) stack.push({ node: inner, at: `${node.type}.${key}` });
+            }
+          }
+        }
+      }
+    }
+  }
+
+  #visit(node: Node, at: string): void {
+    switch (node.type) {
+      case "ImportDeclaration":
+      case "ExportAllDeclaration":
+      case "ExportNamedDeclaration":
+        this.#importFrom(node);
+        return;
+      case "TsImportEqualsDeclaration":
+        if (child(node, "moduleRef")?.type === "TsExternalModuleReference") {
+          this.report(
+            "import_forbidden",
+            "`import … = require(…)` loads a module; tools import only allowlisted modules",
+            node,
+          );
+        }
+        return;
+      case "CallExpression":
+        this.#call(node);
+        return;
+      case "MetaProperty":
+        if (node.kind === "import.meta") {
+          this.report("import_meta", "`import.meta` reveals and reaches the tool's module", node);
+        }
+        return;
+      case "WithStatement":
+        this.report("with_statement", "`with` makes every name a computed lookup", node);
+        return;
+      case "Identifier":
+        this.#identifier(node, at);
+        return;
+      case "MemberExpression":
+      case "SuperPropExpression":
+        this.#member(node);
+        return;
+      case "StringLiteral":
+        this.#string(text(node, "value") ?? "", node, at);
+        return;
+      case "TemplateLiteral":
+        for (const quasi of Array.isArray(node.quasis) ? node.quasis : []) {
+          const cooked = text(quasi, "cooked") ?? text(quasi, "raw");
+          if (cooked !== undefined && isNode(quasi)) this.#string(cooked, quasi, at);
+        }
+        return;
+      case "KeyValuePatternProperty":
+      case "AssignmentPatternProperty": {
+        const key = child(node, "key");
+        const name = text(key, "value");
+        if (name === "constructor" || name === "__proto__") {
+          this.report(
+            name === "constructor" ? "constructor_access" : "proto_access",
+            `destructuring \`${name}\` reaches an object's ${
+              name === "constructor" ? "constructor (and from it Function)" : "prototype"
+            }`,
+            node,
+          );
+        }
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  #importFrom(node: Node): void {
+    const source = child(node, "source");
+    if (!source) return;
+    const specifier = text(source, "value") ?? "";
+    if (node.phase !== undefined && node.phase !== "evaluation") {
+      this.report(
+        "import_forbidden",
+        `a \`${String(node.phase)}\` phase import of ${JSON.stringify(specifier)} is not allowed`,
+        node,
+      );
+    }
+    if (node.with !== null && node.with !== undefined) {
+      this.report(
+        "import_attributes",
+        `import attributes (\`with { … }\`) load other kinds of modules (JSON, text); not allowed on ${
+          JSON.stringify(specifier)
+        }`,
+        node,
+      );
+    }
+    if (!this.#allowImports.has(specifier)) {
+      this.report("import_forbidden", importAdvice(specifier, this.#allowImports), source);
+    }
+  }
+
+  #call(node: Node): void {
+    const callee = child(node, "callee");
+    if (callee?.type === "Import") {
+      this.report("dynamic_import", "dynamic `import()` loads code at run time", node);
+      return;
+    }
+    const name = callee?.type === "Identifier" ? text(callee, "value") : undefined;
+    if (name === "setTimeout" || name === "setInterval") {
+      const args = Array.isArray(node.arguments) ? node.arguments : [];
+      const first = (args[0] as { expression?: unknown } | undefined)?.expression;
+      const kind = isNode(first) ? unwrap(first).type : "none";
+      const callable = ["ArrowFunctionExpression", "FunctionExpression", "Identifier"];
+      if (!callable.includes(kind) && kind !== "MemberExpression") {
+        this.report("eval", `\`${name}\` with a non-function first argument runs a string`, node);
+      }
+    }
+  }
+
+  #identifier(node: Node, at: string): void {
+    const name = text(node, "value") ?? "";
+    const span = node.span as { start?: unknown; end?: unknown } | undefined;
+    if (typeof span?.start === "number" && typeof span.end === "number") {
+      const raw = this.#map.slice(span.start - this.#base, span.end - this.#base);
+      if (raw.includes("\\")) {
+        this.report(
+          "unicode_escape",
+          `the name ${JSON.stringify(name)} is spelled with escapes (${JSON.stringify(raw)})`,
+          node,
+        );
+      }
+    }
+    if (NAME_POSITIONS.includes(at)) {
+      if (at === "MemberExpression.property" || at === "SuperPropExpression.property") {
+        this.#propertyName(name, node);
+      }
+      return;
+    }
+    if (name === "eval") this.report("eval", "`eval` runs a string as code", node);
+    else if (name === "Function") {
+      this.report("function_constructor", "`Function` builds code from a string", node);
+    } else if (GLOBAL_OBJECTS.includes(name)) {
+      this.report(
+        "global_object",
+        `\`${name}\` is the global object, from which every host API is reachable`,
+        node,
+      );
+    } else if (FORBIDDEN_GLOBALS.includes(name)) {
+      this.report(
+        "forbidden_global",
+        `\`${name}\` is a host API; a tool reaches the world only through libos syscalls`,
+        node,
+      );
+    }
+  }
+
+  #propertyName(name: string, node: Node): void {
+    if (name === "constructor") {
+      this.report(
+        "constructor_access",
+        "`.constructor` leads from any function to `Function`, which builds code from a string",
+        node,
+      );
+    } else if (name === "__proto__") {
+      this.report("proto_access", "`__proto__` rewires prototypes", node);
+    }
+  }
+
+  #member(node: Node): void {
+    const property = child(node, "property");
+    if (property?.type !== "Computed") return;
+    const key = child(property, "expression");
+    if (!key) return;
+    const problem = computedKeyProblem(key);
+    if (problem === "built") {
+      this.report(
+        "computed_name",
+        "a property name computed from strings or calls can spell any name; use a plain name or a literal",
+        key,
+      );
+    } else if (problem !== undefined) {
+      this.#propertyName(problem, key);
+      if (problem !== "constructor" && problem !== "__proto__") {
+        this.report("dangerous_string", `the property name ${JSON.stringify(problem)}`, key);
+      }
+    }
+  }
+
+  #string(value: string, node: Node, at: string): void {
+    // A module specifier is checked by the import rules.
+    if (at.endsWith(".source") || at === "TsExternalModuleReference.expression") return;
+    if (DANGEROUS_STRINGS.includes(value)) {
+      this.report(
+        "dangerous_string",
+        `the string ${
+          JSON.stringify(value)
+        } names a route out of the sandbox (a property or global looked up by name)`,
+        node,
+      );
+    }
+  }
+
+  /** Requires `export function run(args, libos)` (sync or async, not a generator). */
+  requireRun(program: Node): void {
+    const body = Array.isArray(program.body) ? program.body.filter(isNode) : [];
+    for (const item of body) {
+      const declaration = item.type === "ExportDeclaration"
+        ? child(item, "declaration")
+        : undefined;
+      if (declaration?.type !== "FunctionDeclaration") continue;
+      if (text(child(declaration, "identifier"), "value") !== "run") continue;
+      const params = Array.isArray(declaration.params) ? declaration.params : [];
+      if (declaration.generator === true) {
+        this.report("run_export", "`run` must be a function, not a generator", declaration);
+      } else if (params.length > 2) {
+        this.report("run_export", "`run` takes at most two parameters: (args, libos)", declaration);
+      }
+      return;
+    }
+    this.report(
+      "run_export",
+      "a tool must declare `export function run(args, libos)` (or `export async function run`)",
+    );
+  }
+}
+
+/**
+ * What is wrong with a computed property key: `"built"` when it may build a string at run time,
+ * the name when it is a literal naming a route out, undefined when it is harmless.
+ */
+function computedKeyProblem(key: Node): string | undefined {
+  const node = unwrap(key);
+  switch (node.type) {
+    case "StringLiteral": {
+      const value = text(node, "value") ?? "";
+      return DANGEROUS_STRINGS.includes(value) ? value : undefined;
+    }
+    case "TemplateLiteral": {
+      const expressions = Array.isArray(node.expressions) ? node.expressions : [];
+      if (expressions.length > 0) return "built";
+      const quasis = Array.isArray(node.quasis) ? node.quasis : [];
+      const value = text(quasis[0], "cooked") ?? "";
+      return DANGEROUS_STRINGS.includes(value) ? value : undefined;
+    }
+    case "NumericLiteral":
+    case "BigIntLiteral":
+    case "Identifier":
+    case "MemberExpression":
+    case "UpdateExpression":
+    case "PrivateName":
+      return undefined;
+    case "UnaryExpression":
+      return ["-", "+", "~", "!", "void"].includes(String(node.operator)) ? undefined : "built";
+    case "BinaryExpression": {
+      const operator = String(node.operator);
+      if (NUMERIC_OPERATORS.includes(operator)) return undefined;
+      if (operator === "+" && !buildsString(node)) return undefined;
+      return "built";
+    }
+    case "ConditionalExpression": {
+      for (const branch of ["consequent", "alternate"]) {
+        const next = child(node, branch);
+        const problem = next ? computedKeyProblem(next) : undefined;
+        if (problem !== undefined) return problem;
+      }
+      return undefined;
+    }
+    default:
+      return "built";
+  }
+}
+
+/** Why an import specifier is refused, and what would be allowed. */
+function importAdvice(specifier: string, allowed: ReadonlySet<string>): string {
+  const kind = specifier.startsWith("npm:")
+    ? "an npm package"
+    : specifier.startsWith("node:")
+    ? "a Node built-in"
+    : specifier.startsWith("jsr:")
+    ? "a JSR package"
+    : specifier.toLowerCase().startsWith("http:") || specifier.toLowerCase().startsWith("https:")
+    ? "a remote module"
+    : specifier.startsWith("file:") || specifier.startsWith("/")
+    ? "a file"
+    : specifier.startsWith("data:") || specifier.startsWith("blob:")
+    ? "inline code"
+    : specifier.startsWith(".")
+    ? "a relative path"
+    : "a module not on the allowlist";
+  const list = [...allowed].map((s) => JSON.stringify(s)).join(", ") || "nothing";
+  return `import of ${
+    JSON.stringify(specifier)
+  } (${kind}) is not allowed; tools may import exactly: ${list} (an operator adds one with --allow-import SPEC)`;
+}

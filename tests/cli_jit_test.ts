@@ -1,0 +1,94 @@
+/**
+ * `libos jit check`: the documented JSON, the readable report, unreadable files, the allowlist
+ * option, exit statuses — in process, and once through the bootstrap's narrow permissions.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { sandbox, task } from "./_cli_sandbox.ts";
+
+const GOOD = "export function run(args, libos) {\n  return args;\n}\n";
+const BAD =
+  'import fs from "node:fs";\nexport function run(args, libos) {\n  return eval("1");\n}\n';
+
+Deno.test("libos jit check --json prints one array of {file, ok, violations} and exits 1 on any rejection", async () => {
+  using s = sandbox();
+  Deno.writeTextFileSync(join(s.workspace, "good.ts"), GOOD);
+  Deno.writeTextFileSync(join(s.workspace, "bad.ts"), BAD);
+  Deno.mkdirSync(join(s.workspace, "dir.ts"));
+  const out = await s.cli("jit", "check", "--json", "good.ts", "bad.ts", "missing.ts", "dir.ts");
+  assert.equal(out.status, 1, out.stderr);
+  const doc = JSON.parse(out.stdout);
+  assert.ok(Array.isArray(doc));
+  assert.deepEqual(doc[0], { file: "good.ts", ok: true, violations: [] });
+  assert.equal(doc[1].file, "bad.ts");
+  assert.equal(doc[1].ok, false);
+  assert.deepEqual(
+    doc[1].violations.map((v: { rule: string; line: number; column: number }) => [
+      v.rule,
+      v.line,
+      v.column,
+    ]),
+    [["import_forbidden", 1, 16], ["eval", 3, 10]],
+  );
+  for (const v of doc[1].violations) {
+    assert.deepEqual(Object.keys(v).sort(), ["column", "line", "message", "rule"]);
+  }
+  for (const i of [2, 3]) {
+    assert.equal(doc[i].ok, false);
+    assert.equal(doc[i].violations[0].rule, "io_error");
+  }
+  const accepted = await s.cli("jit", "check", "--json", "good.ts");
+  assert.equal(accepted.status, 0, accepted.stderr);
+});
+
+Deno.test("libos jit check without --json prints a readable report; --allow-import adds one specifier", async () => {
+  using s = sandbox();
+  const source = `import { x } from "@acme/util";\n${GOOD}`;
+  Deno.writeTextFileSync(join(s.workspace, "tool.ts"), source);
+  const refused = await s.cli("jit", "check", "tool.ts");
+  assert.equal(refused.status, 1);
+  assert.ok(
+    refused.stdout.startsWith("tool.ts: rejected\n  1:19  import_forbidden  "),
+    refused.stdout,
+  );
+  const allowed = await s.cli("jit", "check", "--allow-import", "@acme/util", "tool.ts");
+  assert.equal(allowed.status, 0, allowed.stdout);
+  assert.equal(allowed.stdout, "tool.ts: ok\n");
+});
+
+Deno.test("libos jit check refuses a missing FILE or an empty --allow-import as usage (exit 2)", async () => {
+  using s = sandbox();
+  assert.equal((await s.cli("jit", "check")).status, 2);
+  Deno.writeTextFileSync(join(s.workspace, "tool.ts"), GOOD);
+  assert.equal((await s.cli("jit", "check", "--allow-import", "", "tool.ts")).status, 2);
+});
+
+Deno.test("deno task libos jit check runs through the bootstrap: the file and the parser worker are readable, nothing else", async () => {
+  using s = sandbox();
+  const outside = Deno.makeTempDirSync({ prefix: "libos-jit-outside-" });
+  try {
+    // A file outside the workspace is named on the command line: it is granted, read and checked.
+    Deno.writeTextFileSync(join(outside, "tool.ts"), BAD);
+    const out = await task(
+      s.workspace,
+      s.state,
+      "libos",
+      "jit",
+      "check",
+      "--json",
+      join(outside, "tool.ts"),
+    );
+    assert.equal(out.status, 1, out.stderr);
+    const [result] = JSON.parse(out.stdout);
+    assert.deepEqual(result.violations.map((v: { rule: string }) => v.rule), [
+      "import_forbidden",
+      "eval",
+    ]);
+    Deno.writeTextFileSync(join(outside, "good.ts"), GOOD);
+    const ok = await task(s.workspace, s.state, "libos", "jit", "check", join(outside, "good.ts"));
+    assert.equal(ok.status, 0, ok.stderr);
+    assert.equal(ok.stderr, "");
+  } finally {
+    Deno.removeSync(outside, { recursive: true });
+  }
+});
