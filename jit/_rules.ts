@@ -548,3 +548,41 @@ function importAdvice(specifier: string, allowed: ReadonlySet<string>): string {
     JSON.stringify(specifier)
   } (${kind}) is not allowed; tools may import exactly: ${list} (an operator adds one with --allow-import SPEC)`;
 }
+
+/** Markers of compiler pragmas that make Deno load or type other modules. */
+const PRAGMAS: readonly string[] = Object.freeze([
+  "@jsx",
+  "@deno-types",
+  "<reference",
+  "@ts-self-types",
+]);
+
+/**
+ * Every violation in one parsed program: the rules over the AST, the `run` export, and the
+ * pragma markers anywhere in the text (a comment is not in the AST).
+ */
+export function checkProgram(
+  program: unknown,
+  map: SourceMap,
+  base: number,
+  allowImports: ReadonlySet<string>,
+): JitViolation[] {
+  const checker = new RuleChecker(map, base, allowImports);
+  if (!isNode(program)) {
+    checker.report("parse_error", "the parser returned no program");
+    return checker.violations;
+  }
+  checker.check(program);
+  checker.requireRun(program);
+  for (const marker of PRAGMAS) {
+    const source = map.source;
+    for (let at = source.indexOf(marker); at >= 0; at = source.indexOf(marker, at + 1)) {
+      checker.violations.push({
+        rule: "pragma",
+        message: `\`${marker}\` is a compiler pragma that can make Deno load another module`,
+        ...map.positionOfIndex(at),
+      });
+    }
+  }
+  return checker.violations;
+}

@@ -8,11 +8,12 @@
  * @module
  */
 import { LibosError } from "../runtime/errors.ts";
+import type { JitViolation } from "./_rules.ts";
 import type { ParseReply } from "./_swc_worker.ts";
 
-/** What a parse gives the rules: the program and the position of the source's first byte. */
+/** What a check gives: the rules' violations, or why the source did not parse. */
 export type ParseOutcome =
-  | { readonly ok: true; readonly program: unknown; readonly base: number }
+  | { readonly ok: true; readonly violations: JitViolation[] }
   | { readonly ok: false; readonly message: string };
 
 /** Options of {@link SwcParser}. */
@@ -21,20 +22,6 @@ export interface SwcParserOptions {
   readonly recycleAfter?: number;
   /** The longest one parse may take, milliseconds (default 5,000). */
   readonly timeoutMs?: number;
-}
-
-/** A span as swc reports it. */
-interface Span {
-  readonly start: number;
-  readonly end: number;
-}
-
-function spanOf(program: unknown): Span | undefined {
-  if (typeof program !== "object" || program === null || !("span" in program)) return undefined;
-  const span = program.span;
-  if (typeof span !== "object" || span === null) return undefined;
-  const { start, end } = span as Record<string, unknown>;
-  return typeof start === "number" && typeof end === "number" ? { start, end } : undefined;
 }
 
 /** swc in a recycled Worker. Dispose it to terminate the Worker. */
@@ -53,39 +40,42 @@ export class SwcParser implements AsyncDisposable {
   }
 
   /**
-   * Parses TypeScript; a syntax error is an outcome, not an exception.
+   * Parses TypeScript and runs the rules over it (in the worker); a syntax error is an outcome,
+   * not an exception.
    * @throws {LibosError} `validator_unavailable` when the parser itself cannot run.
    */
-  parse(source: string, byteLength: number): Promise<ParseOutcome> {
-    const run = this.#queue.then(() => this.#parse(source, byteLength));
+  check(source: string, allowImports: readonly string[]): Promise<ParseOutcome> {
+    const run = this.#queue.then(() => this.#check(source, allowImports));
     this.#queue = run.catch(() => {});
     return run;
   }
 
-  async #parse(source: string, byteLength: number): Promise<ParseOutcome> {
+  async #check(source: string, allowImports: readonly string[]): Promise<ParseOutcome> {
     for (let attempt = 1;; attempt++) {
-      const reply = await this.#ask(source);
+      const reply = await this.#ask(source, allowImports);
       if (reply === "timeout") {
         return { ok: false, message: `the parser gave no answer within ${this.#timeoutMs} ms` };
       }
-      if (!reply.ok) {
-        // A syntax error leaves swc usable; anything else (a trap) does not.
-        if (!reply.message.includes("Syntax Error")) this.#recycle();
-        return { ok: false, message: reply.message };
-      }
-      const span = spanOf(reply.program);
-      const inside = span !== undefined && span.start >= reply.base &&
-        span.end <= reply.base + byteLength;
-      if (inside) return { ok: true, program: reply.program, base: reply.base };
-      // The worker lost count of positions: start afresh once.
-      this.#recycle();
-      if (attempt >= 2) {
-        return { ok: false, message: "the parser reported positions outside the source" };
+      switch (reply.kind) {
+        case "checked":
+          return { ok: true, violations: reply.violations };
+        case "syntax":
+          return { ok: false, message: reply.message };
+        case "failed":
+          // A trap (deep nesting) leaves the instance unusable.
+          this.#recycle();
+          return { ok: false, message: reply.message };
+        case "drift":
+          // The worker lost count of positions: start afresh once.
+          this.#recycle();
+          if (attempt >= 2) {
+            return { ok: false, message: "the parser reported positions outside the source" };
+          }
       }
     }
   }
 
-  #ask(source: string): Promise<ParseReply | "timeout"> {
+  #ask(source: string, allowImports: readonly string[]): Promise<ParseReply | "timeout"> {
     if (this.#parses >= this.#recycleAfter) this.#recycle();
     this.#parses++;
     const worker = this.#worker ??= new Worker(new URL("./_swc_worker.ts", import.meta.url), {
@@ -122,7 +112,7 @@ export class SwcParser implements AsyncDisposable {
       };
       worker.addEventListener("message", onMessage);
       worker.addEventListener("error", onError);
-      worker.postMessage({ id, source });
+      worker.postMessage({ id, source, allowImports });
     });
   }
 

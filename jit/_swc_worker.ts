@@ -1,9 +1,10 @@
 /**
- * The parser worker of the JIT validator: swc (`@swc/wasm-web`) in its own Worker, answering one
- * parse per message. A Worker is the unit of recycling: swc's source map keeps every source it
- * has parsed and numbers positions across all of them, so memory grows and positions drift
- * until the instance is thrown away — terminating the Worker throws it away (see
- * `_swc_parser.ts`).
+ * The parser worker of the JIT validator: swc (`@swc/wasm-web`) in its own Worker, parsing one
+ * source per message and running the rules over its AST here, so only the violations cross
+ * back (copying an AST between threads cost four times the parse). A Worker is the unit of
+ * recycling: swc's source map keeps every source it has parsed and numbers positions across all
+ * of them, so memory grows and positions drift until the instance is thrown away — terminating
+ * the Worker throws it away (see `_swc_parser.ts`).
  *
  * The Wasm module is a source-phase import (`_swc_module.js`): it is part of the static module
  * graph, so it loads without any read permission (the CLI runs with almost none).
@@ -12,17 +13,25 @@
  */
 import { initSync, parseSync } from "npm:@swc/wasm-web@1.16.18";
 import swcModule from "./_swc_module.js";
+import { checkProgram, type JitViolation } from "./_rules.ts";
+import { SourceMap } from "./_source_map.ts";
 
-/** One parse request. */
+/** One request: a source and the import specifiers it may use. */
 export interface ParseRequest {
   readonly id: number;
   readonly source: string;
+  readonly allowImports: readonly string[];
 }
 
-/** One parse answer: the program, and the position swc gave the source's first byte. */
+/**
+ * One answer: the rules' violations; a syntax error (the instance stays usable); a failure of
+ * the parser itself (a Wasm trap: the instance is spent); or positions that do not match the
+ * source (the worker lost count: recycle it).
+ */
 export type ParseReply =
-  | { readonly id: number; readonly ok: true; readonly program: unknown; readonly base: number }
-  | { readonly id: number; readonly ok: false; readonly message: string; readonly base: number };
+  | { readonly id: number; readonly kind: "checked"; readonly violations: JitViolation[] }
+  | { readonly id: number; readonly kind: "syntax" | "failed"; readonly message: string }
+  | { readonly id: number; readonly kind: "drift" };
 
 /** The few members of the worker's global scope this file uses. */
 interface WorkerScope {
@@ -30,39 +39,35 @@ interface WorkerScope {
   postMessage(message: ParseReply): void;
 }
 
-/** The UTF-8 length of a string (swc positions count bytes). */
-function utf8Length(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i);
-    if (unit < 0x80) bytes += 1;
-    else if (unit < 0x800) bytes += 2;
-    else if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        bytes += 4;
-        i++;
-      } else bytes += 3;
-    } else bytes += 3;
-  }
-  return bytes;
-}
-
-/** Answers parse requests until the worker is terminated. */
+/** Answers requests until the worker is terminated. */
 function serve(scope: WorkerScope): void {
   initSync({ module: swcModule });
   // swc gives each parsed source the next range of positions, one past the previous end.
   let base = 1;
   scope.onmessage = (event) => {
-    const { id, source } = event.data;
+    const { id, source, allowImports } = event.data;
+    const map = new SourceMap(source);
     const start = base;
-    base += utf8Length(source) + 1;
+    base += map.byteLength + 1;
+    let program: unknown;
     try {
-      const program = parseSync(source, { syntax: "typescript", target: "es2022" });
-      scope.postMessage({ id, ok: true, program, base: start });
+      program = parseSync(source, { syntax: "typescript", target: "es2022" });
     } catch (error) {
-      scope.postMessage({ id, ok: false, message: String(error), base: start });
+      const message = String(error);
+      const kind = message.includes("Syntax Error") ? "syntax" : "failed";
+      scope.postMessage({ id, kind, message });
+      return;
     }
+    const span = (program as { span?: { start?: unknown; end?: unknown } }).span;
+    if (
+      typeof span?.start !== "number" || typeof span.end !== "number" || span.start < start ||
+      span.end > start + map.byteLength
+    ) {
+      scope.postMessage({ id, kind: "drift" });
+      return;
+    }
+    const violations = checkProgram(program, map, start, new Set(allowImports));
+    scope.postMessage({ id, kind: "checked", violations });
   };
 }
 

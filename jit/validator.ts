@@ -27,8 +27,7 @@
  * @module
  */
 import { SwcParser, type SwcParserOptions } from "./_swc_parser.ts";
-import { type JitViolation, RuleChecker } from "./_rules.ts";
-import { SourceMap } from "./_source_map.ts";
+import type { JitViolation } from "./_rules.ts";
 
 export { JIT_RULES, type JitRule, type JitViolation } from "./_rules.ts";
 
@@ -43,14 +42,6 @@ export const JIT_SOURCE_MAX = 256 * 1024;
 
 /** The most violations one report lists. */
 const VIOLATIONS_MAX = 200;
-
-/** Markers of compiler pragmas that make Deno load or type other modules. */
-const PRAGMAS: readonly string[] = Object.freeze([
-  "@jsx",
-  "@deno-types",
-  "<reference",
-  "@ts-self-types",
-]);
 
 /** A validation's answer. */
 export interface JitReport {
@@ -97,23 +88,9 @@ export class JitValidator implements AsyncDisposable {
         column: 1,
       });
     }
-    const map = new SourceMap(source);
-    const parsed = await this.#parser.parse(source, map.byteLength);
-    if (!parsed.ok) return rejected(parseViolation(parsed.message));
-    const checker = new RuleChecker(map, parsed.base, this.#allowImports);
-    const program = parsed.program as { readonly type: string };
-    checker.check(program);
-    checker.requireRun(program);
-    for (const marker of PRAGMAS) {
-      for (let at = source.indexOf(marker); at >= 0; at = source.indexOf(marker, at + 1)) {
-        checker.violations.push({
-          rule: "pragma",
-          message: `\`${marker}\` is a compiler pragma that can make Deno load another module`,
-          ...map.positionOfIndex(at),
-        });
-      }
-    }
-    const violations = dedupe(checker.violations);
+    const checked = await this.#parser.check(source, [...this.#allowImports]);
+    if (!checked.ok) return rejected(parseViolation(checked.message));
+    const violations = dedupe(checked.violations);
     return { ok: violations.length === 0, violations };
   }
 
