@@ -6,6 +6,7 @@
  * @module
  */
 import type { SourceMap } from "./_source_map.ts";
+import { Constants, foldString } from "./_fold.ts";
 
 /** The stable rule ids. */
 export const JIT_RULES = [
@@ -24,6 +25,7 @@ export const JIT_RULES = [
   "forbidden_global",
   "computed_name",
   "dangerous_string",
+  "reflection",
   "unicode_escape",
   "with_statement",
   "pragma",
@@ -68,6 +70,29 @@ const GLOBAL_OBJECTS: readonly string[] = Object.freeze([
   "parent",
   "top",
   "opener",
+  // Methods of the global object: the target of an event they dispatch is globalThis.
+  "addEventListener",
+  "removeEventListener",
+  "dispatchEvent",
+]);
+
+/** `Object.<name>` functions that enumerate or reach prototypes (and from them constructors). */
+const REFLECTION: readonly string[] = Object.freeze([
+  "getOwnPropertyNames",
+  "getOwnPropertyDescriptor",
+  "getOwnPropertyDescriptors",
+  "getOwnPropertySymbols",
+  "getPrototypeOf",
+  "setPrototypeOf",
+]);
+
+/** Legacy accessors that rewire or read prototypes. */
+const PROTO_NAMES: readonly string[] = Object.freeze([
+  "__proto__",
+  "__defineGetter__",
+  "__defineSetter__",
+  "__lookupGetter__",
+  "__lookupSetter__",
 ]);
 
 /** Host APIs a tool reaches only through syscalls (and names of other runtimes). */
@@ -221,11 +246,32 @@ function buildsString(node: Node): boolean {
   return false;
 }
 
+/** A node's children, with the key they sit under (typeless wrappers looked through). */
+function childrenOf(node: Node): [string, Node][] {
+  const out: [string, Node][] = [];
+  const entries = Object.entries(node);
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const [key, value] = entries[i]!;
+    if (key === "span") continue;
+    const items = Array.isArray(value) ? value : [value];
+    for (let j = items.length - 1; j >= 0; j--) {
+      const item = items[j];
+      if (isNode(item)) out.push([key, item]);
+      else if (typeof item === "object" && item !== null) {
+        // Wrappers without a type (`{ spread, expression }` of call arguments).
+        for (const inner of Object.values(item)) if (isNode(inner)) out.push([key, inner]);
+      }
+    }
+  }
+  return out;
+}
+
 /** The checks of one program. */
 export class RuleChecker {
   readonly #map: SourceMap;
   readonly #base: number;
   readonly #allowImports: ReadonlySet<string>;
+  readonly #constants = new Constants();
   readonly violations: JitViolation[] = [];
 
   constructor(map: SourceMap, base: number, allowImports: ReadonlySet<string>) {
@@ -243,27 +289,58 @@ export class RuleChecker {
 
   /** Walks the program. */
   check(program: Node): void {
-    const stack: { node: Node; at: string }[] = [{ node: program, at: "" }];
+    this.#collectConstants(program);
+    const stack: { node: Node; at: string; inType: boolean }[] = [
+      { node: program, at: "", inType: false },
+    ];
     while (stack.length > 0) {
-      const { node, at } = stack.pop()!;
-      if (TYPE_NODES.includes(node.type) || node.declare === true) continue;
-      this.#visit(node, at);
-      const entries = Object.entries(node);
-      for (let i = entries.length - 1; i >= 0; i--) {
-        const [key, value] = entries[i]!;
-        if (key === "span" || TYPE_KEYS.includes(key)) continue;
-        const items = Array.isArray(value) ? value : [value];
-        for (let j = items.length - 1; j >= 0; j--) {
-          const item = items[j];
-          if (isNode(item)) stack.push({ node: item, at: `${node.type}.${key}` });
-          else if (typeof item === "object" && item !== null) {
-            // Wrappers without a type (`{ spread, expression }` of call arguments).
-            for (const inner of Object.values(item)) {
-              if (isNode(inner)) stack.push({ node: inner, at: `${node.type}.${key}` });
-            }
-          }
+      const { node, at, inType } = stack.pop()!;
+      // Types are erased before anything runs; only an `import("…")` type is looked at there.
+      const typeOnly = inType || TYPE_NODES.includes(node.type) || node.declare === true;
+      if (typeOnly) {
+        if (node.type === "TsImportType") this.#typeImport(node);
+      } else this.#visit(node, at);
+      for (const [key, item] of childrenOf(node)) {
+        stack.push({
+          node: item,
+          at: `${node.type}.${key}`,
+          inType: typeOnly || TYPE_KEYS.includes(key),
+        });
+      }
+    }
+  }
+
+  /** Records every `const` binding, so string-building can be folded through names. */
+  #collectConstants(program: Node): void {
+    const stack: Node[] = [program];
+    while (stack.length > 0) {
+      const node = stack.pop()!;
+      if (node.type === "VariableDeclaration" && node.kind === "const") {
+        for (const d of Array.isArray(node.declarations) ? node.declarations : []) {
+          if (isNode(d)) this.#constants.declare(d);
         }
       }
+      for (const [, item] of childrenOf(node)) stack.push(item);
+    }
+  }
+
+  #typeImport(node: Node): void {
+    const specifier = text(child(node, "argument"), "value") ??
+      text(child(child(node, "argument") ?? node, "value"), "value") ?? "";
+    if (!this.#allowImports.has(specifier)) {
+      this.report("import_forbidden", importAdvice(specifier, this.#allowImports), node);
+    }
+  }
+
+  /** Reports a string-building expression that spells a name routing out. */
+  #folded(node: Node): void {
+    const value = foldString(node, this.#constants);
+    if (value !== undefined && DANGEROUS_STRINGS.includes(value)) {
+      this.report(
+        "dangerous_string",
+        `this expression builds the name ${JSON.stringify(value)}, a route out of the sandbox`,
+        node,
+      );
     }
   }
 
@@ -285,7 +362,26 @@ export class RuleChecker {
         return;
       case "CallExpression":
         this.#call(node);
+        this.#folded(node);
         return;
+      case "BinaryExpression":
+        if (node.operator === "+") this.#folded(node);
+        return;
+      case "TaggedTemplateExpression": {
+        const tag = child(node, "tag");
+        const name = tag ? text(unwrap(tag), "value") : undefined;
+        if (name === "setTimeout" || name === "setInterval") {
+          this.report("eval", `\`${name}\` with a template runs a string`, node);
+        }
+        return;
+      }
+      case "KeyValueProperty": {
+        const key = child(node, "key");
+        if (key?.type !== "Computed" && PROTO_NAMES.includes(text(key, "value") ?? "")) {
+          this.report("proto_access", "an object literal's `__proto__` sets its prototype", node);
+        }
+        return;
+      }
       case "MetaProperty":
         if (node.kind === "import.meta") {
           this.report("import_meta", "`import.meta` reveals and reaches the tool's module", node);
@@ -309,10 +405,16 @@ export class RuleChecker {
           const cooked = text(quasi, "cooked") ?? text(quasi, "raw");
           if (cooked !== undefined && isNode(quasi)) this.#string(cooked, quasi, at);
         }
+        if (Array.isArray(node.expressions) && node.expressions.length > 0) this.#folded(node);
         return;
       case "KeyValuePatternProperty":
       case "AssignmentPatternProperty": {
         const key = child(node, "key");
+        if (key?.type === "Computed") {
+          const inner = child(key, "expression");
+          if (inner) this.#computedKey(inner);
+          return;
+        }
         const name = text(key, "value");
         if (name === "constructor" || name === "__proto__") {
           this.report(
@@ -361,7 +463,8 @@ export class RuleChecker {
       this.report("dynamic_import", "dynamic `import()` loads code at run time", node);
       return;
     }
-    const name = callee?.type === "Identifier" ? text(callee, "value") : undefined;
+    const bare = callee ? unwrap(callee) : undefined;
+    const name = bare?.type === "Identifier" ? text(bare, "value") : undefined;
     if (name === "setTimeout" || name === "setInterval") {
       const args = Array.isArray(node.arguments) ? node.arguments : [];
       const first = (args[0] as { expression?: unknown } | undefined)?.expression;
@@ -417,17 +520,37 @@ export class RuleChecker {
         "`.constructor` leads from any function to `Function`, which builds code from a string",
         node,
       );
-    } else if (name === "__proto__") {
-      this.report("proto_access", "`__proto__` rewires prototypes", node);
+    } else if (PROTO_NAMES.includes(name)) {
+      this.report("proto_access", `\`${name}\` reads or rewires prototypes`, node);
     }
   }
 
   #member(node: Node): void {
+    const object = child(node, "object");
     const property = child(node, "property");
+    if (
+      object?.type === "Identifier" && text(object, "value") === "Object" &&
+      property?.type === "Identifier" && REFLECTION.includes(text(property, "value") ?? "")
+    ) {
+      this.report(
+        "reflection",
+        `\`Object.${
+          text(property, "value")
+        }\` enumerates or reaches prototypes, and through them constructors`,
+        node,
+      );
+    }
     if (property?.type !== "Computed") return;
     const key = child(property, "expression");
-    if (!key) return;
-    const problem = computedKeyProblem(key);
+    if (key) this.#computedKey(key);
+  }
+
+  /** Checks a computed property key (of an access or a destructuring pattern). */
+  #computedKey(key: Node): void {
+    const folded = foldString(key, this.#constants);
+    const problem = folded !== undefined && DANGEROUS_STRINGS.includes(folded)
+      ? folded
+      : computedKeyProblem(key);
     if (problem === "built") {
       this.report(
         "computed_name",
@@ -436,7 +559,7 @@ export class RuleChecker {
       );
     } else if (problem !== undefined) {
       this.#propertyName(problem, key);
-      if (problem !== "constructor" && problem !== "__proto__") {
+      if (problem !== "constructor" && !PROTO_NAMES.includes(problem)) {
         this.report("dangerous_string", `the property name ${JSON.stringify(problem)}`, key);
       }
     }
@@ -466,6 +589,10 @@ export class RuleChecker {
       if (declaration?.type !== "FunctionDeclaration") continue;
       if (text(child(declaration, "identifier"), "value") !== "run") continue;
       const params = Array.isArray(declaration.params) ? declaration.params : [];
+      if (declaration.declare === true || !isNode(declaration.body)) {
+        // `export declare function run` and a lone overload signature exist only as types.
+        continue;
+      }
       if (declaration.generator === true) {
         this.report("run_export", "`run` must be a function, not a generator", declaration);
       } else if (params.length > 2) {
@@ -510,7 +637,14 @@ function computedKeyProblem(key: Node): string | undefined {
     case "BinaryExpression": {
       const operator = String(node.operator);
       if (NUMERIC_OPERATORS.includes(operator)) return undefined;
-      if (operator === "+" && !buildsString(node)) return undefined;
+      // `i + 1` indexes; `a + b` may join two strings into any name.
+      const numeric = (side: string) => {
+        const operand = child(node, side);
+        return operand !== undefined && unwrap(operand).type === "NumericLiteral";
+      };
+      if (operator === "+" && !buildsString(node) && (numeric("left") || numeric("right"))) {
+        return undefined;
+      }
       return "built";
     }
     case "ConditionalExpression": {
@@ -553,6 +687,7 @@ function importAdvice(specifier: string, allowed: ReadonlySet<string>): string {
 const PRAGMAS: readonly string[] = Object.freeze([
   "@jsx",
   "@deno-types",
+  "@ts-types",
   "<reference",
   "@ts-self-types",
 ]);
@@ -574,8 +709,9 @@ export function checkProgram(
   }
   checker.check(program);
   checker.requireRun(program);
+  // Deno reads pragmas case-insensitively (ASCII only, so indices stay those of the source).
+  const source = asciiLower(map.source);
   for (const marker of PRAGMAS) {
-    const source = map.source;
     for (let at = source.indexOf(marker); at >= 0; at = source.indexOf(marker, at + 1)) {
       checker.violations.push({
         rule: "pragma",
@@ -585,4 +721,14 @@ export function checkProgram(
     }
   }
   return checker.violations;
+}
+
+/** The text with ASCII letters lower-cased and everything else, lengths included, unchanged. */
+function asciiLower(text: string): string {
+  const units = new Array<string>(text.length);
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    units[i] = unit >= 0x41 && unit <= 0x5a ? String.fromCharCode(unit + 32) : text[i]!;
+  }
+  return units.join("");
 }

@@ -75,7 +75,9 @@ Deno.test("README libos commands all parse and run in a scratch workspace (no us
     Deno.mkdirSync(join(root, "tmp"));
     for (const line of commands) {
       const args = [...line.slice("deno task libos ".length).matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)]
-        .map((m) => m[1] ?? m[2] ?? m[3]!);
+        .map((m) => m[1] ?? m[2] ?? m[3]!)
+        // Files of the repository are named from its root, where the README is read.
+        .map((a) => a.startsWith("jit/examples/") ? join(REPO, a) : a);
       const output = await new Deno.Command(Deno.execPath(), {
         args: ["task", "--quiet", `--config=${join(REPO, "deno.json")}`, "libos", ...args],
         cwd: workspace,
