@@ -7,6 +7,18 @@
  */
 import type { SourceMap } from "./_source_map.ts";
 import { Constants, foldString } from "./_fold.ts";
+import {
+  DANGEROUS_STRINGS,
+  FORBIDDEN_GLOBALS,
+  GLOBAL_OBJECTS,
+  NAME_POSITIONS,
+  NUMERIC_OPERATORS,
+  PROTO_NAMES,
+  REFLECTION,
+  TRANSPARENT,
+  TYPE_KEYS,
+  TYPE_NODES,
+} from "./_rule_names.ts";
 
 /** The stable rule ids. */
 export const JIT_RULES = [
@@ -59,166 +71,6 @@ function child(node: Node, key: string): Node | undefined {
   const value = node[key];
   return isNode(value) ? value : undefined;
 }
-
-/** Names that reach the global object. */
-const GLOBAL_OBJECTS: readonly string[] = Object.freeze([
-  "globalThis",
-  "self",
-  "window",
-  "global",
-  "frames",
-  "parent",
-  "top",
-  "opener",
-  // Methods of the global object: the target of an event they dispatch is globalThis.
-  "addEventListener",
-  "removeEventListener",
-  "dispatchEvent",
-]);
-
-/** `Object.<name>` functions that enumerate or reach prototypes (and from them constructors). */
-const REFLECTION: readonly string[] = Object.freeze([
-  "getOwnPropertyNames",
-  "getOwnPropertyDescriptor",
-  "getOwnPropertyDescriptors",
-  "getOwnPropertySymbols",
-  "getPrototypeOf",
-  "setPrototypeOf",
-]);
-
-/** Legacy accessors that rewire or read prototypes. */
-const PROTO_NAMES: readonly string[] = Object.freeze([
-  "__proto__",
-  "__defineGetter__",
-  "__defineSetter__",
-  "__lookupGetter__",
-  "__lookupSetter__",
-]);
-
-/** Host APIs a tool reaches only through syscalls (and names of other runtimes). */
-const FORBIDDEN_GLOBALS: readonly string[] = Object.freeze([
-  "Deno",
-  "WebAssembly",
-  "Worker",
-  "SharedWorker",
-  "SharedArrayBuffer",
-  "Atomics",
-  "Reflect",
-  "process",
-  "require",
-  "module",
-  "exports",
-  "Bun",
-  "importScripts",
-  "fetch",
-  "WebSocket",
-  "WebSocketStream",
-  "XMLHttpRequest",
-  "EventSource",
-  "BroadcastChannel",
-  "caches",
-  "localStorage",
-  "sessionStorage",
-  "indexedDB",
-  "navigator",
-  "prompt",
-  "alert",
-  "confirm",
-  "close",
-  "postMessage",
-  "onmessage",
-]);
-
-/** Strings that name a route out when used as a property or a global's name. */
-const DANGEROUS_STRINGS: readonly string[] = Object.freeze([
-  "constructor",
-  "__proto__",
-  "eval",
-  "Function",
-  "Deno",
-  "globalThis",
-  "WebAssembly",
-  "Reflect",
-  "SharedArrayBuffer",
-  "Atomics",
-  "Worker",
-  "importScripts",
-  "require",
-]);
-
-/** Keys holding only types (erased before anything runs). */
-const TYPE_KEYS: readonly string[] = Object.freeze([
-  "typeAnnotation",
-  "typeParameters",
-  "typeParams",
-  "typeArguments",
-  "returnType",
-  "superTypeParams",
-  "implements",
-]);
-
-/** Node types holding only types. */
-const TYPE_NODES: readonly string[] = Object.freeze([
-  "TsInterfaceDeclaration",
-  "TsTypeAliasDeclaration",
-  "TsTypeAnnotation",
-]);
-
-/** Where an Identifier is a name, not a reference: `<parent type>.<key>`. */
-const NAME_POSITIONS: readonly string[] = Object.freeze([
-  "MemberExpression.property",
-  "SuperPropExpression.property",
-  "KeyValueProperty.key",
-  "MethodProperty.key",
-  "GetterProperty.key",
-  "SetterProperty.key",
-  "ClassProperty.key",
-  "ClassMethod.key",
-  "ClassAccessorProperty.key",
-  "Constructor.key",
-  "ImportSpecifier.imported",
-  "ExportSpecifier.exported",
-  "ExportNamespaceSpecifier.name",
-  "ExportDefaultSpecifier.exported",
-  "LabeledStatement.label",
-  "BreakStatement.label",
-  "ContinueStatement.label",
-  "TsEnumMember.id",
-  "KeyValuePatternProperty.key",
-]);
-
-/** Wrappers that do not change what an expression evaluates to. */
-const TRANSPARENT: readonly string[] = Object.freeze([
-  "ParenthesisExpression",
-  "TsAsExpression",
-  "TsNonNullExpression",
-  "TsSatisfiesExpression",
-  "TsTypeAssertion",
-  "TsConstAssertion",
-]);
-
-/** Binary operators whose result is a number or a boolean, never a new string. */
-const NUMERIC_OPERATORS: readonly string[] = Object.freeze([
-  "-",
-  "*",
-  "/",
-  "%",
-  "**",
-  "|",
-  "&",
-  "^",
-  "<<",
-  ">>",
-  ">>>",
-  "==",
-  "!=",
-  "===",
-  "!==",
-  "<",
-  "<=",
-  ">",
-  ">=",
-]);
 
 function unwrap(node: Node): Node {
   let current = node;
