@@ -44,3 +44,24 @@ export function benchDir(): { readonly path: string } & Disposable {
   const path = Deno.makeTempDirSync({ prefix: "libos-bench-" });
   return { path, [Symbol.dispose]: () => Deno.removeSync(path, { recursive: true }) };
 }
+
+/**
+ * Runs `op` `count` times back to back after `warmup` unmeasured runs, recording each latency
+ * (for operations that await: a process spawn, a worker round trip, a request).
+ */
+export async function measure(
+  count: number,
+  op: () => Promise<unknown> | unknown,
+  note: string,
+  warmup = 5,
+): Promise<BenchResult> {
+  for (let i = 0; i < Math.min(warmup, count); i++) await op();
+  const latencies: number[] = [];
+  const start = performance.now();
+  for (let i = 0; i < count; i++) {
+    const t = performance.now();
+    await op();
+    latencies.push(performance.now() - t);
+  }
+  return { ops: count, seconds: (performance.now() - start) / 1000, latenciesMs: latencies, note };
+}

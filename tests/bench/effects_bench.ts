@@ -17,24 +17,7 @@
 import { join } from "node:path";
 import { parsePolicy, PolicyRules } from "../../runtime/policy_rules.ts";
 import { createRuntime, type Runtime } from "../../runtime/runtime.ts";
-import { type BenchCase, benchDir, type BenchResult } from "./_bench.ts";
-
-/** Runs `op` `count` times after a short warm-up and records each latency. */
-async function timed(
-  count: number,
-  op: () => Promise<unknown>,
-  note: string,
-): Promise<BenchResult> {
-  for (let i = 0; i < Math.min(5, count); i++) await op();
-  const latencies: number[] = [];
-  const start = performance.now();
-  for (let i = 0; i < count; i++) {
-    const t = performance.now();
-    await op();
-    latencies.push(performance.now() - t);
-  }
-  return { ops: count, seconds: (performance.now() - start) / 1000, latenciesMs: latencies, note };
-}
+import { type BenchCase, benchDir, measure } from "./_bench.ts";
 
 const ALLOW = new PolicyRules(
   parsePolicy(
@@ -81,7 +64,7 @@ function shellCase(name: string, argv: string[], wall: boolean, count: number): 
       using dir = benchDir();
       const { runtime, pid } = await shellRuntime(dir.path, wall);
       try {
-        return await timed(count, async () => {
+        return await measure(count, async () => {
           const r = await runtime.primitives.shell.run(pid, { argv });
           if (r.exitCode !== 0 || r.wall !== wall) throw new Error(`bench run failed: ${r.stderr}`);
         }, wall ? "inside bubblewrap" : "no wall");
@@ -101,7 +84,7 @@ function directCase(name: string, argv: string[], count: number): BenchCase {
       const { runtime, ws } = await shellRuntime(dir.path, false);
       await runtime.close();
       // Awaited here: `dir` is removed when this function returns.
-      return await timed(count, async () => {
+      return await measure(count, async () => {
         const out = await new Deno.Command(argv[0]!, {
           args: argv.slice(1),
           cwd: ws,
@@ -127,7 +110,7 @@ function netCase(name: string, guarded: boolean): BenchCase {
       const url = `http://127.0.0.1:${server.addr.port}/`;
       try {
         if (!guarded) {
-          return await timed(
+          return await measure(
             500,
             async () => await (await fetch(url)).arrayBuffer(),
             "fetch(), no checks (competitor)",
@@ -150,7 +133,7 @@ function netCase(name: string, guarded: boolean): BenchCase {
             effect: "allow",
             issuer: "operator",
           });
-          return await timed(500, async () => {
+          return await measure(500, async () => {
             const r = await runtime.primitives.net.fetch(pid, { url });
             if (r.status !== 200) throw new Error(`status ${r.status}`);
           }, "exact endpoint grant; decide, address check, pinned connection, audit");

@@ -9,7 +9,7 @@
  * @module
  */
 import { JitValidator } from "../../jit/mod.ts";
-import type { BenchCase, BenchResult } from "./_bench.ts";
+import { type BenchCase, measure } from "./_bench.ts";
 
 /** A typical tool: types, a class, async code, string handling; about 2 KB. */
 const TOOL = `import type { Std } from "@libos/std";
@@ -76,22 +76,6 @@ export async function run(args: Args, libos: { call(name: string, args: unknown)
 }
 `;
 
-async function timed(
-  count: number,
-  op: () => Promise<unknown> | unknown,
-  note: string,
-): Promise<BenchResult> {
-  for (let i = 0; i < 20; i++) await op();
-  const latencies: number[] = [];
-  const start = performance.now();
-  for (let i = 0; i < count; i++) {
-    const t = performance.now();
-    await op();
-    latencies.push(performance.now() - t);
-  }
-  return { ops: count, seconds: (performance.now() - start) / 1000, latenciesMs: latencies, note };
-}
-
 /** The JIT validator rows. */
 export const CASES: readonly BenchCase[] = [
   {
@@ -103,7 +87,7 @@ export const CASES: readonly BenchCase[] = [
       const report = await validator.validate(TOOL);
       const startup = performance.now() - first;
       if (!report.ok) throw new Error(`the bench tool is refused: ${JSON.stringify(report)}`);
-      return await timed(
+      return await measure(
         3000,
         () => validator.validate(TOOL),
         `${TOOL.length} chars; first call (worker + Wasm start-up) ${startup.toFixed(0)} ms`,
@@ -122,7 +106,7 @@ export const CASES: readonly BenchCase[] = [
         /\bDeno\./,
         /\bglobalThis\b/,
       ];
-      return timed(
+      return measure(
         30000,
         () => patterns.some((p) => p.test(TOOL)),
         'fast and blind: misses import x from"…", comments between tokens, [].constructor',
