@@ -33,9 +33,13 @@ export { JIT_RULES, type JitRule, type JitViolation } from "./_rules.ts";
 
 /**
  * The import-map keys of the vetted module the repository ships for tools (the sandbox issue
- * vendors it); a tool may import exactly these, plus what an operator adds.
+ * vendors it and maps these keys to it); a tool may import exactly these strings, plus what an
+ * operator adds.
  */
-export const VETTED_IMPORTS: readonly string[] = Object.freeze(["@libos/std"]);
+export const VETTED_IMPORTS: readonly string[] = Object.freeze([
+  "jsr:@libos/std@0.1.0",
+  "jsr:@libos/std",
+]);
 
 /** The largest tool source the validator reads, in UTF-16 code units. */
 export const JIT_SOURCE_MAX = 256 * 1024;

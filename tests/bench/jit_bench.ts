@@ -12,7 +12,7 @@ import { JitValidator } from "../../jit/mod.ts";
 import { type BenchCase, measure } from "./_bench.ts";
 
 /** A typical tool: types, a class, async code, string handling; about 2 KB. */
-const TOOL = `import type { Std } from "@libos/std";
+const TOOL = `import type { Std } from "jsr:@libos/std@0.1.0";
 
 interface Args {
   readonly path: string;
@@ -99,7 +99,7 @@ export const CASES: readonly BenchCase[] = [
     name: "regular expressions over the text (competitor, the prototype's kind)",
     run() {
       const patterns = [
-        /\bimport\s+[^;]*\s+from\s+["'](?!@libos\/std["'])/,
+        /\bimport\s+[^;]*\s+from\s+["'](?!jsr:@libos\/std)/,
         /\bimport\s*\(/,
         /\beval\s*\(/,
         /\bnew\s+Function\s*\(/,
