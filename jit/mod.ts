@@ -1,7 +1,7 @@
 /**
- * Agent-written TypeScript tools ("JIT tools", DESIGN §7): the AST validator (this issue) and,
- * with the sandbox issue, the permission-less Deno sandbox they run in, reaching the world only
- * through checked syscalls.
+ * Agent-written TypeScript tools ("JIT tools", DESIGN §7): the AST validator, and the
+ * permission-less Deno sandbox they run in, reaching the world only through syscall frames the
+ * host answers (the syscall session, warm pool and tool lifecycle come with the sandbox issue).
  *
  * @module
  */
@@ -15,3 +15,17 @@ export {
   type JitViolation,
   VETTED_IMPORTS,
 } from "./validator.ts";
+export {
+  DEFAULT_SANDBOX_LIMITS,
+  DENO_BASE_DATA_MIB,
+  JitSandbox,
+  type JitSandboxOptions,
+  SandboxError,
+  type SandboxErrorCode,
+  type SandboxLimits,
+  type SandboxResult,
+  type SandboxTools,
+  type SyscallHandler,
+  type ToolLog,
+} from "./sandbox.ts";
+export { HostFrame, PROTOCOL_VERSION, ToolFrame } from "./protocol.ts";

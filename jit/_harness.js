@@ -1,0 +1,99 @@
+// The JIT sandbox harness (DESIGN §7), run by a permission-less Deno: it takes its stdio, removes
+// the host's doors from the global object, imports the tool from a data: URL, and speaks the
+// protocol of jit/protocol.ts on stdin/stdout. Plain JavaScript, copied to a neutral temporary
+// path per call, so stack traces reveal neither the install path nor the user.
+const D = globalThis.Deno;
+const input = D.stdin.readable.getReader();
+const output = D.stdout;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const write = (frame) => {
+  const bytes = encoder.encode(JSON.stringify(frame) + "\n");
+  for (let at = 0; at < bytes.length;) at += output.writeSync(bytes.subarray(at));
+};
+for (const name of ["Deno", "Worker", "caches", "localStorage", "sessionStorage", "process"]) {
+  try {
+    delete globalThis[name];
+  } catch {
+    // A non-configurable global stays; the process has no permission to use it anyway.
+  }
+}
+const text = (values) =>
+  values.map((v) => {
+    if (typeof v === "string") return v;
+    try {
+      return JSON.stringify(v);
+    } catch {
+      return String(v);
+    }
+  }).join(" ").slice(0, 16384);
+// Every console method becomes a log frame (some, like table and dir, would otherwise print to
+// stdout, which carries frames only).
+const LEVELS = ["debug", "info", "log", "warn", "error"];
+// The harness replaces the console (the lint rule guards against printing, which this prevents).
+const consoleObject = globalThis["console"];
+for (const key of Object.keys(consoleObject)) {
+  if (typeof consoleObject[key] !== "function") continue;
+  const level = LEVELS.includes(key) ? key : key === "trace" || key === "assert" ? "error" : "log";
+  consoleObject[key] = key === "assert"
+    ? (condition, ...values) => {
+      if (!condition) write({ type: "log", level, text: text(["Assertion failed", ...values]) });
+    }
+    : (...values) => write({ type: "log", level, text: text(values) });
+}
+
+let buffered = "";
+async function nextFrame() {
+  for (;;) {
+    const newline = buffered.indexOf("\n");
+    if (newline >= 0) {
+      const line = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      return JSON.parse(line);
+    }
+    const { value, done } = await input.read();
+    if (done) throw new Error("the host closed the protocol");
+    buffered += decoder.decode(value, { stream: true });
+  }
+}
+
+const run = await nextFrame();
+if (run.type !== "run" || run.v !== 1) {
+  write({ type: "error", name: "ProtocolError", message: "the first frame is not a v1 run frame" });
+} else {
+  let next = 0;
+  const libos = Object.freeze({
+    async call(name, args = {}) {
+      const id = next++;
+      write({ type: "syscall", id, name: String(name), args });
+      const reply = await nextFrame();
+      if (reply.type !== "syscall_result" || reply.id !== id) {
+        throw new Error("the host answered out of order");
+      }
+      if (!reply.ok) {
+        const error = new Error(reply.error?.message ?? "the syscall failed");
+        error.name = "SyscallError";
+        error.code = reply.error?.code ?? "failed";
+        throw error;
+      }
+      return reply.value;
+    },
+  });
+  try {
+    const bytes = encoder.encode(run.source);
+    let binary = "";
+    for (let i = 0; i < bytes.length; i += 0x8000) {
+      binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    }
+    const tool = await import(`data:application/typescript;base64,${btoa(binary)}`);
+    if (typeof tool.run !== "function") throw new TypeError("the tool exports no run function");
+    const value = await tool.run(run.args, libos);
+    write({ type: "result", value: value === undefined ? null : value });
+  } catch (error) {
+    write({
+      type: "error",
+      name: String(error?.name ?? "Error").slice(0, 128),
+      message: String(error?.message ?? error).slice(0, 4096),
+    });
+  }
+}

@@ -1,0 +1,234 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { NotFoundError } from "../runtime/errors.ts";
+import { JitSandbox, SandboxError, type SyscallHandler } from "./sandbox.ts";
+
+const echo: SyscallHandler = (name, args) => Promise.resolve({ name, args });
+
+/** The sandbox error a call fails with. */
+async function failure(promise: Promise<unknown>): Promise<SandboxError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof SandboxError) return error;
+    throw error;
+  }
+  assert.fail("the call succeeded");
+}
+
+/** Host processes whose command line mentions `marker` (ps: Deno needs -A to read /proc). */
+function processesWith(marker: string): string[] {
+  const out = new Deno.Command("ps", { args: ["-e", "-ww", "-o", "stat=,args="], stdout: "piped" })
+    .outputSync();
+  return new TextDecoder().decode(out.stdout).split("\n").filter((l) =>
+    l.includes(marker) && !l.trimStart().startsWith("Z")
+  );
+}
+
+Deno.test("JitSandbox.call() runs a tool, answers its syscalls and returns its result and logs", async () => {
+  const sandbox = new JitSandbox();
+  const seen: string[] = [];
+  const result = await sandbox.call(
+    `export async function run(args, libos) {
+      console.log("start", args.n);
+      const a = await libos.call("clock.now", { zone: "UTC" });
+      let failed = "";
+      try { await libos.call("fs.read", {}); } catch (e) { failed = e.name + ":" + e.code; }
+      return { twice: args.n * 2, a, failed };
+    }`,
+    { n: 21 },
+    (name, args) => {
+      seen.push(name);
+      if (name === "fs.read") return Promise.reject(new NotFoundError("no such file"));
+      return Promise.resolve({ at: 7, args });
+    },
+  );
+  assert.deepEqual(result.value, {
+    twice: 42,
+    a: { at: 7, args: { zone: "UTC" } },
+    failed: "SyscallError:not_found",
+  });
+  assert.deepEqual(seen, ["clock.now", "fs.read"]);
+  assert.deepEqual(result.logs, [{ level: "log", text: "start 21" }]);
+  assert.equal(result.syscalls, 2);
+});
+
+Deno.test("JitSandbox.call() does not count time the host spends serving a syscall against the tool", async () => {
+  const sandbox = new JitSandbox({ limits: { wallMs: 800 } });
+  // The host takes 1.5 s to answer (a human approving, a child finishing): no timeout.
+  const result = await sandbox.call(
+    `export async function run(args, libos) { return await libos.call("human.ask", {}); }`,
+    {},
+    () => new Promise((resolve) => setTimeout(() => resolve("approved"), 1500)),
+  );
+  assert.equal(result.value, "approved");
+});
+
+Deno.test("JitSandbox.call() attack: host files, environment, network, processes and Deno's ops are out of reach with no validator", async () => {
+  const secretDir = Deno.makeTempDirSync({ prefix: "libos-jit-secret-" });
+  const secret = join(secretDir, "secret.txt");
+  Deno.writeTextFileSync(secret, "TOP-SECRET-9f1c");
+  const marker = join(secretDir, "written.txt");
+  let hits = 0;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => {
+    hits++;
+    return new Response("reached");
+  });
+  try {
+    const sandbox = new JitSandbox();
+    const attempts: [string, string][] = [
+      ["Deno global", `return Deno.readTextFileSync(${JSON.stringify(secret)});`],
+      [
+        "Deno via globalThis",
+        `return globalThis["De" + "no"].readTextFileSync(${JSON.stringify(secret)});`,
+      ],
+      ["internal ops", `return Object.keys(globalThis.Deno[globalThis.Deno.internal].core.ops);`],
+      [
+        "static import of a file",
+        `return (await import(${JSON.stringify(`file://${secret}`)})).default;`,
+      ],
+      [
+        "fetch of a file",
+        `return await (await fetch(${JSON.stringify(`file://${secret}`)})).text();`,
+      ],
+      [
+        "network to a live local server",
+        `return await (await fetch("http://127.0.0.1:${server.addr.port}/")).text();`,
+      ],
+      ["process.env", `return JSON.stringify(globalThis.process?.env ?? {});`],
+      [
+        "node:fs",
+        `const fs = await import("node:fs"); return fs.readFileSync(${
+          JSON.stringify(secret)
+        }, "utf8");`,
+      ],
+      [
+        "node:child_process",
+        `const cp = await import("node:child_process"); return cp.execSync("id").toString();`,
+      ],
+      [
+        "write a file",
+        `const fs = await import("node:fs"); fs.writeFileSync(${
+          JSON.stringify(marker)
+        }, "x"); return "wrote";`,
+      ],
+      ["eval", `return eval("1 + 1");`],
+      ["Function via constructor", `return (() => {}).constructor("return 1")();`],
+      ["Worker", `return typeof new Worker("data:,");`],
+      ["WebAssembly compile from bytes", `return typeof WebAssembly.compile;`],
+    ];
+    for (const [name, body] of attempts) {
+      const source = `export async function run(args, libos) { ${body} }`;
+      const outcome = await sandbox.call(source, {}, echo).then(
+        (r) => JSON.stringify(r.value),
+        (e: unknown) => e instanceof SandboxError ? `refused: ${e.code}` : `threw: ${e}`,
+      );
+      assert.ok(!outcome.includes("TOP-SECRET"), `${name} read the secret: ${outcome}`);
+      assert.ok(!outcome.includes("uid="), `${name} ran a process: ${outcome}`);
+      assert.ok(!outcome.includes("op_"), `${name} listed Deno's ops: ${outcome}`);
+      if (name !== "WebAssembly compile from bytes") {
+        assert.match(outcome, /^refused: tool_error|^"\{\}"$/, `${name}: ${outcome}`);
+      }
+    }
+    assert.throws(() => Deno.statSync(marker), Deno.errors.NotFound, "nothing was written");
+    assert.equal(hits, 0, "no request reached the server");
+  } finally {
+    await server.shutdown();
+    Deno.removeSync(secretDir, { recursive: true });
+  }
+});
+
+Deno.test("JitSandbox.call() attack: nothing persists from one call to the next (localStorage, Cache API)", async () => {
+  const sandbox = new JitSandbox();
+  const store = `export async function run() {
+    const out = [];
+    try { globalThis.localStorage?.setItem("k", "leak"); out.push("ls"); } catch {}
+    try { const c = await globalThis.caches?.open("c"); await c?.put("https://x/", new Response("leak")); out.push("cache"); } catch {}
+    return out;
+  }`;
+  const read = `export async function run() {
+    const out = [];
+    try { out.push(globalThis.localStorage?.getItem("k") ?? null); } catch { out.push(null); }
+    try { const c = await globalThis.caches?.open("c"); out.push(await (await c?.match("https://x/"))?.text() ?? null); } catch { out.push(null); }
+    return out;
+  }`;
+  await sandbox.call(store, {}, echo);
+  const second = await sandbox.call(read, {}, echo);
+  assert.deepEqual(second.value, [null, null]);
+});
+
+Deno.test("JitSandbox.call() kills and reports each limit breach, and serves the next call", async () => {
+  const sandbox = new JitSandbox({
+    limits: {
+      wallMs: 2_000,
+      cpuSeconds: 10,
+      memoryMiB: 64,
+      maxSyscalls: 5,
+      maxOutputBytes: 64 * 1024,
+    },
+  });
+  const cases: [string, string, string][] = [
+    ["infinite loop", "while (true) {}", "timeout"],
+    [
+      "ArrayBuffer bomb",
+      "const a = []; for (;;) a.push(new ArrayBuffer(16 * 1024 * 1024));",
+      "memory_limit",
+    ],
+    [
+      "heap bomb",
+      "const a = []; for (;;) a.push({ x: Math.random(), y: [1, 2, 3] });",
+      "memory_limit",
+    ],
+    [
+      "Wasm memory bomb",
+      "const m = new WebAssembly.Memory({ initial: 1 }); for (;;) m.grow(256);",
+      "memory_limit",
+    ],
+    ["log flood", `for (;;) console.log("x".repeat(4096));`, "output_limit"],
+    ["syscall flood", `for (;;) await libos.call("clock.now", {});`, "syscall_limit"],
+    ["never answers", "await new Promise(() => {});", "protocol_error"],
+  ];
+  for (const [name, body, code] of cases) {
+    const error = await failure(
+      sandbox.call(`export async function run(args, libos) { ${body} }`, {}, echo),
+    );
+    assert.equal(error.code, code, `${name}: ${error.message}`);
+  }
+  const after = await sandbox.call("export function run() { return 'still serving'; }", {}, echo);
+  assert.equal(after.value, "still serving");
+});
+
+Deno.test("JitSandbox.call() attack: a frame flood and a malformed frame kill the tool (fake Deno speaking garbage)", async () => {
+  const dir = Deno.makeTempDirSync({ prefix: "libos-jit-fake-" });
+  try {
+    const garbage = join(dir, "garbage");
+    Deno.writeTextFileSync(garbage, '#!/bin/sh\nread line\necho \'{"type":"result","extra":1}\'\n');
+    Deno.chmodSync(garbage, 0o755);
+    const huge = join(dir, "huge");
+    Deno.writeTextFileSync(
+      huge,
+      "#!/bin/sh\nread line\nhead -c 5000000 /dev/zero | tr '\\\\0' 'x'\n",
+    );
+    Deno.chmodSync(huge, 0o755);
+    const malformed = await failure(
+      new JitSandbox({ tools: { deno: garbage } }).call("export function run() {}", {}, echo),
+    );
+    assert.equal(malformed.code, "protocol_error");
+    const flood = await failure(
+      new JitSandbox({ tools: { deno: huge }, limits: { maxFrameBytes: 1024 } })
+        .call("export function run() {}", {}, echo),
+    );
+    assert.equal(flood.code, "output_limit");
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
+
+Deno.test("JitSandbox.call() leaves no process and no temporary directory behind after a timeout", async () => {
+  const sandbox = new JitSandbox({ limits: { wallMs: 500 } });
+  const error = await failure(
+    sandbox.call("export function run() { for (;;) {} }", {}, echo),
+  );
+  assert.equal(error.code, "timeout");
+  assert.deepEqual(processesWith("libos-jit-"), []);
+});
