@@ -15,10 +15,20 @@ export const GLOBAL_OBJECTS: readonly string[] = Object.freeze([
   "parent",
   "top",
   "opener",
-  // Methods of the global object: the target of an event they dispatch is globalThis.
+  // Methods and handlers of the global object: the target of an event they see is globalThis.
   "addEventListener",
   "removeEventListener",
   "dispatchEvent",
+  "reportError",
+  "onerror",
+  "onunhandledrejection",
+  "onrejectionhandled",
+  "onload",
+  "onunload",
+  "onbeforeunload",
+  // Unbound EventTarget methods fall back to the global object.
+  "EventTarget",
+  "Window",
 ]);
 
 /** `Object.<name>` functions that enumerate or reach prototypes (and from them constructors). */
@@ -130,6 +140,17 @@ export const NAME_POSITIONS: readonly string[] = Object.freeze([
   "ContinueStatement.label",
   "TsEnumMember.id",
   "KeyValuePatternProperty.key",
+  "TsQualifiedName.right",
+]);
+
+/** Functions that define or assign properties: with a prototype as their target, pollution. */
+export const DEFINERS: readonly string[] = Object.freeze([
+  "defineProperty",
+  "defineProperties",
+  "assign",
+  "setPrototypeOf",
+  "__defineGetter__",
+  "__defineSetter__",
 ]);
 
 /** Wrappers that do not change what an expression evaluates to. */

@@ -9,6 +9,7 @@ import type { SourceMap } from "./_source_map.ts";
 import { Constants, foldString } from "./_fold.ts";
 import {
   DANGEROUS_STRINGS,
+  DEFINERS,
   FORBIDDEN_GLOBALS,
   GLOBAL_OBJECTS,
   NAME_POSITIONS,
@@ -98,24 +99,47 @@ function buildsString(node: Node): boolean {
   return false;
 }
 
-/** A node's children, with the key they sit under (typeless wrappers looked through). */
+/**
+ * A node's children, with the key they sit under. Objects without a type (`{ spread, expression }`
+ * of call arguments, the `function: { params, body }` of class methods and setters) and arrays
+ * are looked through at any depth: a child missed here is code never checked.
+ */
 function childrenOf(node: Node): [string, Node][] {
   const out: [string, Node][] = [];
-  const entries = Object.entries(node);
-  for (let i = entries.length - 1; i >= 0; i--) {
-    const [key, value] = entries[i]!;
-    if (key === "span") continue;
-    const items = Array.isArray(value) ? value : [value];
-    for (let j = items.length - 1; j >= 0; j--) {
-      const item = items[j];
-      if (isNode(item)) out.push([key, item]);
-      else if (typeof item === "object" && item !== null) {
-        // Wrappers without a type (`{ spread, expression }` of call arguments).
-        for (const inner of Object.values(item)) if (isNode(inner)) out.push([key, inner]);
+  const pending: [string, unknown][] = [];
+  for (const [key, value] of Object.entries(node)) {
+    if (key !== "span") pending.push([key, value]);
+  }
+  while (pending.length > 0) {
+    const [key, value] = pending.pop()!;
+    if (Array.isArray(value)) {
+      for (const item of value) pending.push([key, item]);
+    } else if (isNode(value)) out.push([key, value]);
+    else if (typeof value === "object" && value !== null) {
+      for (const [inner, item] of Object.entries(value)) {
+        // The wrapper's own keys name where its content sits (`function.params`).
+        if (inner !== "span") pending.push([inner === "expression" ? key : inner, item]);
       }
     }
   }
   return out;
+}
+
+/** Whether an expression is or goes through a `.prototype` (or `__proto__`) member. */
+function reachesPrototype(target: Node): boolean {
+  let current: Node | undefined = unwrap(target);
+  while (
+    current && (current.type === "MemberExpression" || current.type === "SuperPropExpression")
+  ) {
+    const property = child(current, "property");
+    const name = property?.type === "Computed"
+      ? text(child(property, "expression"), "value")
+      : text(property, "value");
+    if (name === "prototype" || name === "__proto__") return true;
+    const object: Node | undefined = child(current, "object");
+    current = object ? unwrap(object) : undefined;
+  }
+  return false;
 }
 
 /** The checks of one program. */
@@ -219,6 +243,23 @@ export class RuleChecker {
       case "BinaryExpression":
         if (node.operator === "+") this.#folded(node);
         return;
+      case "AssignmentExpression":
+      case "UpdateExpression":
+      case "UnaryExpression": {
+        const target = node.type === "AssignmentExpression"
+          ? child(node, "left")
+          : node.type === "UpdateExpression" || node.operator === "delete"
+          ? child(node, "argument")
+          : undefined;
+        if (target && reachesPrototype(target)) {
+          this.report(
+            "proto_access",
+            "writing to a prototype changes every object built on it",
+            node,
+          );
+        }
+        return;
+      }
       case "TaggedTemplateExpression": {
         const tag = child(node, "tag");
         const name = tag ? text(unwrap(tag), "value") : undefined;
@@ -268,6 +309,10 @@ export class RuleChecker {
           return;
         }
         const name = text(key, "value");
+        if (name !== undefined && REFLECTION.includes(name)) {
+          this.#propertyName(name, node);
+          return;
+        }
         if (name === "constructor" || name === "__proto__") {
           this.report(
             name === "constructor" ? "constructor_access" : "proto_access",
@@ -311,6 +356,20 @@ export class RuleChecker {
 
   #call(node: Node): void {
     const callee = child(node, "callee");
+    const method = callee?.type === "MemberExpression"
+      ? text(child(callee, "property"), "value")
+      : undefined;
+    if (method !== undefined && DEFINERS.includes(method)) {
+      const args = Array.isArray(node.arguments) ? node.arguments : [];
+      const first = (args[0] as { expression?: unknown } | undefined)?.expression;
+      if (isNode(first) && reachesPrototype(first)) {
+        this.report(
+          "proto_access",
+          `\`${method}\` on a prototype changes every object built on it`,
+          node,
+        );
+      }
+    }
     if (callee?.type === "Import") {
       this.report("dynamic_import", "dynamic `import()` loads code at run time", node);
       return;
@@ -342,9 +401,17 @@ export class RuleChecker {
       }
     }
     if (NAME_POSITIONS.includes(at)) {
-      if (at === "MemberExpression.property" || at === "SuperPropExpression.property") {
+      if (
+        at === "MemberExpression.property" || at === "SuperPropExpression.property" ||
+        at === "TsQualifiedName.right"
+      ) {
         this.#propertyName(name, node);
       }
+      return;
+    }
+    // A bare `constructor` (a namespace merged with a function rewrites it to `f.constructor`).
+    if (name === "constructor" || PROTO_NAMES.includes(name)) {
+      this.#propertyName(name, node);
       return;
     }
     if (name === "eval") this.report("eval", "`eval` runs a string as code", node);
@@ -374,24 +441,17 @@ export class RuleChecker {
       );
     } else if (PROTO_NAMES.includes(name)) {
       this.report("proto_access", `\`${name}\` reads or rewires prototypes`, node);
+    } else if (REFLECTION.includes(name)) {
+      this.report(
+        "reflection",
+        `\`${name}\` enumerates or reaches prototypes, and through them constructors`,
+        node,
+      );
     }
   }
 
   #member(node: Node): void {
-    const object = child(node, "object");
     const property = child(node, "property");
-    if (
-      object?.type === "Identifier" && text(object, "value") === "Object" &&
-      property?.type === "Identifier" && REFLECTION.includes(text(property, "value") ?? "")
-    ) {
-      this.report(
-        "reflection",
-        `\`Object.${
-          text(property, "value")
-        }\` enumerates or reaches prototypes, and through them constructors`,
-        node,
-      );
-    }
     if (property?.type !== "Computed") return;
     const key = child(property, "expression");
     if (key) this.#computedKey(key);

@@ -104,3 +104,33 @@ Deno.test("JitValidator.validate() requires export function run(args, libos)", a
     assert.equal((await v.validate(ok)).ok, true, ok);
   }
 });
+
+Deno.test("JitValidator.validate() checks code in every position the AST can hide it", async () => {
+  await using v = new JitValidator();
+  // One forbidden name per line, each in a different syntactic home.
+  const homes = [
+    "class A { m(x = Deno) {} }",
+    "class B { #p(x = Deno) {} }",
+    "class C { static s(x = Deno) {} }",
+    "class D { set v(x = Deno) {} }",
+    "class E { get g() { return Deno; } }",
+    "class F { f = Deno; static { Deno; } }",
+    "class G { [Deno.x]() {} }",
+    "const o = { set v(x = Deno) {}, m(y = Deno) {} };",
+    "const f = (a = Deno) => a;",
+    "const { a = Deno } = {};",
+    "function g([b = Deno] = []) {}",
+    "const t = `${Deno}`;",
+    "label: for (const k of [Deno]) break label;",
+    "enum En { A = Deno.pid }",
+    "namespace Ns { export const x = Deno; }",
+    "const c = new (class extends (Deno as any) {})();",
+  ];
+  const source = `${homes.join("\n")}\n${RUN}`;
+  const report = await v.validate(source);
+  const lines = new Set(
+    report.violations.filter((x) => x.rule === "forbidden_global").map((x) => x.line),
+  );
+  const missed = homes.filter((_, i) => !lines.has(i + 1));
+  assert.deepEqual(missed, [], "every home's Deno is found");
+});

@@ -19,7 +19,8 @@ function table(file: string): Row[] {
 const ARGS = { path: "a.txt", word: "x", text: "hello", items: [1, 2, 3], n: 3 };
 
 Deno.test("JitSandbox.call() attack: no hostile source reads host files or environment, reaches the network or writes, with validation off", async () => {
-  const rows = table("hostile.jsonl");
+  // hostile_runtime.jsonl: sources only the sandbox can stop (a key that arrives at run time).
+  const rows = [...table("hostile.jsonl"), ...table("hostile_runtime.jsonl")];
   const passwd = Deno.readTextFileSync("/etc/passwd").split("\n")[0]!;
   // The host environment holds a canary the sandbox must never see.
   const canary = `canary-${crypto.randomUUID()}`;
