@@ -2,6 +2,10 @@
 // the host's doors from the global object, imports the tool from a data: URL, and speaks the
 // protocol of jit/protocol.ts on stdin/stdout. Plain JavaScript, copied to a neutral temporary
 // path per call, so stack traces reveal neither the install path nor the user.
+// The vetted module, loaded with the harness so a tool's allowlisted import of it is already in
+// the module graph (no permission needed); the sandbox's import map points here.
+import "jsr:@libos/std@0.1.0";
+
 const D = globalThis.Deno;
 const input = D.stdin.readable.getReader();
 const output = D.stdout;

@@ -23,6 +23,7 @@
 import { join } from "node:path";
 import { LibosError, type LibosErrorOptions } from "../runtime/errors.ts";
 import { PROTOCOL_VERSION, type ToolFrame, ToolFrame as ToolFrameSchema } from "./protocol.ts";
+import { VETTED_IMPORTS } from "./validator.ts";
 
 /** Stable codes of {@link SandboxError}. */
 export type SandboxErrorCode =
@@ -158,6 +159,19 @@ export class JitSandbox {
     const limits = this.limits;
     const harness = join(dir, "harness.js");
     await Deno.copyFile(new URL("./_harness.js", import.meta.url), harness);
+    // The vetted module and an import map sending its allowlisted specifiers there.
+    await Deno.mkdir(join(dir, "vendor"));
+    await Deno.copyFile(
+      new URL("./vendor/libos_std.js", import.meta.url),
+      join(dir, "vendor", "libos_std.js"),
+    );
+    const importMap = join(dir, "import_map.json");
+    await Deno.writeTextFile(
+      importMap,
+      JSON.stringify({
+        imports: Object.fromEntries(VETTED_IMPORTS.map((key) => [key, "./vendor/libos_std.js"])),
+      }),
+    );
     await Deno.mkdir(join(dir, "cache"));
     await Deno.mkdir(join(dir, "cwd"));
     const heapMiB = Math.max(16, Math.min(limits.memoryMiB, 4096));
@@ -180,6 +194,7 @@ export class JitSandbox {
         "--no-config",
         "--no-remote",
         "--no-npm",
+        `--import-map=${importMap}`,
         `--v8-flags=--max-old-space-size=${heapMiB},--disallow-code-generation-from-strings`,
         harness,
       ],

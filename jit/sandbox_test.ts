@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { NotFoundError } from "../runtime/errors.ts";
 import { JitSandbox, SandboxError, type SyscallHandler } from "./sandbox.ts";
+import { VETTED_IMPORTS } from "./validator.ts";
 
 const echo: SyscallHandler = (name, args) => Promise.resolve({ name, args });
 
@@ -231,4 +232,30 @@ Deno.test("JitSandbox.call() leaves no process and no temporary directory behind
   );
   assert.equal(error.code, "timeout");
   assert.deepEqual(processesWith("libos-jit-"), []);
+});
+
+Deno.test("JitSandbox.call() loads every allowlisted import-map key offline, and nothing else", async () => {
+  const sandbox = new JitSandbox();
+  for (const key of VETTED_IMPORTS) {
+    const result = await sandbox.call(
+      `import { words, version } from ${JSON.stringify(key)};
+       export function run() { return [words("one  two"), version]; }`,
+      {},
+      echo,
+    );
+    assert.deepEqual(result.value, [["one", "two"], "0.1.0"], key);
+  }
+  // (A node: built-in loads, powerless: every operation of it is permission-checked.)
+  for (
+    const other of ["jsr:@libos/std@0.2.0", "jsr:@std/path", "npm:zod", "https://deno.land/x/a.ts"]
+  ) {
+    const error = await failure(
+      sandbox.call(
+        `import * as m from ${JSON.stringify(other)}; export function run() { return 1; }`,
+        {},
+        echo,
+      ),
+    );
+    assert.equal(error.code, "tool_error", other);
+  }
 });
