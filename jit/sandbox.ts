@@ -109,17 +109,34 @@ export interface SandboxTools {
 export interface JitSandboxOptions {
   readonly limits?: Partial<SandboxLimits>;
   readonly tools?: Partial<SandboxTools>;
+  /**
+   * Sandbox processes started ahead of calls, each waiting for exactly one call (default 0:
+   * every call starts its own). Nothing is shared between calls either way.
+   */
+  readonly poolSize?: number;
+}
+
+/** A started sandbox process waiting for its one call. */
+interface Spawned {
+  readonly dir: string;
+  readonly child: Deno.ChildProcess;
+  readonly stderr: Promise<string>;
 }
 
 const ENCODER = new TextEncoder();
 
-/** Runs tool calls, one sandbox process each. */
-export class JitSandbox {
+/** Runs tool calls, one sandbox process each. Dispose it to stop the pool. */
+export class JitSandbox implements AsyncDisposable {
   readonly limits: SandboxLimits;
+  readonly poolSize: number;
   readonly #tools: SandboxTools;
+  readonly #pool: Promise<Spawned>[] = [];
+  readonly #reaping = new Set<Promise<void>>();
+  #disposed = false;
 
   constructor(options: JitSandboxOptions = {}) {
     this.limits = { ...DEFAULT_SANDBOX_LIMITS, ...options.limits };
+    this.poolSize = Math.max(0, Math.min(options.poolSize ?? 0, 64));
     this.#tools = {
       deno: Deno.execPath(),
       setsid: "/usr/bin/setsid",
@@ -129,9 +146,20 @@ export class JitSandbox {
     };
   }
 
+  /** Starts pooled processes up to {@link poolSize} (calls do this too). */
+  warm(): void {
+    while (!this.#disposed && this.#pool.length < this.poolSize) {
+      const spawned = this.#spawn();
+      // A pooled process that failed to start is noticed by the call that takes it.
+      spawned.catch(() => {});
+      this.#pool.push(spawned);
+    }
+  }
+
   /**
-   * Runs `source`'s `run(args, libos)` in a fresh sandbox process, answering its syscalls with
-   * `onSyscall`.
+   * Runs `source`'s `run(args, libos)` in a sandbox process of its own (a pooled one when the
+   * pool has one ready), answering its syscalls with `onSyscall`. The result is returned as
+   * soon as its frame arrives; the process is reaped afterwards.
    * @throws {SandboxError} when the tool throws (`tool_error`) or breaches a limit.
    */
   async call(
@@ -141,22 +169,52 @@ export class JitSandbox {
     signal?: AbortSignal,
   ): Promise<SandboxResult> {
     signal?.throwIfAborted();
-    const dir = await Deno.makeTempDir({ prefix: "libos-jit-" });
+    if (this.#disposed) throw new SandboxError("sandbox_failed", "The sandbox was disposed");
+    const taken = this.#pool.shift() ?? this.#spawn();
+    let spawned: Spawned;
     try {
-      return await this.#run(dir, source, args, onSyscall, signal);
+      spawned = await taken;
+    } catch (error) {
+      throw new SandboxError("sandbox_failed", `The sandbox process did not start: ${error}`, {
+        cause: error,
+      });
+    }
+    try {
+      return await this.#drive(spawned, source, args, onSyscall, signal);
     } finally {
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      this.#reap(spawned);
+      // Refilled after the call: starting a Deno competes with the running tool for the CPU.
+      this.warm();
     }
   }
 
-  async #run(
-    dir: string,
-    source: string,
-    args: unknown,
-    onSyscall: SyscallHandler,
-    signal: AbortSignal | undefined,
-  ): Promise<SandboxResult> {
+  /** Kills pooled processes and waits until every process and directory is gone. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.#disposed = true;
+    for (const pending of this.#pool.splice(0)) {
+      await pending.then((spawned) => this.#reap(spawned), () => {});
+    }
+    while (this.#reaping.size > 0) await Promise.all([...this.#reaping]);
+  }
+
+  /** Kills a process group, then waits for it and removes its directory, in the background. */
+  #reap(spawned: Spawned): void {
+    const done = (async () => {
+      try {
+        Deno.kill(-spawned.child.pid, "SIGKILL");
+      } catch { /* gone */ }
+      await spawned.child.stdin.close().catch(() => {});
+      await spawned.child.status.catch(() => {});
+      await spawned.stderr.catch(() => "");
+      await Deno.remove(spawned.dir, { recursive: true }).catch(() => {});
+    })();
+    this.#reaping.add(done);
+    done.finally(() => this.#reaping.delete(done));
+  }
+
+  async #spawn(): Promise<Spawned> {
     const limits = this.limits;
+    const dir = await Deno.makeTempDir({ prefix: "libos-jit-" });
     const harness = join(dir, "harness.js");
     await Deno.copyFile(new URL("./_harness.js", import.meta.url), harness);
     // The vetted module and an import map sending its allowlisted specifiers there.
@@ -175,7 +233,6 @@ export class JitSandbox {
     await Deno.mkdir(join(dir, "cache"));
     await Deno.mkdir(join(dir, "cwd"));
     const heapMiB = Math.max(16, Math.min(limits.memoryMiB, 4096));
-    const started = performance.now();
     const child = new Deno.Command(this.#tools.setsid, {
       args: [
         this.#tools.setpriv,
@@ -205,6 +262,19 @@ export class JitSandbox {
       stdout: "piped",
       stderr: "piped",
     }).spawn();
+    return { dir, child, stderr: readCapped(child.stderr, limits.maxOutputBytes) };
+  }
+
+  async #drive(
+    spawned: Spawned,
+    source: string,
+    args: unknown,
+    onSyscall: SyscallHandler,
+    signal: AbortSignal | undefined,
+  ): Promise<SandboxResult> {
+    const limits = this.limits;
+    const { child } = spawned;
+    const started = performance.now();
     const group = child.pid;
     const kill = () => {
       try {
@@ -244,7 +314,6 @@ export class JitSandbox {
     const onAbort = () => stop(new SandboxError("aborted", "The call was cancelled"));
     signal?.addEventListener("abort", onAbort, { once: true });
 
-    const stderr = readCapped(child.stderr, limits.maxOutputBytes);
     const logs: ToolLog[] = [];
     let logBytes = 0;
     let syscalls = 0;
@@ -332,17 +401,16 @@ export class JitSandbox {
       clearTimeout(timer);
       serving.abort();
       signal?.removeEventListener("abort", onAbort);
-      kill();
-      await writer.close().catch(() => {});
+      writer.releaseLock();
     }
-    const status = await child.status;
-    const errText = await stderr;
     if (breach) throw breach;
     if (outcome instanceof SandboxError) throw outcome;
     if (outcome) {
+      // Returned now; the process is reaped after (it may still be exiting).
       return { value: outcome.value, logs, syscalls, durationMs: performance.now() - started };
     }
-    throw deathOf(status, errText, limits);
+    kill();
+    throw deathOf(await child.status, await spawned.stderr, limits);
   }
 }
 

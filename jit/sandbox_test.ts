@@ -27,7 +27,7 @@ function processesWith(marker: string): string[] {
 }
 
 Deno.test("JitSandbox.call() runs a tool, answers its syscalls and returns its result and logs", async () => {
-  const sandbox = new JitSandbox();
+  await using sandbox = new JitSandbox();
   const seen: string[] = [];
   const result = await sandbox.call(
     `export async function run(args, libos) {
@@ -55,7 +55,7 @@ Deno.test("JitSandbox.call() runs a tool, answers its syscalls and returns its r
 });
 
 Deno.test("JitSandbox.call() does not count time the host spends serving a syscall against the tool", async () => {
-  const sandbox = new JitSandbox({ limits: { wallMs: 800 } });
+  await using sandbox = new JitSandbox({ limits: { wallMs: 800 } });
   // The host takes 1.5 s to answer (a human approving, a child finishing): no timeout.
   const result = await sandbox.call(
     `export async function run(args, libos) { return await libos.call("human.ask", {}); }`,
@@ -76,7 +76,7 @@ Deno.test("JitSandbox.call() attack: host files, environment, network, processes
     return new Response("reached");
   });
   try {
-    const sandbox = new JitSandbox();
+    await using sandbox = new JitSandbox();
     const attempts: [string, string][] = [
       ["Deno global", `return Deno.readTextFileSync(${JSON.stringify(secret)});`],
       [
@@ -140,7 +140,7 @@ Deno.test("JitSandbox.call() attack: host files, environment, network, processes
 });
 
 Deno.test("JitSandbox.call() attack: nothing persists from one call to the next (localStorage, Cache API)", async () => {
-  const sandbox = new JitSandbox();
+  await using sandbox = new JitSandbox();
   const store = `export async function run() {
     const out = [];
     try { globalThis.localStorage?.setItem("k", "leak"); out.push("ls"); } catch {}
@@ -159,7 +159,7 @@ Deno.test("JitSandbox.call() attack: nothing persists from one call to the next 
 });
 
 Deno.test("JitSandbox.call() kills and reports each limit breach, and serves the next call", async () => {
-  const sandbox = new JitSandbox({
+  await using sandbox = new JitSandbox({
     limits: {
       wallMs: 2_000,
       cpuSeconds: 10,
@@ -211,31 +211,60 @@ Deno.test("JitSandbox.call() attack: a frame flood and a malformed frame kill th
       "#!/bin/sh\nread line\nhead -c 5000000 /dev/zero | tr '\\\\0' 'x'\n",
     );
     Deno.chmodSync(huge, 0o755);
-    const malformed = await failure(
-      new JitSandbox({ tools: { deno: garbage } }).call("export function run() {}", {}, echo),
-    );
-    assert.equal(malformed.code, "protocol_error");
-    const flood = await failure(
-      new JitSandbox({ tools: { deno: huge }, limits: { maxFrameBytes: 1024 } })
-        .call("export function run() {}", {}, echo),
-    );
-    assert.equal(flood.code, "output_limit");
+    {
+      await using talker = new JitSandbox({ tools: { deno: garbage } });
+      const malformed = await failure(talker.call("export function run() {}", {}, echo));
+      assert.equal(malformed.code, "protocol_error");
+    }
+    {
+      await using flooder = new JitSandbox({
+        tools: { deno: huge },
+        limits: { maxFrameBytes: 1024 },
+      });
+      const flood = await failure(flooder.call("export function run() {}", {}, echo));
+      assert.equal(flood.code, "output_limit");
+    }
   } finally {
     Deno.removeSync(dir, { recursive: true });
   }
 });
 
-Deno.test("JitSandbox.call() leaves no process and no temporary directory behind after a timeout", async () => {
-  const sandbox = new JitSandbox({ limits: { wallMs: 500 } });
-  const error = await failure(
-    sandbox.call("export function run() { for (;;) {} }", {}, echo),
-  );
-  assert.equal(error.code, "timeout");
+Deno.test("JitSandbox leaves no process and no temporary directory behind (a timeout, a pool)", async () => {
+  const dirs = () =>
+    [...Deno.readDirSync(Deno.env.get("TMPDIR") ?? "/tmp")]
+      .filter((e) => e.name.startsWith("libos-jit-")).map((e) => e.name);
+  const before = new Set(dirs());
+  {
+    await using sandbox = new JitSandbox({ limits: { wallMs: 500 }, poolSize: 2 });
+    sandbox.warm();
+    const error = await failure(sandbox.call("export function run() { for (;;) {} }", {}, echo));
+    assert.equal(error.code, "timeout");
+  }
   assert.deepEqual(processesWith("libos-jit-"), []);
+  assert.deepEqual(dirs().filter((d) => !before.has(d)), []);
+});
+
+Deno.test("JitSandbox with a warm pool answers from pre-started processes, one call each", async () => {
+  await using sandbox = new JitSandbox({ poolSize: 2 });
+  sandbox.warm();
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  // Each call gets a fresh process: a global set by one is not seen by the next.
+  const first = await sandbox.call(
+    "export function run() { const before = globalThis.mark; globalThis.mark = 1; return before ?? null; }",
+    {},
+    echo,
+  );
+  const second = await sandbox.call(
+    "export function run() { return globalThis.mark ?? null; }",
+    {},
+    echo,
+  );
+  assert.deepEqual([first.value, second.value], [null, null]);
+  assert.ok(first.durationMs < 2_000);
 });
 
 Deno.test("JitSandbox.call() loads every allowlisted import-map key offline, and nothing else", async () => {
-  const sandbox = new JitSandbox();
+  await using sandbox = new JitSandbox();
   for (const key of VETTED_IMPORTS) {
     const result = await sandbox.call(
       `import { words, version } from ${JSON.stringify(key)};

@@ -30,7 +30,7 @@ Deno.test("JitSandbox.call() attack: no hostile source reads host files or envir
     hits++;
     return new Response(canary);
   });
-  const sandbox = new JitSandbox({ limits: { wallMs: 3_000, memoryMiB: 64 } });
+  await using sandbox = new JitSandbox({ limits: { wallMs: 3_000, memoryMiB: 64 } });
   const leaks: string[] = [];
   try {
     for (const row of rows) {
@@ -56,7 +56,7 @@ Deno.test("JitSandbox.call() attack: no hostile source reads host files or envir
 });
 
 Deno.test("JitSandbox.call() runs the benign tools to their result", async () => {
-  const sandbox = new JitSandbox({ limits: { wallMs: 3_000, memoryMiB: 64 } });
+  await using sandbox = new JitSandbox({ limits: { wallMs: 3_000, memoryMiB: 64 } });
   const failed: string[] = [];
   for (const row of table("benign.jsonl")) {
     await sandbox.call(

@@ -25,6 +25,7 @@ export interface BenchCase {
   /** What the row is held to, e.g. `>= 20000 ops/s`. */
   readonly target?: {
     readonly minOpsPerSecond?: number;
+    readonly maxP50Ms?: number;
     readonly maxP95Ms?: number;
     readonly maxP99Ms?: number;
   };

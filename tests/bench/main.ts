@@ -96,6 +96,12 @@ function table(rows: readonly Row[]): string {
         fmt(bench.target.maxP99Ms)
       }`;
     }
+    if (bench.target?.maxP50Ms !== undefined) {
+      const p50 = percentile(result.latenciesMs, 50);
+      target += `${target ? "; " : ""}${p50 <= bench.target.maxP50Ms ? "MET" : "MISSED"} p50 <= ${
+        fmt(bench.target.maxP50Ms)
+      }`;
+    }
     if (bench.target?.maxP95Ms !== undefined) {
       target += `${target ? "; " : ""}${p95 <= bench.target.maxP95Ms ? "MET" : "MISSED"} p95 <= ${
         fmt(bench.target.maxP95Ms)

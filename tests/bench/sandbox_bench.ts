@@ -1,0 +1,81 @@
+/**
+ * JIT sandbox benchmark (issue 11): what a tool call costs. A new Deno process per call (the
+ * paper prototype's way) against the warm pool (processes started ahead, one call each), at one
+ * call every 100 ms (target: warm p50 ≤ 5 ms) and back to back (sustained calls/s); and syscall
+ * round trips per second from one tool (target ≥ 4,000/s; this row has no syscall session yet,
+ * so no capability check or audit in the handler).
+ *
+ * @module
+ */
+import { JitSandbox, type SyscallHandler } from "../../jit/mod.ts";
+import type { BenchCase, BenchResult } from "./_bench.ts";
+
+const TOOL = `export async function run(args, libos) {
+  const now = await libos.call("clock.now", {});
+  return { n: args.n + 1, now };
+}`;
+
+const answer: SyscallHandler = () => Promise.resolve(1);
+
+async function paced(poolSize: number, calls: number, gapMs: number): Promise<BenchResult> {
+  await using sandbox = new JitSandbox({ poolSize });
+  sandbox.warm();
+  await new Promise((resolve) => setTimeout(resolve, 600));
+  const latencies: number[] = [];
+  const start = performance.now();
+  for (let i = 0; i < calls; i++) {
+    const t = performance.now();
+    await sandbox.call(TOOL, { n: i }, answer);
+    latencies.push(performance.now() - t);
+    if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
+  }
+  return {
+    ops: calls,
+    seconds: (performance.now() - start) / 1000,
+    latenciesMs: latencies,
+    note: gapMs > 0 ? `one call every ${gapMs} ms` : "back to back",
+  };
+}
+
+/** The sandbox rows. */
+export const CASES: readonly BenchCase[] = [
+  {
+    group: "jit sandbox: one call every 100 ms",
+    name: "new Deno process per call (competitor, the prototype's way)",
+    run: () => paced(0, 30, 100),
+  },
+  {
+    group: "jit sandbox: one call every 100 ms",
+    name: "warm pool of 2, paced",
+    target: { maxP50Ms: 5 },
+    run: () => paced(2, 30, 100),
+  },
+  {
+    group: "jit sandbox: back to back",
+    name: "new Deno process per call, back to back (competitor)",
+    run: () => paced(0, 40, 0),
+  },
+  {
+    group: "jit sandbox: back to back",
+    name: "warm pool of 2, back to back",
+    run: () => paced(2, 40, 0),
+  },
+  {
+    group: "jit sandbox: syscalls",
+    name: "syscall round trips from one tool (no session: no capability check, no audit)",
+    target: { minOpsPerSecond: 4_000 },
+    async run() {
+      const count = 5_000;
+      await using sandbox = new JitSandbox({ limits: { maxSyscalls: count } });
+      let served = 0;
+      const started = performance.now();
+      await sandbox.call(
+        `export async function run(args, libos) { for (let i = 0; i < ${count}; i++) await libos.call("clock.now", {}); return 1; }`,
+        {},
+        () => Promise.resolve(++served),
+      );
+      const seconds = (performance.now() - started) / 1000;
+      return { ops: served, seconds, latenciesMs: [seconds * 1000 / served], note: "one tool" };
+    },
+  },
+];
