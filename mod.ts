@@ -19,3 +19,4 @@
  * @module
  */
 export * from "./runtime/mod.ts";
+export * from "./jit/mod.ts";

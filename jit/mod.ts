@@ -29,3 +29,4 @@ export {
   type ToolLog,
 } from "./sandbox.ts";
 export { HostFrame, PROTOCOL_VERSION, ToolFrame } from "./protocol.ts";
+export { callJitTool, type JitCall, type JitCallHost } from "./jit_call.ts";

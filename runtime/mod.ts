@@ -216,3 +216,9 @@ export { SqliteStore, type SqliteStoreOptions } from "./sqlite_store.ts";
 export { type EnvReader, MEMORY_DB } from "./state_paths.ts";
 export type { AuditQuery, AuditRow, AuditTail, EventRead, EventRow, Store } from "./store.ts";
 export { LIBOS_VERSION } from "./version.ts";
+export {
+  LibOSSyscallSession,
+  runtimeTargets,
+  type SyscallName,
+  type SyscallTargets,
+} from "./syscall_session.ts";

@@ -1,0 +1,163 @@
+import assert from "node:assert/strict";
+import { ValidationError } from "./errors.ts";
+import { createRuntime } from "./runtime.ts";
+import { LibOSSyscallSession, type SyscallTargets } from "./syscall_session.ts";
+
+/** Targets whose every method records its name and arguments. */
+function spies(): { targets: SyscallTargets; calls: [string, unknown[]][] } {
+  const calls: [string, unknown[]][] = [];
+  const spy = (name: string, value: unknown = null) => (...args: unknown[]) => {
+    // The call's signal is passed along; the rest is compared.
+    calls.push([
+      name,
+      args.filter((a) => !(a instanceof AbortSignal)).map((a) =>
+        typeof a === "object" && a !== null && "signal" in a ? { ...a, signal: "<signal>" } : a
+      ),
+    ]);
+    return value;
+  };
+  const async = (name: string, value: unknown = null) => (...args: unknown[]) =>
+    Promise.resolve(spy(name, value)(...args));
+  return {
+    calls,
+    targets: {
+      fs: {
+        readText: async("fs.readText"),
+        writeText: async("fs.writeText"),
+        listDir: async("fs.listDir"),
+        makeDir: async("fs.makeDir"),
+        deleteFile: async("fs.deleteFile"),
+        deleteDir: async("fs.deleteDir"),
+        stat: async("fs.stat"),
+      },
+      clock: { now: spy("clock.now"), wait: async("clock.wait") as () => Promise<void> },
+      memory: {
+        create: spy("memory.create"),
+        read: spy("memory.read"),
+        readByName: spy("memory.readByName"),
+        list: spy("memory.list"),
+        update: spy("memory.update"),
+      },
+      human: {
+        output: spy("human.output"),
+        ask: async("human.ask", "blue") as () => Promise<string>,
+        requestPermission: async("human.requestPermission", []) as () => Promise<string[]>,
+      },
+      shell: { run: async("shell.run") },
+      net: { fetch: async("net.fetch") },
+      processes: { find: spy("processes.find", { cwd: "src" }) as () => { cwd: string } },
+      images: { list: spy("images.list", [{ id: "base-agent:v0" }]) as () => { id: string }[] },
+    },
+  };
+}
+
+Deno.test("LibOSSyscallSession.call() calls exactly one primitive method per syscall, bound to the caller", async () => {
+  await using runtime = await createRuntime({ db: ":memory:" });
+  const { targets, calls } = spies();
+  const session = new LibOSSyscallSession(runtime, targets, "pid_1", "counter");
+  const signal = new AbortController().signal;
+  const table: [string, Record<string, unknown>, string, unknown[]][] = [
+    ["fs.read_text", { path: "a", max_bytes: 9 }, "fs.readText", ["pid_1", {
+      path: "a",
+      maxBytes: 9,
+    }]],
+    ["fs.write_text", { path: "a", content: "x", overwrite: false }, "fs.writeText", ["pid_1", {
+      path: "a",
+      content: "x",
+      overwrite: false,
+    }]],
+    ["fs.list", {}, "fs.listDir", ["pid_1", { path: "." }]],
+    ["fs.make_dir", { path: "d", parents: true }, "fs.makeDir", ["pid_1", {
+      path: "d",
+      parents: true,
+    }]],
+    ["fs.delete_file", { path: "a", missing_ok: true }, "fs.deleteFile", ["pid_1", {
+      path: "a",
+      missingOk: true,
+    }]],
+    ["fs.delete_dir", { path: "d", recursive: true }, "fs.deleteDir", ["pid_1", {
+      path: "d",
+      recursive: true,
+    }]],
+    ["fs.stat", { path: "a" }, "fs.stat", ["pid_1", { path: "a" }]],
+    ["clock.now", { time_zone: "UTC" }, "clock.now", ["pid_1", { timeZone: "UTC" }]],
+    ["clock.sleep", { ms: 5 }, "clock.wait", ["pid_1", 5]],
+    ["memory.create", { type: "note", payload: { a: 1 } }, "memory.create", ["pid_1", {
+      type: "note",
+      payload: { a: 1 },
+      provenance: { source: "tool", label: "counter", ref: null },
+    }]],
+    ["memory.read", { oid: "obj_1" }, "memory.read", ["pid_1", "obj_1"]],
+    ["memory.read_by_name", { namespace: "n", name: "x" }, "memory.readByName", [
+      "pid_1",
+      "n",
+      "x",
+    ]],
+    ["memory.list", {}, "memory.list", ["pid_1", undefined]],
+    ["memory.update", { oid: "obj_1", payload: 2 }, "memory.update", ["pid_1", "obj_1", {
+      payload: 2,
+    }]],
+    ["human.output", { text: "hi" }, "human.output", ["pid_1", "hi"]],
+    ["human.ask", { question: "colour?" }, "human.ask", ["pid_1", "colour?"]],
+    [
+      "human.request_permission",
+      {
+        resource: { type: "fs", path: "src", scope: "subtree" },
+        rights: ["write"],
+        reason: "edit",
+      },
+      "human.requestPermission",
+      ["pid_1", {
+        resource: { type: "fs", path: "src", scope: "subtree" },
+        rights: ["write"],
+        reason: "edit",
+      }],
+    ],
+    ["shell.run", { argv: ["ls"], timeout_ms: 100 }, "shell.run", ["pid_1", {
+      argv: ["ls"],
+      timeoutMs: 100,
+    }]],
+    ["net.fetch", { url: "https://x.example/", method: "GET" }, "net.fetch", ["pid_1", {
+      url: "https://x.example/",
+      method: "GET",
+    }, { signal: "<signal>" }]],
+    ["process.cwd", {}, "processes.find", ["pid_1"]],
+    ["image.list", {}, "images.list", ["pid_1"]],
+  ];
+  for (const [name, args, method, expected] of table) {
+    calls.length = 0;
+    await session.call(name, args, signal);
+    assert.equal(calls.length, 1, name);
+    assert.equal(calls[0]![0], method, name);
+    assert.deepEqual(calls[0]![1], expected, name);
+  }
+  assert.equal(await session.call("human.ask", { question: "q" }, signal), "blue");
+  assert.equal(await session.call("process.cwd", {}, signal), "src");
+  const audited = runtime.audit.query({ pid: "pid_1" }).filter((r) =>
+    r.action.startsWith("syscall.")
+  );
+  assert.equal(audited.length, table.length + 2);
+  assert.ok(audited.every((r) => r.decision === "allow" && r.resource === "tool:counter"));
+});
+
+Deno.test("LibOSSyscallSession.call() refuses unknown syscalls and bad arguments before any primitive, audited", async () => {
+  await using runtime = await createRuntime({ db: ":memory:" });
+  const { targets, calls } = spies();
+  const session = new LibOSSyscallSession(runtime, targets, "pid_1", "t");
+  const signal = new AbortController().signal;
+  const bad: [string, Record<string, unknown>][] = [
+    ["deno.run", {}],
+    ["__proto__", {}],
+    ["fs.read_text", {}],
+    ["fs.read_text", { path: "a", extra: 1 }],
+    ["shell.run", { argv: [] }],
+    ["clock.sleep", { ms: 10_000_000 }],
+    ["memory.create", { type: "x", payload: { f: 1n } }],
+  ];
+  for (const [name, args] of bad) {
+    await assert.rejects(session.call(name, args, signal), ValidationError, name);
+  }
+  assert.deepEqual(calls, []);
+  const denied = runtime.audit.query({ pid: "pid_1" }).filter((r) => r.decision === "deny");
+  assert.equal(denied.length, bad.length);
+});
