@@ -61,8 +61,10 @@ export interface SyscallTargets {
     }): Promise<string[]>;
   };
   readonly shell: {
-    run(pid: string, args: { argv: string[]; cwd?: string; timeoutMs?: number; stdin?: string }):
-      Promise<unknown>;
+    run(
+      pid: string,
+      args: { argv: string[]; cwd?: string; timeoutMs?: number; stdin?: string },
+    ): Promise<unknown>;
   };
   readonly net: {
     fetch(
