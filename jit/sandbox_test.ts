@@ -288,3 +288,42 @@ Deno.test("JitSandbox.call() loads every allowlisted import-map key offline, and
     assert.equal(error.code, "tool_error", other);
   }
 });
+
+Deno.test("JitSandbox attack: no sandbox process outlives a SIGKILLed host (a running call and a warm pool)", async () => {
+  const repo = new URL("..", import.meta.url).pathname;
+  const temp = Deno.makeTempDirSync({ prefix: "libos-jit-host-" });
+  try {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--quiet",
+        "--no-prompt",
+        `--config=${join(repo, "deno.json")}`,
+        "--allow-read",
+        "--allow-write",
+        "--allow-env",
+        "--allow-run",
+        join(repo, "tests", "_jit_orphan_child.ts"),
+      ],
+      // Its sandboxes live under this TMPDIR: their command lines carry it.
+      env: { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", TMPDIR: temp },
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    const first = await reader.read();
+    assert.match(first.value ?? "", /ready/);
+    await reader.cancel();
+    assert.ok(processesWith(temp).length >= 2, "control: the call and the pooled process run");
+    child.kill("SIGKILL");
+    await child.status;
+    let left = processesWith(temp);
+    for (let i = 0; i < 50 && left.length > 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      left = processesWith(temp);
+    }
+    assert.deepEqual(left, [], "every sandbox process died with its host");
+  } finally {
+    Deno.removeSync(temp, { recursive: true });
+  }
+});
