@@ -30,3 +30,12 @@ export {
 } from "./sandbox.ts";
 export { HostFrame, PROTOCOL_VERSION, ToolFrame } from "./protocol.ts";
 export { callJitTool, type JitCall, type JitCallHost } from "./jit_call.ts";
+export {
+  ExpectedSyscall,
+  JitToolLifecycle,
+  ToolCandidate,
+  type ToolLifecycleOptions,
+  ToolTest,
+  type ToolTestReport,
+  type ToolValidation,
+} from "./tool_lifecycle.ts";

@@ -1,0 +1,253 @@
+/**
+ * The lifecycle of an agent-written tool (DESIGN §7): `propose` stores a candidate as a durable
+ * object in the proposing process's namespace; `validate` runs the static validator, then each of
+ * the candidate's tests in the sandbox against a scripted syscall mock (expected syscalls consumed
+ * in order, arguments compared, unconsumed expectations fail, the output checked against the
+ * output schema); `register` needs the `register` right on `tool:<name>` and a passing validation,
+ * and puts the tool in the registering process's own table only (a built-in is never shadowed).
+ * A registered tool runs through {@link callJitTool} under the calling process's capabilities.
+ *
+ * @module
+ */
+import { isDeepStrictEqual } from "node:util";
+import { z } from "zod";
+import type { Authority } from "../runtime/authority.ts";
+import type { JsonValue } from "../runtime/canonical_json.ts";
+import { ApprovalRequiredError, LibosError, ValidationError } from "../runtime/errors.ts";
+import type { ObjectMemory } from "../runtime/object_memory.ts";
+import { ToolName } from "../runtime/tool.ts";
+import type { ToolBroker } from "../runtime/tool_broker.ts";
+import { callJitTool, type JitCallHost } from "./jit_call.ts";
+import { SandboxError } from "./sandbox.ts";
+import { JIT_SOURCE_MAX, type JitReport, type JitValidator } from "./validator.ts";
+
+const Json: z.ZodType<JsonValue> = z.json();
+
+/** One expected syscall of a test, and what the mock answers. */
+export const ExpectedSyscall = z.object({
+  name: z.string().min(1).max(64),
+  args: z.record(z.string(), Json),
+  result: Json.optional(),
+  error: z.object({ code: z.string().min(1).max(64), message: z.string().max(4096) }).strict()
+    .optional(),
+}).strict();
+
+/** One test of a candidate. */
+export const ToolTest = z.object({
+  name: z.string().min(1).max(200),
+  args: Json,
+  syscalls: z.array(ExpectedSyscall).max(1000).default([]),
+  /** When given, the result must equal it. */
+  expect: Json.optional(),
+}).strict();
+
+/** What `propose` takes. */
+export const ToolCandidate = z.object({
+  name: ToolName,
+  description: z.string().min(1).max(2000),
+  input_schema: z.record(z.string(), Json),
+  output_schema: z.record(z.string(), Json),
+  source: z.string().min(1).max(JIT_SOURCE_MAX),
+  tests: z.array(ToolTest).min(1).max(50),
+}).strict();
+/** A candidate tool. */
+export type ToolCandidate = z.infer<typeof ToolCandidate>;
+
+/** One test's outcome. */
+export interface ToolTestReport {
+  readonly name: string;
+  readonly ok: boolean;
+  readonly message?: string;
+}
+
+/** A validation's outcome. */
+export interface ToolValidation {
+  readonly ok: boolean;
+  readonly static: JitReport;
+  readonly tests: readonly ToolTestReport[];
+}
+
+/** What the lifecycle needs. */
+export interface ToolLifecycleOptions {
+  readonly host: JitCallHost;
+  readonly validator: JitValidator;
+  readonly memory: Pick<ObjectMemory, "create" | "read" | "update">;
+  readonly authority: Pick<Authority, "decide">;
+  readonly tools: Pick<ToolBroker, "registerJit">;
+}
+
+/** The candidate object's type in object memory. */
+const CANDIDATE_TYPE = "jit.candidate";
+
+/** Builds a zod schema from a JSON Schema; refuses one zod cannot read. */
+function schemaOf(json: Record<string, JsonValue>, what: string): z.ZodType {
+  try {
+    return z.fromJSONSchema(json as Parameters<typeof z.fromJSONSchema>[0]);
+  } catch (error) {
+    throw new ValidationError(`The ${what} is not a JSON Schema libos can read: ${error}`, {
+      cause: error,
+    });
+  }
+}
+
+/** Propose, validate and register agent-written tools. */
+export class JitToolLifecycle {
+  readonly #o: ToolLifecycleOptions;
+
+  constructor(options: ToolLifecycleOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * Stores a candidate as an object of process `pid` (its own namespace) and returns its oid.
+   * @throws {ValidationError} for a malformed candidate or unreadable schemas.
+   */
+  propose(pid: string, candidate: unknown): string {
+    const parsed = ToolCandidate.safeParse(candidate);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new ValidationError(
+        `Cannot propose the tool: ${issue?.path.join(".") || "candidate"} ${
+          issue?.message ?? "is invalid"
+        }`,
+      );
+    }
+    schemaOf(parsed.data.input_schema, "input schema");
+    schemaOf(parsed.data.output_schema, "output schema");
+    const info = this.#o.memory.create(pid, {
+      type: CANDIDATE_TYPE,
+      payload: { candidate: parsed.data as unknown as JsonValue, validation: null },
+      provenance: { source: "model", label: parsed.data.name, ref: null },
+    });
+    return info.oid;
+  }
+
+  /** Reads a stored candidate back (refusing anything that is not one). */
+  #candidate(pid: string, oid: string): { candidate: ToolCandidate; passed: boolean } {
+    const record = this.#o.memory.read(pid, oid);
+    if (record.info.type !== CANDIDATE_TYPE) {
+      throw new ValidationError(`Object ${oid} is a ${record.info.type}, not a tool candidate`);
+    }
+    const payload = record.payload as { candidate?: unknown; validation?: unknown };
+    const candidate = ToolCandidate.parse(payload.candidate);
+    const validation = payload.validation as { ok?: unknown; source?: unknown } | null;
+    return {
+      candidate,
+      passed: validation?.ok === true && validation.source === candidate.source,
+    };
+  }
+
+  /**
+   * Validates a stored candidate: the static validator, then every test in the sandbox against
+   * its scripted syscalls. The outcome is stored on the candidate.
+   */
+  async validate(pid: string, oid: string): Promise<ToolValidation> {
+    const { candidate } = this.#candidate(pid, oid);
+    const report = await this.#o.validator.validate(candidate.source);
+    const tests: ToolTestReport[] = [];
+    if (report.ok) {
+      const input = schemaOf(candidate.input_schema, "input schema");
+      const output = schemaOf(candidate.output_schema, "output schema");
+      for (const test of candidate.tests) {
+        tests.push(await this.#runTest(candidate, test, input, output));
+      }
+    }
+    const ok = report.ok && tests.every((t) => t.ok);
+    this.#o.memory.update(pid, oid, {
+      payload: {
+        candidate: candidate as unknown as JsonValue,
+        validation: { ok, source: candidate.source, tests: tests as unknown as JsonValue },
+      },
+    });
+    return { ok, static: report, tests };
+  }
+
+  async #runTest(
+    candidate: ToolCandidate,
+    test: z.infer<typeof ToolTest>,
+    input: z.ZodType,
+    output: z.ZodType,
+  ): Promise<ToolTestReport> {
+    const fail = (message: string) => ({ name: test.name, ok: false, message });
+    if (!input.safeParse(test.args).success) return fail("its args do not match the input schema");
+    const expected = [...test.syscalls];
+    let mismatch: string | undefined;
+    const mock = (name: string, args: Record<string, unknown>) => {
+      const next = expected.shift();
+      if (!next) {
+        mismatch ??= `unexpected syscall ${name}`;
+        return Promise.reject(new LibosError("unexpected_syscall", "caller", mismatch));
+      }
+      if (next.name !== name || !isDeepStrictEqual(next.args, args)) {
+        mismatch ??= `expected syscall ${next.name} ${JSON.stringify(next.args)}, got ${name} ${
+          JSON.stringify(args)
+        }`.slice(0, 500);
+        return Promise.reject(new LibosError("unexpected_syscall", "caller", mismatch));
+      }
+      if (next.error) {
+        return Promise.reject(new LibosError(next.error.code, "caller", next.error.message));
+      }
+      return Promise.resolve(next.result ?? null);
+    };
+    let value: unknown;
+    try {
+      value = (await this.#o.host.sandbox.call(candidate.source, test.args, mock)).value;
+    } catch (error) {
+      return fail(mismatch ?? (error instanceof SandboxError ? error.message : String(error)));
+    }
+    if (mismatch) return fail(mismatch);
+    if (expected.length > 0) return fail(`${expected.length} expected syscall(s) never made`);
+    if (!output.safeParse(value).success) {
+      return fail("its result does not match the output schema");
+    }
+    if (test.expect !== undefined && !isDeepStrictEqual(test.expect, value)) {
+      return fail(
+        `expected ${JSON.stringify(test.expect)}, got ${JSON.stringify(value)}`.slice(0, 500),
+      );
+    }
+    return { name: test.name, ok: true };
+  }
+
+  /**
+   * Registers a validated candidate in process `pid`'s own tool table.
+   * @throws {ApprovalRequiredError} without the `register` right on `tool:<name>`;
+   *   {@link ValidationError} when the candidate has not passed validation as it stands.
+   */
+  register(pid: string, oid: string): string {
+    const { candidate, passed } = this.#candidate(pid, oid);
+    if (!passed) {
+      throw new ValidationError(
+        `Tool ${candidate.name} has not passed validation as it stands; validate it first`,
+      );
+    }
+    const decision = this.#o.authority.decide(pid, {
+      resource: { type: "tool", key: candidate.name },
+      right: "register",
+    });
+    if (decision.effect !== "allow") {
+      throw new ApprovalRequiredError(
+        `Cannot register tool ${candidate.name}: it needs the register right on tool:${candidate.name} (${decision.reason}); ask for it with request_permission`,
+        { reason: decision.reason, digest: "" },
+      );
+    }
+    const args = schemaOf(candidate.input_schema, "input schema");
+    const host = this.#o.host;
+    this.#o.tools.registerJit(pid, {
+      name: candidate.name,
+      description: candidate.description,
+      args,
+      parameters: candidate.input_schema,
+      effects: [],
+      origin: "jit",
+      run: async (callArgs, ctx) =>
+        (await callJitTool(host, {
+          pid: ctx.pid,
+          tool: candidate.name,
+          source: candidate.source,
+          args: callArgs,
+          signal: ctx.signal,
+        })).value as JsonValue,
+    });
+    return candidate.name;
+  }
+}

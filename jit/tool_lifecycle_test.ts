@@ -1,0 +1,189 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { ApprovalRequiredError, ValidationError } from "../runtime/errors.ts";
+import { createRuntime } from "../runtime/runtime.ts";
+import { runtimeTargets } from "../runtime/syscall_session.ts";
+import { JitSandbox } from "./sandbox.ts";
+import { JitToolLifecycle, type ToolCandidate } from "./tool_lifecycle.ts";
+import { JitValidator } from "./validator.ts";
+
+async function setup() {
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-jitlife-" }));
+  const runtime = await createRuntime({ workspace: root, db: ":memory:" });
+  const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
+  const sandbox = new JitSandbox({ limits: { wallMs: 3_000 } });
+  const validator = new JitValidator();
+  const lifecycle = new JitToolLifecycle({
+    host: { core: runtime, targets: runtimeTargets(runtime), sandbox },
+    validator,
+    memory: runtime.memory,
+    authority: runtime.authority,
+    tools: runtime.tools,
+  });
+  return {
+    root,
+    runtime,
+    pid,
+    lifecycle,
+    async [Symbol.asyncDispose]() {
+      await validator[Symbol.asyncDispose]();
+      await sandbox[Symbol.asyncDispose]();
+      await runtime.close();
+      Deno.removeSync(root, { recursive: true });
+    },
+  };
+}
+
+/** A word counter that reads a file through fs.read_text. */
+function counter(overrides: Partial<ToolCandidate> = {}): ToolCandidate {
+  return {
+    name: "count_words",
+    description: "Count the words of a workspace text file.",
+    input_schema: {
+      type: "object",
+      properties: { path: { type: "string" } },
+      required: ["path"],
+      additionalProperties: false,
+    },
+    output_schema: {
+      type: "object",
+      properties: { words: { type: "integer" } },
+      required: ["words"],
+    },
+    source: `export async function run(args, libos) {
+      const file = await libos.call("fs.read_text", { path: args.path });
+      return { words: file.content.split(/\\s+/).filter(Boolean).length };
+    }`,
+    tests: [{
+      name: "three words",
+      args: { path: "a.txt" },
+      syscalls: [{
+        name: "fs.read_text",
+        args: { path: "a.txt" },
+        result: { content: "one two three" },
+      }],
+      expect: { words: 3 },
+    }],
+    ...overrides,
+  };
+}
+
+Deno.test("JitToolLifecycle: propose, validate and register a tool, which then runs under its process's capabilities", async () => {
+  await using s = await setup();
+  const oid = s.lifecycle.propose(s.pid, counter());
+  const validation = await s.lifecycle.validate(s.pid, oid);
+  assert.deepEqual(validation.tests, [{ name: "three words", ok: true }]);
+  assert.equal(validation.ok, true);
+  // Registering needs the register right on tool:count_words.
+  assert.throws(() => s.lifecycle.register(s.pid, oid), ApprovalRequiredError);
+  s.runtime.authority.capabilities.grant({
+    subject: s.pid,
+    resource: { type: "tool", key: "count_words", scope: "exact" },
+    rights: ["register"],
+    effect: "allow",
+    issuer: "operator",
+  });
+  assert.equal(s.lifecycle.register(s.pid, oid), "count_words");
+  assert.ok(
+    s.runtime.tools.visible(s.pid).some((t) => t.name === "count_words" && t.origin === "jit"),
+  );
+  // Another process does not see it.
+  const other = s.runtime.processes.spawn({ goal: "other", image: "base-agent:v0" }).pid;
+  assert.ok(!s.runtime.tools.visible(other).some((t) => t.name === "count_words"));
+  // It runs for real through the sandbox and the filesystem primitive.
+  Deno.writeTextFileSync(join(s.root, "a.txt"), "alpha beta gamma delta");
+  const tool = s.runtime.tools.visible(s.pid).find((t) => t.name === "count_words")!;
+  const value = await tool.run(
+    { path: "a.txt" },
+    {
+      pid: s.pid,
+      signal: new AbortController().signal,
+    } as Parameters<typeof tool.run>[1],
+  );
+  assert.deepEqual(value, { words: 4 });
+});
+
+Deno.test("JitToolLifecycle.validate() fails a test on a wrong, missing or extra syscall, a wrong output, or a validator finding", async () => {
+  await using s = await setup();
+  const cases: [string, Partial<ToolCandidate>, RegExp][] = [
+    ["wrong arguments", {
+      tests: [{
+        name: "t",
+        args: { path: "b.txt" },
+        syscalls: [{ name: "fs.read_text", args: { path: "a.txt" }, result: { content: "x" } }],
+      }],
+    }, /expected syscall fs\.read_text/],
+    ["an expectation never met", {
+      tests: [{
+        name: "t",
+        args: { path: "a.txt" },
+        syscalls: [
+          { name: "fs.read_text", args: { path: "a.txt" }, result: { content: "x" } },
+          { name: "fs.stat", args: { path: "a.txt" }, result: {} },
+        ],
+      }],
+    }, /1 expected syscall\(s\) never made/],
+    ["an unexpected syscall", {
+      tests: [{ name: "t", args: { path: "a.txt" }, syscalls: [] }],
+    }, /unexpected syscall fs\.read_text/],
+    ["output schema", {
+      output_schema: {
+        type: "object",
+        properties: { words: { type: "string" } },
+        required: ["words"],
+      },
+    }, /output schema/],
+    ["expected value", {
+      tests: [{
+        name: "t",
+        args: { path: "a.txt" },
+        syscalls: [{ name: "fs.read_text", args: { path: "a.txt" }, result: { content: "x y" } }],
+        expect: { words: 3 },
+      }],
+    }, /expected \{"words":3\}/],
+    ["args against the input schema", {
+      tests: [{ name: "t", args: { file: "a.txt" }, syscalls: [] }],
+    }, /input schema/],
+  ];
+  for (const [name, overrides, message] of cases) {
+    const oid = s.lifecycle.propose(s.pid, counter(overrides));
+    const validation = await s.lifecycle.validate(s.pid, oid);
+    assert.equal(validation.ok, false, name);
+    assert.match(validation.tests[0]?.message ?? "", message, name);
+    assert.throws(() => s.lifecycle.register(s.pid, oid), ValidationError, name);
+  }
+  // A validator finding stops before any test runs.
+  const bad = s.lifecycle.propose(
+    s.pid,
+    counter({ source: "export function run() { return eval('1'); }" }),
+  );
+  const validation = await s.lifecycle.validate(s.pid, bad);
+  assert.equal(validation.ok, false);
+  assert.equal(validation.static.violations[0]?.rule, "eval");
+  assert.deepEqual(validation.tests, []);
+});
+
+Deno.test("JitToolLifecycle refuses malformed candidates and never lets a JIT tool shadow a built-in", async () => {
+  await using s = await setup();
+  for (
+    const bad of [
+      {},
+      counter({ name: "Bad Name" }),
+      counter({ tests: [] }),
+      counter({ input_schema: { type: 42 } }),
+    ]
+  ) {
+    assert.throws(() => s.lifecycle.propose(s.pid, bad), ValidationError);
+  }
+  const builtin = s.runtime.tools.builtins()[0]!.name;
+  const oid = s.lifecycle.propose(s.pid, counter({ name: builtin }));
+  assert.equal((await s.lifecycle.validate(s.pid, oid)).ok, true);
+  s.runtime.authority.capabilities.grant({
+    subject: s.pid,
+    resource: { type: "tool", key: builtin, scope: "exact" },
+    rights: ["register"],
+    effect: "allow",
+    issuer: "operator",
+  });
+  assert.throws(() => s.lifecycle.register(s.pid, oid), /built-in tool/);
+});
