@@ -71,7 +71,7 @@ export interface ToolValidation {
 export interface ToolLifecycleOptions {
   readonly host: JitCallHost;
   readonly validator: JitValidator;
-  readonly memory: Pick<ObjectMemory, "create" | "read" | "update">;
+  readonly memory: Pick<ObjectMemory, "create" | "read" | "update" | "list">;
   readonly authority: Pick<Authority, "decide">;
   readonly tools: Pick<ToolBroker, "registerJit">;
 }
@@ -230,6 +230,38 @@ export class JitToolLifecycle {
         { reason: decision.reason, digest: "" },
       );
     }
+    this.#install(pid, candidate);
+    const record = this.#o.memory.read(pid, oid);
+    this.#o.memory.update(pid, oid, {
+      payload: { ...(record.payload as Record<string, JsonValue>), registered: true },
+    });
+    return candidate.name;
+  }
+
+  /**
+   * Puts back the tools process `pid` registered before (they are stored with their source):
+   * after a restart, the runtime calls this for a process before it runs. Returns their names.
+   */
+  restore(pid: string): string[] {
+    const names: string[] = [];
+    for (const info of this.#o.memory.list(pid, `process:${pid}`)) {
+      if (info.type !== CANDIDATE_TYPE) continue;
+      const record = this.#o.memory.read(pid, info.oid);
+      if ((record.payload as { registered?: unknown }).registered !== true) continue;
+      const { candidate, passed } = this.#candidate(pid, info.oid);
+      // A candidate edited after registering must pass validation again.
+      if (!passed) continue;
+      try {
+        this.#install(pid, candidate);
+        names.push(candidate.name);
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error;
+      }
+    }
+    return names;
+  }
+
+  #install(pid: string, candidate: ToolCandidate): void {
     const args = schemaOf(candidate.input_schema, "input schema");
     const host = this.#o.host;
     this.#o.tools.registerJit(pid, {
@@ -248,6 +280,5 @@ export class JitToolLifecycle {
           signal: ctx.signal,
         })).value as JsonValue,
     });
-    return candidate.name;
   }
 }

@@ -187,3 +187,64 @@ Deno.test("JitToolLifecycle refuses malformed candidates and never lets a JIT to
   });
   assert.throws(() => s.lifecycle.register(s.pid, oid), /built-in tool/);
 });
+
+Deno.test("JitToolLifecycle.restore() brings a registered tool back after a restart, and not an edited one", async () => {
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-jitlife-restart-" }));
+  const workspace = join(root, "ws");
+  Deno.mkdirSync(workspace);
+  const db = join(root, "libos.db");
+  const env = { get: (n: string) => (n === "XDG_STATE_HOME" ? join(root, "state") : undefined) };
+  await using sandbox = new JitSandbox({ limits: { wallMs: 3_000 } });
+  await using validator = new JitValidator();
+  const open = async () => {
+    const runtime = await createRuntime({ workspace, db, env });
+    const lifecycle = new JitToolLifecycle({
+      host: { core: runtime, targets: runtimeTargets(runtime), sandbox },
+      validator,
+      memory: runtime.memory,
+      authority: runtime.authority,
+      tools: runtime.tools,
+    });
+    return { runtime, lifecycle };
+  };
+  try {
+    let pid: string;
+    let oid: string;
+    {
+      const { runtime, lifecycle } = await open();
+      pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
+      runtime.authority.capabilities.grant({
+        subject: pid,
+        resource: { type: "tool", key: "count_words", scope: "exact" },
+        rights: ["register"],
+        effect: "allow",
+        issuer: "operator",
+      });
+      oid = lifecycle.propose(pid, counter());
+      assert.equal((await lifecycle.validate(pid, oid)).ok, true);
+      lifecycle.register(pid, oid);
+      await runtime.close();
+    }
+    {
+      const { runtime, lifecycle } = await open();
+      assert.ok(!runtime.tools.visible(pid).some((t) => t.name === "count_words"));
+      assert.deepEqual(lifecycle.restore(pid), ["count_words"]);
+      assert.ok(runtime.tools.visible(pid).some((t) => t.name === "count_words"));
+      // Someone edits the stored source: the edited tool is not restored.
+      const record = runtime.memory.read(pid, oid);
+      const payload = record.payload as { candidate: ToolCandidate };
+      const edited = { ...payload.candidate, source: "export function run() { return 1; }" };
+      runtime.memory.update(pid, oid, {
+        payload: JSON.parse(JSON.stringify({ ...payload, candidate: edited })),
+      });
+      await runtime.close();
+    }
+    {
+      const { runtime, lifecycle } = await open();
+      assert.deepEqual(lifecycle.restore(pid), []);
+      await runtime.close();
+    }
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
+});
