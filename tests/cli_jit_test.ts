@@ -92,3 +92,89 @@ Deno.test("deno task libos jit check runs through the bootstrap: the file and th
     Deno.removeSync(outside, { recursive: true });
   }
 });
+
+Deno.test("deno task libos jit propose, validate, register and run a tool for a process, through the bootstrap", async () => {
+  using s = sandbox();
+  const spawn = await task(s.workspace, s.state, "libos", "spawn", "--goal", "count", "--json");
+  assert.equal(spawn.status, 0, spawn.stderr);
+  const pid = JSON.parse(spawn.stdout).process.pid as string;
+  Deno.writeTextFileSync(join(s.workspace, "text.txt"), "one two three four");
+  Deno.writeTextFileSync(
+    join(s.workspace, "candidate.json"),
+    JSON.stringify({
+      name: "count_words",
+      description: "Count the words of a workspace file.",
+      input_schema: {
+        type: "object",
+        properties: { path: { type: "string" } },
+        required: ["path"],
+      },
+      output_schema: { type: "integer" },
+      source:
+        'export async function run(args, libos) {\n  const f = await libos.call("fs.read_text", { path: args.path });\n  return f.content.split(" ").length;\n}\n',
+      tests: [{
+        name: "two words",
+        args: { path: "a.txt" },
+        syscalls: [{ name: "fs.read_text", args: { path: "a.txt" }, result: { content: "a b" } }],
+        expect: 2,
+      }],
+    }),
+  );
+  const proposed = await task(
+    s.workspace,
+    s.state,
+    "libos",
+    "jit",
+    "propose",
+    pid,
+    "candidate.json",
+    "--json",
+  );
+  assert.equal(proposed.status, 0, proposed.stderr);
+  const oid = JSON.parse(proposed.stdout).oid as string;
+  const validated = await task(
+    s.workspace,
+    s.state,
+    "libos",
+    "jit",
+    "validate",
+    pid,
+    oid,
+    "--json",
+  );
+  assert.equal(validated.status, 0, validated.stdout + validated.stderr);
+  assert.equal(JSON.parse(validated.stdout).ok, true);
+  // Without the register right: refused (exit 1), nothing registered.
+  const refused = await task(s.workspace, s.state, "libos", "jit", "register", pid, oid);
+  assert.equal(refused.status, 1);
+  assert.match(refused.stderr, /register right on tool:count_words/);
+  const granted = await task(
+    s.workspace,
+    s.state,
+    "libos",
+    "grant",
+    pid,
+    "--resource",
+    "tool:count_words",
+    "--right",
+    "register",
+  );
+  assert.equal(granted.status, 0, granted.stderr);
+  const registered = await task(s.workspace, s.state, "libos", "jit", "register", pid, oid);
+  assert.equal(registered.status, 0, registered.stderr);
+  // A later invocation (a restart) runs it: restored from its stored source.
+  const ran = await task(
+    s.workspace,
+    s.state,
+    "libos",
+    "jit",
+    "run",
+    pid,
+    "count_words",
+    "--args",
+    '{"path":"text.txt"}',
+    "--json",
+  );
+  assert.equal(ran.status, 0, ran.stderr);
+  assert.equal(JSON.parse(ran.stdout).value, 4);
+});

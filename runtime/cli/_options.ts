@@ -69,6 +69,7 @@ export const OPTION_SPECS = {
   wall: { type: "string" },
   batch: { type: "string" },
   "allow-import": { type: "string", multiple: true },
+  args: { type: "string" },
 } as const;
 
 /** The name of an option. */

@@ -29,6 +29,8 @@ export interface BootstrapFacts {
   readonly env: { get(name: string): string | undefined };
   /** Canonicalises a path; returns the input when it does not exist. */
   readonly realPath: (path: string) => string;
+  /** The Deno executable (JIT sandboxes run it). */
+  readonly execPath?: string;
 }
 
 /**
@@ -114,9 +116,21 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   // not an option; an option's value read by mistake is only a read grant on a missing path),
   // and on libos's own jit/ directory: Deno reads a Worker's modules as files.
   const words = facts.args.filter((a) => !a.startsWith("-"));
-  if (words[0] === "jit" && words[1] === "check") {
-    for (const file of words.slice(2)) grant(resolve(facts.cwd, file), false);
+  let run: string | undefined;
+  if (words[0] === "jit") {
+    if (words[1] === "check") {
+      for (const file of words.slice(2)) grant(resolve(facts.cwd, file), false);
+    }
+    if (words[1] === "propose" && words[3] !== undefined) {
+      grant(resolve(facts.cwd, words[3]), false);
+    }
     grant(fileURLToPath(new URL("../../jit", import.meta.url)), false);
+    // Validating and running start sandboxes: only setsid is run by Deno itself (it execs
+    // setpriv, prlimit and deno in turn), and the sandbox reads the Deno executable's path.
+    if ((words[1] === "validate" || words[1] === "run") && facts.execPath) {
+      run = "/usr/bin/setsid";
+      grant(facts.execPath, false);
+    }
   }
   const db = optionValue(facts.args, "db");
   if (db !== undefined && db !== ":memory:" && db.trim() !== "") {
@@ -135,6 +149,7 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
     `--allow-read=${[...read].join(",")}`,
     `--allow-write=${[...write].join(",")}`,
     `--allow-env=${RUNTIME_ENV.join(",")}`,
+    ...(run ? [`--allow-run=${run}`] : []),
   ];
 }
 
@@ -155,7 +170,13 @@ if (import.meta.main) {
   const here = dirname(fileURLToPath(import.meta.url));
   let flags: string[];
   try {
-    flags = permissionFlags({ args: Deno.args, cwd, env: Deno.env, realPath });
+    flags = permissionFlags({
+      args: Deno.args,
+      cwd,
+      env: Deno.env,
+      realPath,
+      execPath: Deno.execPath(),
+    });
   } catch (error) {
     if (!(error instanceof UnlistablePathError)) throw error;
     const text = Deno.args.includes("--json")

@@ -6,9 +6,19 @@
  */
 import { resolve } from "node:path";
 import { UsageError } from "../errors.ts";
-import { type JitReport, JitValidator } from "../../jit/mod.ts";
-import { type CliIo, type Command, flagOption, listOption, type ParsedArgs } from "./_options.ts";
-import { EXIT_FAILED, EXIT_OK, field, printJson } from "./_output.ts";
+import { type JitReport, JitSandbox, JitToolLifecycle, JitValidator } from "../../jit/mod.ts";
+import type { Runtime } from "../runtime.ts";
+import { runtimeTargets } from "../syscall_session.ts";
+import {
+  type CliIo,
+  type Command,
+  flagOption,
+  listOption,
+  type ParsedArgs,
+  stringOption,
+} from "./_options.ts";
+import { EXIT_FAILED, EXIT_OK, field, printJson, say } from "./_output.ts";
+import { openRuntime } from "./_workspace.ts";
 
 /** The largest file read, in bytes (the validator refuses sources over its own cap anyway). */
 const FILE_MAX = 4 * 1024 * 1024;
@@ -89,4 +99,160 @@ unreadable file is ok: false with rule io_error. Exit: 0 all accepted, 1 any rej
   options: ["allow-import"],
   variadic: true,
   run: check,
+};
+
+/** The lifecycle of one command, over a runtime it owns; dispose it to stop its workers. */
+function lifecycleOf(runtime: Runtime) {
+  const sandbox = new JitSandbox();
+  const validator = new JitValidator();
+  const host = { core: runtime, targets: runtimeTargets(runtime), sandbox };
+  const lifecycle = new JitToolLifecycle({
+    host,
+    validator,
+    memory: runtime.memory,
+    authority: runtime.authority,
+    tools: runtime.tools,
+  });
+  return {
+    host,
+    lifecycle,
+    async [Symbol.asyncDispose]() {
+      await validator[Symbol.asyncDispose]();
+      await sandbox[Symbol.asyncDispose]();
+    },
+  };
+}
+
+async function propose(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const [pid, file] = parsed.args;
+  const source = readSource(resolve(io.cwd, file!));
+  if (typeof source !== "string") {
+    throw new UsageError(`Cannot read the candidate ${JSON.stringify(file)}: ${source.error}`);
+  }
+  let candidate: unknown;
+  try {
+    candidate = JSON.parse(source);
+  } catch {
+    throw new UsageError(`The candidate ${JSON.stringify(file)} is not JSON`);
+  }
+  await using runtime = await openRuntime(parsed, io, "write");
+  await using jit = lifecycleOf(runtime);
+  const oid = jit.lifecycle.propose(pid!, candidate);
+  return say(io, parsed, runtime.location.path, { oid }, `Proposed ${oid} for ${field(pid)}`);
+}
+
+async function validate(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const [pid, oid] = parsed.args;
+  await using runtime = await openRuntime(parsed, io, "write");
+  await using jit = lifecycleOf(runtime);
+  const outcome = await jit.lifecycle.validate(pid!, oid!);
+  if (flagOption(parsed, "json")) printJson(io, { db: runtime.location.path, ...outcome });
+  else {
+    io.stdout(`${field(oid)}: ${outcome.ok ? "passed" : "failed"}\n`);
+    for (const v of outcome.static.violations) {
+      io.stdout(`  ${v.line}:${v.column}  ${v.rule}  ${field(v.message, 300)}\n`);
+    }
+    for (const t of outcome.tests) {
+      io.stdout(
+        `  ${t.ok ? "ok  " : "FAIL"}  ${field(t.name, 100)}${
+          t.message ? `  ${field(t.message, 300)}` : ""
+        }\n`,
+      );
+    }
+  }
+  return outcome.ok ? EXIT_OK : EXIT_FAILED;
+}
+
+async function register(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const [pid, oid] = parsed.args;
+  await using runtime = await openRuntime(parsed, io, "write");
+  await using jit = lifecycleOf(runtime);
+  const name = jit.lifecycle.register(pid!, oid!);
+  return say(
+    io,
+    parsed,
+    runtime.location.path,
+    { tool: name },
+    `Registered ${field(name)} for ${field(pid)}`,
+  );
+}
+
+async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const [pid, name] = parsed.args;
+  const text = stringOption(parsed, "args") ?? "{}";
+  let args: unknown;
+  try {
+    args = JSON.parse(text);
+  } catch {
+    throw new UsageError("--args must be JSON");
+  }
+  await using runtime = await openRuntime(parsed, io, "write");
+  await using jit = lifecycleOf(runtime);
+  jit.lifecycle.restore(pid!);
+  const tool = runtime.tools.visible(pid!).find((t) => t.name === name && t.origin === "jit");
+  if (!tool) {
+    throw new UsageError(`Process ${pid} has no registered JIT tool named ${JSON.stringify(name)}`);
+  }
+  const parsedArgs = tool.args.safeParse(args);
+  if (!parsedArgs.success) throw new UsageError(`--args do not match the tool's input schema`);
+  const value = await tool.run(
+    parsedArgs.data,
+    {
+      pid: pid!,
+      signal: new AbortController().signal,
+    } as Parameters<typeof tool.run>[1],
+  );
+  return say(io, parsed, runtime.location.path, { value }, JSON.stringify(value));
+}
+
+/** `jit propose PID FILE`. */
+export const jitProposeCommand: Command = {
+  name: "jit propose",
+  summary: "store a candidate tool (a JSON file) for a process",
+  usage: `Usage: libos jit propose PID FILE [--json]
+
+FILE is a JSON candidate: {name, description, input_schema, output_schema, source, tests: [{name,
+args, syscalls: [{name, args, result | error}], expect?}]}. Stored as an object in the process's
+namespace; prints its oid.`,
+  options: [],
+  positionals: ["PID", "FILE"],
+  run: propose,
+};
+
+/** `jit validate PID OID`. */
+export const jitValidateCommand: Command = {
+  name: "jit validate",
+  summary: "validate a candidate: the static check, then its tests in the sandbox",
+  usage: `Usage: libos jit validate PID OID [--json]
+
+Runs the validator, then each test in the sandbox against its scripted syscalls. Exit 0 when
+everything passed, 1 otherwise.`,
+  options: [],
+  positionals: ["PID", "OID"],
+  run: validate,
+};
+
+/** `jit register PID OID`. */
+export const jitRegisterCommand: Command = {
+  name: "jit register",
+  summary: "register a validated candidate in its process's tool table",
+  usage: `Usage: libos jit register PID OID [--json]
+
+Needs a passing validation of the candidate as it stands and the register right on
+tool:NAME for the process (libos grant PID tool:NAME --right register).`,
+  options: [],
+  positionals: ["PID", "OID"],
+  run: register,
+};
+
+/** `jit run PID NAME [--args JSON]`. */
+export const jitRunCommand: Command = {
+  name: "jit run",
+  summary: "run a process's registered JIT tool once, under its capabilities",
+  usage: `Usage: libos jit run PID NAME [--args JSON] [--json]
+
+Runs the tool in the sandbox with the process's capabilities; prints its result.`,
+  options: ["args"],
+  positionals: ["PID", "NAME"],
+  run,
 };

@@ -19,7 +19,13 @@ import {
   humanShowCommand,
 } from "./human_commands.ts";
 import { policyCheckCommand } from "./policy_command.ts";
-import { jitCheckCommand } from "./jit_command.ts";
+import {
+  jitCheckCommand,
+  jitProposeCommand,
+  jitRegisterCommand,
+  jitRunCommand,
+  jitValidateCommand,
+} from "./jit_command.ts";
 import { memoryLsCommand, memoryNamespaceCommand, memoryShowCommand } from "./memory_commands.ts";
 import {
   execCommand,
@@ -77,6 +83,10 @@ const COMMANDS: readonly Command[] = [
   execCommand,
   policyCheckCommand,
   jitCheckCommand,
+  jitProposeCommand,
+  jitValidateCommand,
+  jitRegisterCommand,
+  jitRunCommand,
   auditQueryCommand,
   auditVerifyCommand,
   demoCommand,
