@@ -12,7 +12,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { z } from "zod";
 import type { Authority } from "../runtime/authority.ts";
-import type { JsonValue } from "../runtime/canonical_json.ts";
+import { digestOf, type JsonValue, sha256Hex } from "../runtime/canonical_json.ts";
 import { ApprovalRequiredError, LibosError, ValidationError } from "../runtime/errors.ts";
 import type { ObjectMemory } from "../runtime/object_memory.ts";
 import { ToolName } from "../runtime/tool.ts";
@@ -227,7 +227,14 @@ export class JitToolLifecycle {
     if (decision.effect !== "allow") {
       throw new ApprovalRequiredError(
         `Cannot register tool ${candidate.name}: it needs the register right on tool:${candidate.name} (${decision.reason}); ask for it with request_permission`,
-        { reason: decision.reason, digest: "" },
+        {
+          reason: decision.reason,
+          digest: digestOf({
+            primitive: "tool.register",
+            name: candidate.name,
+            source: sha256Hex(candidate.source),
+          }),
+        },
       );
     }
     this.#install(pid, candidate);
