@@ -7,21 +7,51 @@
 import "jsr:@libos/std@0.1.0";
 
 const D = globalThis.Deno;
+const memoryUsage = () => D.memoryUsage();
 const input = D.stdin.readable.getReader();
 const output = D.stdout;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+// Every frame carries the run frame's nonce, which only this module holds: a tool that reaches
+// fd 1 some other way cannot forge a frame the host accepts.
+let nonce = "";
 const write = (frame) => {
-  const bytes = encoder.encode(JSON.stringify(frame) + "\n");
+  const bytes = encoder.encode(JSON.stringify({ ...frame, n: nonce }) + "\n");
   for (let at = 0; at < bytes.length;) at += output.writeSync(bytes.subarray(at));
 };
+// The host's doors are replaced by getters that throw and cannot be redefined: deleting them was
+// not enough, since Deno's Node polyfills (node:fs, node:vm, node:worker_threads, …) look the
+// global Deno up when called, and a tool could plant a fake one to revive them.
 for (const name of ["Deno", "Worker", "caches", "localStorage", "sessionStorage", "process"]) {
   try {
-    delete globalThis[name];
+    Object.defineProperty(globalThis, name, {
+      get() {
+        throw new ReferenceError(`${name} is not available to tools`);
+      },
+      set() {
+        throw new ReferenceError(`${name} is not available to tools`);
+      },
+      configurable: false,
+      enumerable: false,
+    });
   } catch {
     // A non-configurable global stays; the process has no permission to use it anyway.
   }
 }
+// A blob: URL would let a tool import code it built at run time; data: URLs stay (the tool itself
+// arrives as one), so code from strings can run — with exactly the tool's own (lack of) authority.
+try {
+  Object.defineProperty(URL, "createObjectURL", {
+    value() {
+      throw new TypeError("blob: URLs are not available to tools");
+    },
+    writable: false,
+    configurable: false,
+  });
+} catch {
+  // Already fixed in place: nothing to do.
+}
+
 const text = (values) =>
   values.map((v) => {
     if (typeof v === "string") return v;
@@ -62,6 +92,7 @@ async function nextFrame() {
 }
 
 const run = await nextFrame();
+nonce = typeof run.nonce === "string" ? run.nonce : "";
 if (run.type !== "run" || run.v !== 1) {
   write({ type: "error", name: "ProtocolError", message: "the first frame is not a v1 run frame" });
 } else {
@@ -94,10 +125,16 @@ if (run.type !== "run" || run.v !== 1) {
     const value = await tool.run(run.args, libos);
     write({ type: "result", value: value === undefined ? null : value });
   } catch (error) {
+    // Out of memory is the harness's finding, not the tool's claim: a RangeError counts only
+    // when the process really holds most of its budget.
+    const usage = memoryUsage();
+    const oom = error instanceof RangeError && typeof run.memoryBytes === "number" &&
+      Math.max(usage.rss, usage.heapTotal + usage.external) > run.memoryBytes / 2;
     write({
       type: "error",
       name: String(error?.name ?? "Error").slice(0, 128),
       message: String(error?.message ?? error).slice(0, 4096),
+      oom,
     });
   }
 }

@@ -1,8 +1,9 @@
 /**
  * The JIT sandbox protocol (DESIGN §7): one JSON object per line over the sandbox process's
  * stdin and stdout, validated with zod on the host; stdout carries frames only. Host → tool:
- * `run` (once, first), `syscall_result`. Tool → host: `syscall`, `log`, then one `result` or
- * `error`. A frame that does not parse, is too large, or comes out of order kills the tool.
+ * `run` (once, first; it carries a fresh nonce), `syscall_result`. Tool → host: `syscall`, `log`,
+ * then one `result` or `error`, each carrying the nonce as `n`. A frame that does not parse, is
+ * too large, comes out of order or lacks the nonce (a tool writing fd 1 itself) kills the tool.
  *
  * @module
  */
@@ -19,6 +20,10 @@ export const HostFrame = z.discriminatedUnion("type", [
   z.object({
     type: z.literal("run"),
     v: z.literal(PROTOCOL_VERSION),
+    /** A fresh secret per call: every frame the harness sends carries it as `n`. */
+    nonce: z.string().min(16).max(64),
+    /** The memory budget: an error is out of memory only when the process nears it. */
+    memoryBytes: z.number().int().positive(),
     source: z.string(),
     args: Json,
   }).strict(),
@@ -41,17 +46,22 @@ export const ToolFrame = z.discriminatedUnion("type", [
     id: z.number().int().nonnegative(),
     name: z.string().min(1).max(64),
     args: z.record(z.string(), Json),
+    n: z.string(),
   }).strict(),
   z.object({
     type: z.literal("log"),
     level: z.enum(["debug", "info", "log", "warn", "error"]),
     text: z.string().max(16 * 1024),
+    n: z.string(),
   }).strict(),
-  z.object({ type: z.literal("result"), value: Json }).strict(),
+  z.object({ type: z.literal("result"), value: Json, n: z.string() }).strict(),
   z.object({
     type: z.literal("error"),
     name: z.string().max(128),
     message: z.string().max(4096),
+    /** Set by the harness from the process's own memory use, not by the tool. */
+    oom: z.boolean(),
+    n: z.string(),
   }).strict(),
 ]);
 /** Tool → host. */

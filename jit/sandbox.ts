@@ -11,12 +11,20 @@
  * - `setsid` (its own process group, killed whole), `setpriv --pdeathsig SIGKILL` (it dies with
  *   the host), `prlimit --data` (the V8 heap cap does not bound ArrayBuffers or Wasm memory:
  *   {@link DENO_BASE_DATA_MIB} for Deno itself plus the memory budget), `--cpu`, `--fsize`;
- * - the harness (`_harness.js`) takes its stdio, deletes `Deno`, `Worker`, `caches`,
- *   `localStorage`, `sessionStorage`, then imports the tool from a `data:` URL (so the tool's own
- *   imports are permission-checked);
+ * - the harness (`_harness.js`) takes its stdio, then fixes `Deno`, `Worker`, `caches`,
+ *   `localStorage`, `sessionStorage` and `process` as non-configurable getters that throw (merely
+ *   deleting them let a tool plant a fake `Deno` that revived Node's `node:fs`, `node:vm` and
+ *   `node:worker_threads` polyfills — fd 1, new contexts, workers with a real `Deno`), blocks
+ *   `URL.createObjectURL`, then imports the tool from a `data:` URL (so the tool's own imports
+ *   are permission-checked). Code a tool builds into another `data:` URL or Wasm still runs, with
+ *   exactly the tool's (lack of) authority;
+ * - every frame carries the run frame's nonce, so output a tool writes to fd 1 by some other
+ *   route is a protocol error, never a frame; "out of memory" is the harness's finding from the
+ *   process's memory use, not the tool's claim;
  * - limits: wall time that stops while the host serves a syscall (a human approval does not time
- *   the tool out), CPU, memory, syscall count, frame bytes, log and stderr bytes. A breach kills
- *   the process group and fails the call with a typed {@link SandboxError}.
+ *   the tool out; work the tool does meanwhile is bounded by the CPU limit), CPU, memory, syscall
+ *   count, frame bytes, log and stderr bytes. A breach kills the process group and fails the call
+ *   with a typed {@link SandboxError}.
  *
  * @module
  */
@@ -241,7 +249,8 @@ export class JitSandbox implements AsyncDisposable {
         "--",
         this.#tools.prlimit,
         `--data=${(DENO_BASE_DATA_MIB + limits.memoryMiB) * 1024 * 1024}`,
-        `--cpu=${limits.cpuSeconds}`,
+        // SIGXCPU at the soft limit (reported as cpu_limit), SIGKILL a second later.
+        `--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`,
         `--fsize=${16 * 1024 * 1024}`,
         "--",
         this.#tools.deno,
@@ -275,6 +284,7 @@ export class JitSandbox implements AsyncDisposable {
     const limits = this.limits;
     const { child } = spawned;
     const started = performance.now();
+    const nonce = crypto.randomUUID();
     const group = child.pid;
     const kill = () => {
       try {
@@ -320,7 +330,14 @@ export class JitSandbox implements AsyncDisposable {
     let outcome: { value: unknown } | SandboxError | undefined;
     const serving = new AbortController();
     try {
-      await send({ type: "run", v: PROTOCOL_VERSION, source, args });
+      await send({
+        type: "run",
+        v: PROTOCOL_VERSION,
+        nonce,
+        memoryBytes: limits.memoryMiB * 1024 * 1024,
+        source,
+        args,
+      });
       resume();
       for await (const line of frames(child.stdout, limits.maxFrameBytes)) {
         if (line === undefined) {
@@ -333,7 +350,7 @@ export class JitSandbox implements AsyncDisposable {
           break;
         }
         const frame = parseFrame(line);
-        if (!frame) {
+        if (!frame || frame.n !== nonce) {
           stop(new SandboxError("protocol_error", "The tool sent a malformed frame"));
           break;
         }
@@ -356,13 +373,9 @@ export class JitSandbox implements AsyncDisposable {
           break;
         }
         if (frame.type === "error") {
-          // An allocation the data limit refused surfaces in the tool as a RangeError.
-          const memory = frame.name === "RangeError" &&
-            (frame.message.includes("allocation failed") ||
-              frame.message.includes("could not allocate") ||
-              frame.message.includes("Unable to grow instance memory") ||
-              frame.message.includes("Out of memory"));
-          outcome = memory
+          // An allocation the data limit refused surfaces in the tool as a RangeError; the
+          // harness marks it out of memory only when the process really nears its budget.
+          outcome = frame.oom
             ? new SandboxError(
               "memory_limit",
               `The tool ran out of memory (budget ${limits.memoryMiB} MiB): ${frame.message}`,
@@ -417,7 +430,7 @@ export class JitSandbox implements AsyncDisposable {
 /** Why a sandbox process ended without a result frame. */
 function deathOf(status: Deno.CommandStatus, stderr: string, limits: SandboxLimits): SandboxError {
   const tail = stderr.trim().split("\n").slice(-3).join(" | ").slice(0, 500);
-  if (status.signal === "SIGXCPU" || status.signal === "SIGKILL" && /cpu/i.test(stderr)) {
+  if (status.signal === "SIGXCPU") {
     return new SandboxError("cpu_limit", `The tool used more than ${limits.cpuSeconds} s of CPU`);
   }
   if (
