@@ -11,8 +11,7 @@
  * @module
  */
 
-/** An AST node as swc hands it over. */
-export type FoldNode = { readonly type: string; readonly [key: string]: unknown };
+import { type AstNode, child, identifierName, isNode } from "./_ast.ts";
 
 /** A folded value. */
 type Value = string | number | readonly Value[];
@@ -22,66 +21,50 @@ const DEPTH_MAX = 16;
 /** The longest string folding builds (longer cannot be a name that matters). */
 const LENGTH_MAX = 256;
 
-function isNode(value: unknown): value is FoldNode {
-  return typeof value === "object" && value !== null && !Array.isArray(value) &&
-    typeof (value as { type?: unknown }).type === "string";
-}
-
-function node(value: unknown, key: string): FoldNode | undefined {
-  const v = isNode(value) ? value[key] : undefined;
-  return isNode(v) ? v : undefined;
-}
-
-function nameOf(value: unknown): string | undefined {
-  if (!isNode(value)) return undefined;
-  if (value.type === "Identifier" && typeof value.value === "string") return value.value;
-  return undefined;
-}
-
 /** The `const` bindings of a program whose initialiser may fold, by name (`o.k` for members). */
 export class Constants {
-  readonly #bindings = new Map<string, FoldNode>();
+  readonly #bindings = new Map<string, AstNode>();
   readonly #ambiguous = new Set<string>();
 
   /** Records a `const` declarator (a second binding of the same name makes it unknown). */
-  declare(declarator: FoldNode): void {
-    const name = nameOf(declarator.id);
-    const init = node(declarator, "init");
+  declare(declarator: AstNode): void {
+    const name = identifierName(declarator.id);
+    const init = child(declarator, "init");
     if (name === undefined || init === undefined) return;
     this.#bind(name, init);
     if (init.type === "ObjectExpression") {
       for (const property of Array.isArray(init.properties) ? init.properties : []) {
         if (!isNode(property) || property.type !== "KeyValueProperty") continue;
-        const key = nameOf(property.key) ??
+        const key = identifierName(property.key) ??
           (isNode(property.key) && property.key.type === "StringLiteral"
             ? String(property.key.value)
             : undefined);
-        const value = node(property, "value");
+        const value = child(property, "value");
         if (key !== undefined && value) this.#bind(`${name}.${key}`, value);
       }
     }
   }
 
-  #bind(name: string, init: FoldNode): void {
+  #bind(name: string, init: AstNode): void {
     if (this.#bindings.has(name)) this.#ambiguous.add(name);
     this.#bindings.set(name, init);
   }
 
   /** The initialiser bound to a name, when there is exactly one. */
-  lookup(name: string): FoldNode | undefined {
+  lookup(name: string): AstNode | undefined {
     return this.#ambiguous.has(name) ? undefined : this.#bindings.get(name);
   }
 }
 
 /** What a string-building expression spells, when the source spells all of it. */
-export function foldString(expr: FoldNode, constants: Constants): string | undefined {
+export function foldString(expr: AstNode, constants: Constants): string | undefined {
   const value = fold(expr, constants, 0);
   return typeof value === "string" ? value : undefined;
 }
 
-function fold(expr: FoldNode, constants: Constants, depth: number): Value | undefined {
+function fold(expr: AstNode, constants: Constants, depth: number): Value | undefined {
   if (depth > DEPTH_MAX) return undefined;
-  const next = (n: FoldNode | undefined) => n ? fold(n, constants, depth + 1) : undefined;
+  const next = (n: AstNode | undefined) => n ? fold(n, constants, depth + 1) : undefined;
   switch (expr.type) {
     case "StringLiteral":
       return typeof expr.value === "string" ? expr.value : undefined;
@@ -92,14 +75,14 @@ function fold(expr: FoldNode, constants: Constants, depth: number): Value | unde
     case "TsConstAssertion":
     case "TsNonNullExpression":
     case "TsSatisfiesExpression":
-      return next(node(expr, "expression"));
+      return next(child(expr, "expression"));
     case "Identifier": {
-      const bound = nameOf(expr) ? constants.lookup(nameOf(expr)!) : undefined;
+      const bound = identifierName(expr) ? constants.lookup(identifierName(expr)!) : undefined;
       return next(bound);
     }
     case "MemberExpression": {
-      const object = nameOf(expr.object);
-      const property = nameOf(expr.property);
+      const object = identifierName(expr.object);
+      const property = identifierName(expr.property);
       if (object !== undefined && property !== undefined) {
         return next(constants.lookup(`${object}.${property}`));
       }
@@ -114,7 +97,7 @@ function fold(expr: FoldNode, constants: Constants, depth: number): Value | unde
         if (typeof cooked !== "string") return undefined;
         out += cooked;
         if (i < expressions.length) {
-          const part = isNode(expressions[i]) ? next(expressions[i] as FoldNode) : undefined;
+          const part = isNode(expressions[i]) ? next(expressions[i] as AstNode) : undefined;
           if (typeof part !== "string" && typeof part !== "number") return undefined;
           out += String(part);
         }
@@ -123,8 +106,8 @@ function fold(expr: FoldNode, constants: Constants, depth: number): Value | unde
     }
     case "BinaryExpression": {
       if (expr.operator !== "+") return undefined;
-      const left = next(node(expr, "left"));
-      const right = next(node(expr, "right"));
+      const left = next(child(expr, "left"));
+      const right = next(child(expr, "right"));
       if (
         left === undefined || right === undefined || Array.isArray(left) || Array.isArray(right)
       ) {
@@ -153,7 +136,7 @@ function fold(expr: FoldNode, constants: Constants, depth: number): Value | unde
   }
 }
 
-function args(expr: FoldNode, constants: Constants, depth: number): Value[] | undefined {
+function args(expr: AstNode, constants: Constants, depth: number): Value[] | undefined {
   const out: Value[] = [];
   for (const arg of Array.isArray(expr.arguments) ? expr.arguments : []) {
     const inner = arg as { spread?: unknown; expression?: unknown } | null;
@@ -166,13 +149,13 @@ function args(expr: FoldNode, constants: Constants, depth: number): Value[] | un
 }
 
 /** `String.fromCharCode`, and the string and array methods that rearrange what is written. */
-function call(expr: FoldNode, constants: Constants, depth: number): Value | undefined {
-  const callee = node(expr, "callee");
+function call(expr: AstNode, constants: Constants, depth: number): Value | undefined {
+  const callee = child(expr, "callee");
   if (callee?.type !== "MemberExpression") return undefined;
-  const method = nameOf(callee.property);
+  const method = identifierName(callee.property);
   const values = args(expr, constants, depth);
   if (method === undefined || values === undefined) return undefined;
-  if (nameOf(callee.object) === "String" && method === "fromCharCode") {
+  if (identifierName(callee.object) === "String" && method === "fromCharCode") {
     if (!values.every((v) => typeof v === "number")) return undefined;
     return short(String.fromCharCode(...(values as number[])));
   }

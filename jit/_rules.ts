@@ -6,6 +6,7 @@
  * @module
  */
 import type { SourceMap } from "./_source_map.ts";
+import { type AstNode as Node, child, isNode, text } from "./_ast.ts";
 import { Constants, foldString } from "./_fold.ts";
 import {
   DANGEROUS_STRINGS,
@@ -53,24 +54,6 @@ export interface JitViolation {
   readonly message: string;
   readonly line: number;
   readonly column: number;
-}
-
-/** An AST node as swc hands it over (plain JSON). */
-type Node = { readonly type: string; readonly [key: string]: unknown };
-
-function isNode(value: unknown): value is Node {
-  return typeof value === "object" && value !== null && !Array.isArray(value) &&
-    typeof (value as { type?: unknown }).type === "string";
-}
-
-function text(node: unknown, key: string): string | undefined {
-  const value = isNode(node) ? node[key] : undefined;
-  return typeof value === "string" ? value : undefined;
-}
-
-function child(node: Node, key: string): Node | undefined {
-  const value = node[key];
-  return isNode(value) ? value : undefined;
 }
 
 function unwrap(node: Node): Node {

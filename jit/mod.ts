@@ -33,6 +33,7 @@ export { callJitTool, type JitCall, type JitCallHost } from "./jit_call.ts";
 export {
   ExpectedSyscall,
   JitToolLifecycle,
+  lifecycleFor,
   ToolCandidate,
   type ToolLifecycleOptions,
   ToolTest,

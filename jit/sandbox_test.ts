@@ -3,28 +3,15 @@ import { join } from "node:path";
 import { NotFoundError } from "../runtime/errors.ts";
 import { JitSandbox, SandboxError, type SyscallHandler } from "./sandbox.ts";
 import { VETTED_IMPORTS } from "./validator.ts";
+import { failure as failed, processesWith as pidsWith } from "../tests/shell_fixture.ts";
 
 const echo: SyscallHandler = (name, args) => Promise.resolve({ name, args });
 
 /** The sandbox error a call fails with. */
-async function failure(promise: Promise<unknown>): Promise<SandboxError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof SandboxError) return error;
-    throw error;
-  }
-  assert.fail("the call succeeded");
-}
+const failure = (promise: Promise<unknown>) => failed(promise, SandboxError);
 
-/** Host processes whose command line mentions `marker` (ps: Deno needs -A to read /proc). */
-function processesWith(marker: string): string[] {
-  const out = new Deno.Command("ps", { args: ["-e", "-ww", "-o", "stat=,args="], stdout: "piped" })
-    .outputSync();
-  return new TextDecoder().decode(out.stdout).split("\n").filter((l) =>
-    l.includes(marker) && !l.trimStart().startsWith("Z")
-  );
-}
+/** Host processes whose command line mentions `marker`, as `ps` lines. */
+const processesWith = (marker: string) => pidsWith(marker).map(String);
 
 Deno.test("JitSandbox.call() runs a tool, answers its syscalls and returns its result and logs", async () => {
   await using sandbox = new JitSandbox();
@@ -199,12 +186,20 @@ Deno.test("JitSandbox.call() kills and reports each limit breach, and serves the
   assert.equal(after.value, "still serving");
 });
 
-Deno.test("JitSandbox.call() attack: a frame flood and a malformed frame kill the tool (fake Deno speaking garbage)", async () => {
+Deno.test("JitSandbox.call() attack: a frame flood, a malformed frame and a frame without the call's nonce kill the tool (fake Deno)", async () => {
   const dir = Deno.makeTempDirSync({ prefix: "libos-jit-fake-" });
   try {
     const garbage = join(dir, "garbage");
     Deno.writeTextFileSync(garbage, '#!/bin/sh\nread line\necho \'{"type":"result","extra":1}\'\n');
     Deno.chmodSync(garbage, 0o755);
+    // A well-formed result frame without the call's nonce: what a tool writing fd 1 by some
+    // route other than the harness would produce.
+    const forger = join(dir, "forger");
+    Deno.writeTextFileSync(
+      forger,
+      `#!/bin/sh\nread line\necho '{"type":"result","value":"FORGED","n":"not-the-nonce"}'\n`,
+    );
+    Deno.chmodSync(forger, 0o755);
     const huge = join(dir, "huge");
     Deno.writeTextFileSync(
       huge,
@@ -215,6 +210,11 @@ Deno.test("JitSandbox.call() attack: a frame flood and a malformed frame kill th
       await using talker = new JitSandbox({ tools: { deno: garbage } });
       const malformed = await failure(talker.call("export function run() {}", {}, echo));
       assert.equal(malformed.code, "protocol_error");
+    }
+    {
+      await using impostor = new JitSandbox({ tools: { deno: forger } });
+      const forged = await failure(impostor.call("export function run() {}", {}, echo));
+      assert.equal(forged.code, "protocol_error");
     }
     {
       await using flooder = new JitSandbox({

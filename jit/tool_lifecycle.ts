@@ -17,8 +17,10 @@ import { ApprovalRequiredError, LibosError, ValidationError } from "../runtime/e
 import type { ObjectMemory } from "../runtime/object_memory.ts";
 import { ToolName } from "../runtime/tool.ts";
 import type { ToolBroker } from "../runtime/tool_broker.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import { runtimeTargets } from "../runtime/syscall_session.ts";
 import { callJitTool, type JitCallHost } from "./jit_call.ts";
-import { SandboxError } from "./sandbox.ts";
+import { type JitSandbox, SandboxError } from "./sandbox.ts";
 import { JIT_SOURCE_MAX, type JitReport, type JitValidator } from "./validator.ts";
 
 const Json: z.ZodType<JsonValue> = z.json();
@@ -288,4 +290,18 @@ export class JitToolLifecycle {
         })).value as JsonValue,
     });
   }
+}
+
+/** The lifecycle of a runtime: its memory, authority and tool broker, and its primitives as targets. */
+export function lifecycleFor(
+  runtime: Runtime,
+  parts: { readonly sandbox: JitSandbox; readonly validator: JitValidator },
+): JitToolLifecycle {
+  return new JitToolLifecycle({
+    host: { core: runtime, targets: runtimeTargets(runtime), sandbox: parts.sandbox },
+    validator: parts.validator,
+    memory: runtime.memory,
+    authority: runtime.authority,
+    tools: runtime.tools,
+  });
 }

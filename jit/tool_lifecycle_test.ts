@@ -2,9 +2,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ApprovalRequiredError, ValidationError } from "../runtime/errors.ts";
 import { createRuntime } from "../runtime/runtime.ts";
-import { runtimeTargets } from "../runtime/syscall_session.ts";
 import { JitSandbox } from "./sandbox.ts";
-import { JitToolLifecycle, type ToolCandidate } from "./tool_lifecycle.ts";
+import { lifecycleFor, type ToolCandidate } from "./tool_lifecycle.ts";
 import { JitValidator } from "./validator.ts";
 
 async function setup() {
@@ -13,13 +12,7 @@ async function setup() {
   const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
   const sandbox = new JitSandbox({ limits: { wallMs: 3_000 } });
   const validator = new JitValidator();
-  const lifecycle = new JitToolLifecycle({
-    host: { core: runtime, targets: runtimeTargets(runtime), sandbox },
-    validator,
-    memory: runtime.memory,
-    authority: runtime.authority,
-    tools: runtime.tools,
-  });
+  const lifecycle = lifecycleFor(runtime, { sandbox, validator });
   return {
     root,
     runtime,
@@ -198,14 +191,7 @@ Deno.test("JitToolLifecycle.restore() brings a registered tool back after a rest
   await using validator = new JitValidator();
   const open = async () => {
     const runtime = await createRuntime({ workspace, db, env });
-    const lifecycle = new JitToolLifecycle({
-      host: { core: runtime, targets: runtimeTargets(runtime), sandbox },
-      validator,
-      memory: runtime.memory,
-      authority: runtime.authority,
-      tools: runtime.tools,
-    });
-    return { runtime, lifecycle };
+    return { runtime, lifecycle: lifecycleFor(runtime, { sandbox, validator }) };
   };
   try {
     let pid: string;

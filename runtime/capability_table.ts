@@ -19,7 +19,7 @@ import { CapabilityIndex, type CapabilityMatch } from "./capability_index.ts";
 import { CapabilityDeniedError, NotFoundError, StoreError, ValidationError } from "./errors.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
 import type { CapabilityRow } from "./store.ts";
-import { netHostPattern } from "./net_host.ts";
+import { netHostPattern, refuseNetPrefix } from "./net_host.ts";
 
 /** What a grant says; the table fills in id, times and bookkeeping. */
 export const GrantRequest = z.object({
@@ -187,11 +187,7 @@ export class CapabilityTable {
         { cause: parsed.error },
       );
     }
-    if (parsed.data.resource.type === "net" && parsed.data.resource.scope === "prefix") {
-      throw new ValidationError(
-        `Cannot grant a prefix of net:${parsed.data.resource.key}: a prefix of a host name also matches other domains (api.example.com matches api.example.com.attacker.net); grant an exact host or host:port, net:* for any, or use a policy rule with a host glob such as *.example.com`,
-      );
-    }
+    refuseNetPrefix(parsed.data.resource);
     // Net keys in the decision key's form: a deny on `bücher.example` meets its punycode host.
     const r = parsed.data.resource.type === "net" && parsed.data.resource.scope !== "any"
       ? {

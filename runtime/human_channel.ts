@@ -41,6 +41,7 @@ import { isFinal } from "./process.ts";
 import type { ProcessManager } from "./process_manager.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
 import type { HumanRequestRow } from "./store.ts";
+import { refuseNetPrefix } from "./net_host.ts";
 
 /** How the runtime reaches its human (DESIGN §4). */
 export type HumanMode = "interactive" | "queue" | "none";
@@ -361,12 +362,8 @@ export class HumanChannel {
    */
   async requestPermission(pid: string, permission: PermissionRequest): Promise<string[]> {
     this.#mayTalk(pid, "ask the human for a permission");
-    if (permission.resource.type === "net" && permission.resource.scope === "prefix") {
-      // Refused before a human is bothered: approving it could not mint it (capability_table).
-      throw new ValidationError(
-        `Cannot ask for a prefix of net:${permission.resource.key}: a prefix of a host name also matches other domains; ask for an exact host or host:port`,
-      );
-    }
+    // Refused before a human is bothered: approving it could not mint it.
+    refuseNetPrefix(permission.resource);
     if (this.mode === "none") {
       throw new HumanDecisionError(
         "human_unavailable",

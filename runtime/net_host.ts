@@ -44,3 +44,18 @@ export function netHostPattern(text: string): string {
   });
   return `${labels.join(".")}${port}`;
 }
+
+/**
+ * Refuses a `net` resource with the `prefix` scope: a prefix of a host name also matches other
+ * domains (`api.example.com` matches `api.example.com.attacker.net`). Granting and asking for a
+ * permission both go through this.
+ * @throws {ValidationError} for a net prefix.
+ */
+export function refuseNetPrefix(
+  resource: { readonly type: string; readonly scope?: string; readonly key?: string },
+): void {
+  if (resource.type !== "net" || resource.scope !== "prefix") return;
+  throw new ValidationError(
+    `A prefix of net:${resource.key} cannot be granted: a prefix of a host name also matches other domains (api.example.com matches api.example.com.attacker.net); use an exact host or host:port, net:* for any, or a policy rule with a host glob such as *.example.com`,
+  );
+}

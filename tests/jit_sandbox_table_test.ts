@@ -1,7 +1,8 @@
 /**
  * The sandbox holds alone (DESIGN §7): every hostile source of the validator's table runs with
- * validation switched off, and none reads a host file or the host's environment, reaches the
- * network, or leaves anything behind; the benign tools run and return.
+ * validation switched off, and none reads a host file or the host's environment; the benign tools
+ * run and return. (A live server and a marker file are aimed at directly in jit/sandbox_test.ts:
+ * these rows do not know their addresses.)
  */
 import assert from "node:assert/strict";
 import { JitSandbox, SandboxError } from "../jit/sandbox.ts";
@@ -18,25 +19,18 @@ function table(file: string): Row[] {
 
 const ARGS = { path: "a.txt", word: "x", text: "hello", items: [1, 2, 3], n: 3 };
 
-Deno.test("JitSandbox.call() attack: no hostile source reads host files or environment, reaches the network or writes, with validation off", async () => {
+Deno.test("JitSandbox.call() attack: no hostile source reads a host file or the host's environment, with validation off (the network and writes: jit/sandbox_test.ts)", async () => {
   // hostile_runtime.jsonl: sources only the sandbox can stop (a key that arrives at run time).
   const rows = [...table("hostile.jsonl"), ...table("hostile_runtime.jsonl")];
   const passwd = Deno.readTextFileSync("/etc/passwd").split("\n")[0]!;
   // The host environment holds a canary the sandbox must never see.
   const canary = `canary-${crypto.randomUUID()}`;
   Deno.env.set("LIBOS_JIT_CANARY", canary);
-  let hits = 0;
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => {
-    hits++;
-    return new Response(canary);
-  });
   await using sandbox = new JitSandbox({ limits: { wallMs: 3_000, memoryMiB: 64 } });
   const leaks: string[] = [];
   try {
     for (const row of rows) {
-      // The tool also gets the canary server's address, as if it had learned it.
-      const args = { ...ARGS, url: `http://127.0.0.1:${server.addr.port}/` };
-      const outcome = await sandbox.call(row.source, args, () => Promise.resolve(null)).then(
+      const outcome = await sandbox.call(row.source, ARGS, () => Promise.resolve(null)).then(
         (r) => JSON.stringify([r.value, r.logs]),
         (e: unknown) => e instanceof SandboxError ? e.message : `unexpected: ${e}`,
       );
@@ -47,12 +41,8 @@ Deno.test("JitSandbox.call() attack: no hostile source reads host files or envir
     }
   } finally {
     Deno.env.delete("LIBOS_JIT_CANARY");
-    await server.shutdown();
   }
   assert.deepEqual(leaks, []);
-  // The rows do not know this server; jit/sandbox_test.ts aims a fetch at a live one.
-  assert.equal(hits, 0, "no request reached the host's server");
-  assert.throws(() => Deno.statSync("/tmp/payload.ts"), Deno.errors.NotFound);
 });
 
 Deno.test("JitSandbox.call() runs the benign tools to their result", async () => {

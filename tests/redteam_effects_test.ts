@@ -12,6 +12,7 @@ import { HumanPendingError, LibosError } from "../runtime/errors.ts";
 import {
   allowExact,
   eventually,
+  exists,
   failure,
   hostGit as git,
   hostileRepo,
@@ -24,16 +25,6 @@ import {
 } from "./shell_fixture.ts";
 
 const mode = wallTestMode();
-
-/** Whether a path exists on the host. */
-function exists(path: string): boolean {
-  try {
-    Deno.lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Runs `argv` in `cwd` for the fixture's process, allowed exactly (an operator's grant). */
 function runAllowed(f: ShellFixture, argv: string[], cwd?: string, timeoutMs?: number) {

@@ -9,7 +9,6 @@
  * "out of memory" is the harness's finding, not the tool's claim.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { JitSandbox, SandboxError, type SyscallHandler } from "../jit/sandbox.ts";
 
 const nothing: SyscallHandler = () => Promise.resolve(null);
@@ -109,7 +108,9 @@ Deno.test("JitSandbox attack: a tool cannot forge frames on fd 1 (node:fs writeS
     {},
     nothing,
   ));
-  assert.notEqual(forged, '"FORGED"', "the host accepted a frame the harness never wrote");
+  // Planting the fake Deno itself fails now (the global is a fixed getter that throws); the
+  // frame nonce, tested in jit/sandbox_test.ts, stops any other route to fd 1.
+  assert.equal(forged, "refused: tool_error", "the host accepted a frame the harness never wrote");
   // node:process's stdout is the same door.
   const viaProcess = await outcome(sandbox.call(
     `export async function run() {
@@ -121,7 +122,7 @@ Deno.test("JitSandbox attack: a tool cannot forge frames on fd 1 (node:fs writeS
     {},
     nothing,
   ));
-  assert.notEqual(viaProcess, '"FORGED"', "process.stdout wrote a frame");
+  assert.equal(viaProcess, "refused: tool_error", "process.stdout wrote a frame");
 });
 
 Deno.test("JitSandbox attack: node:worker_threads cannot hand a tool a fresh, real Deno", async () => {
@@ -143,7 +144,8 @@ Deno.test("JitSandbox attack: node:worker_threads cannot hand a tool a fresh, re
     {},
     nothing,
   ));
-  assert.ok(!got.includes("function"), `the worker recovered Deno: ${got}`);
+  // The fake Deno the polyfill needs cannot be planted any more.
+  assert.equal(got, "refused: tool_error", `the worker recovered Deno: ${got}`);
 });
 
 Deno.test("JitSandbox attack: work a tool does while its syscall is pending is bounded by the CPU limit (wall time pauses for the host)", async () => {
@@ -172,139 +174,4 @@ Deno.test("JitSandbox attack: a tool cannot report its own RangeError as the san
     nothing,
   ));
   assert.equal(got, "refused: tool_error", "the tool chose the host's breach classification");
-});
-
-Deno.test("JitSandbox attack (refused): the Node polyfills revived by a fake Deno still read no file or environment, reach no network, write nothing and spawn nothing", async () => {
-  const dir = Deno.makeTempDirSync({ prefix: "libos-redteam-sandbox-" });
-  const secret = join(dir, "secret.txt");
-  const token = crypto.randomUUID();
-  Deno.writeTextFileSync(secret, token);
-  const marker = join(dir, "written.txt");
-  Deno.env.set("LIBOS_REDTEAM_ENV", token);
-  let hits = 0;
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => {
-    hits++;
-    return new Response("reached");
-  });
-  try {
-    await using sandbox = new JitSandbox({ limits: { wallMs: 10_000 } });
-    const port = server.addr.port;
-    const attempts: [string, string][] = [
-      ["node:fs readFileSync", `return fs.readFileSync(${JSON.stringify(secret)}, "utf8");`],
-      ["node:fs writeFileSync", `fs.writeFileSync(${JSON.stringify(marker)}, "x"); return 1;`],
-      [
-        "node:sqlite VACUUM INTO",
-        `const { DatabaseSync } = await import("node:sqlite");
-        new DatabaseSync(":memory:").exec("VACUUM INTO '${marker}'"); return 1;`,
-      ],
-      ["node:process env", `return JSON.stringify(process.env);`],
-      [
-        "node:child_process",
-        `const cp = await import("node:child_process");
-        cp.execFileSync("/bin/sh", ["-c", "echo ${token} > ${marker}"]); return 1;`,
-      ],
-      [
-        "node:net",
-        `const net = await import("node:net");
-        return await new Promise((ok, no) => net.connect(${port}, "127.0.0.1", () => ok(1)).on("error", no));`,
-      ],
-      [
-        "node:http",
-        `const http = await import("node:http");
-        return await new Promise((ok, no) => http.get("http://127.0.0.1:${port}/", (r) => ok(r.statusCode)).on("error", no));`,
-      ],
-      ["fetch", `return await (await fetch("http://127.0.0.1:${port}/")).text();`],
-      [
-        "import of a file",
-        `return JSON.stringify(await import(${
-          JSON.stringify(`file://${secret}`)
-        }, { with: { type: "json" } }));`,
-      ],
-      [
-        "node:inspector",
-        `const inspector = await import("node:inspector"); return inspector.url();`,
-      ],
-    ];
-    for (const [name, body] of attempts) {
-      const got = await outcome(sandbox.call(
-        `export async function run() {
-          ${FAKE_DENO}
-          const fs = await import("node:fs");
-          const process = (await import("node:process")).default;
-          ${body}
-        }`,
-        {},
-        nothing,
-      ));
-      assert.ok(!got.includes(token), `${name} read the secret: ${got}`);
-      // (The environment is cleared: `process.env` may answer, but empty.)
-      assert.match(got, /^refused: tool_error$|^"\{\}"$/, `${name}: ${got}`);
-    }
-    assert.throws(() => Deno.statSync(marker), Deno.errors.NotFound, "nothing was written");
-    assert.equal(hits, 0, "no request reached the server");
-  } finally {
-    Deno.env.delete("LIBOS_REDTEAM_ENV");
-    await server.shutdown();
-    Deno.removeSync(dir, { recursive: true });
-  }
-});
-
-Deno.test("JitSandbox attack (refused): the real Deno a worker recovers still reads no file or environment, reaches no network, writes nothing and spawns nothing", async () => {
-  const dir = Deno.makeTempDirSync({ prefix: "libos-redteam-sandbox-" });
-  const secret = join(dir, "secret.txt");
-  const token = crypto.randomUUID();
-  Deno.writeTextFileSync(secret, token);
-  const marker = join(dir, "written.txt");
-  Deno.env.set("LIBOS_REDTEAM_ENV", token);
-  let hits = 0;
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () => {
-    hits++;
-    return new Response("reached");
-  });
-  try {
-    await using sandbox = new JitSandbox({ limits: { wallMs: 10_000, memoryMiB: 1024 } });
-    const inWorker = `(async () => {
-      const results = {};
-      const attempt = async (name, f) => {
-        try { results[name] = "ran: " + String(await f()); } catch (e) { results[name] = "refused: " + e.name; }
-      };
-      await attempt("read", () => Deno.readTextFileSync(${JSON.stringify(secret)}));
-      await attempt("env", () => JSON.stringify(Deno.env.toObject()));
-      await attempt("write", () => Deno.writeTextFileSync(${JSON.stringify(marker)}, "x"));
-      await attempt("run", () => new Deno.Command("/bin/sh", { args: ["-c", "touch ${marker}"] }).outputSync().code);
-      await attempt("net", async () => (await fetch("http://127.0.0.1:${server.addr.port}/")).status);
-      await attempt("permission request", () => Deno.permissions.requestSync({ name: "read" }).state);
-      require("worker_threads").parentPort.postMessage(JSON.stringify(results));
-    })();`;
-    const got = await outcome(sandbox.call(
-      `export async function run() {
-        ${FAKE_DENO}
-        const { Worker } = await import("node:worker_threads");
-        return await new Promise((resolve, reject) => {
-          const worker = new Worker(${JSON.stringify(inWorker)}, { eval: true });
-          worker.on("message", resolve);
-          worker.on("error", reject);
-        });
-      }`,
-      {},
-      nothing,
-    ));
-    assert.ok(!got.includes(token), `the worker read the secret: ${got}`);
-    // (Should the worker no longer start, or see no Deno, every attempt is refused anyway.)
-    if (got.includes("permission request")) {
-      const results = JSON.parse(JSON.parse(got)) as Record<string, string>;
-      for (const [name, result] of Object.entries(results)) {
-        if (name === "env") assert.match(result, /^refused|^ran: \{\}$/, name);
-        else if (name === "permission request") {
-          assert.match(result, /^refused|^ran: denied$/, name);
-        } else assert.match(result, /^refused/, `${name}: ${result}`);
-      }
-    }
-    assert.throws(() => Deno.statSync(marker), Deno.errors.NotFound, "nothing was written");
-    assert.equal(hits, 0, "no request reached the server");
-  } finally {
-    Deno.env.delete("LIBOS_REDTEAM_ENV");
-    await server.shutdown();
-    Deno.removeSync(dir, { recursive: true });
-  }
 });

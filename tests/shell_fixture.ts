@@ -219,3 +219,13 @@ export function plainGitRuns(cwd: string, args: string[], marker: string): boole
     return false;
   }
 }
+
+/** Whether a path exists on the host (a symlink counts, followed or not). */
+export function exists(path: string): boolean {
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

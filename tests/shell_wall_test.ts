@@ -16,6 +16,7 @@ import type { ShellProvider } from "../runtime/providers/shell.ts";
 import { hostShell } from "../runtime/providers/shell.ts";
 import {
   eventually,
+  exists,
   failure,
   processesWith,
   script,
@@ -25,16 +26,6 @@ import {
 } from "./shell_fixture.ts";
 
 const mode = wallTestMode();
-
-/** Whether a path exists on the host. */
-function exists(path: string): boolean {
-  try {
-    Deno.lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Runs a workspace script under `always_allow` (the policy lets it; only the wall stands). */
 function runScript(f: ShellFixture, argv: string[], timeoutMs?: number) {

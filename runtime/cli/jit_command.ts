@@ -6,9 +6,8 @@
  */
 import { resolve } from "node:path";
 import { UsageError } from "../errors.ts";
-import { type JitReport, JitSandbox, JitToolLifecycle, JitValidator } from "../../jit/mod.ts";
+import { type JitReport, JitSandbox, JitValidator, lifecycleFor } from "../../jit/mod.ts";
 import type { Runtime } from "../runtime.ts";
-import { runtimeTargets } from "../syscall_session.ts";
 import {
   type CliIo,
   type Command,
@@ -105,17 +104,8 @@ unreadable file is ok: false with rule io_error. Exit: 0 all accepted, 1 any rej
 function lifecycleOf(runtime: Runtime) {
   const sandbox = new JitSandbox();
   const validator = new JitValidator();
-  const host = { core: runtime, targets: runtimeTargets(runtime), sandbox };
-  const lifecycle = new JitToolLifecycle({
-    host,
-    validator,
-    memory: runtime.memory,
-    authority: runtime.authority,
-    tools: runtime.tools,
-  });
   return {
-    host,
-    lifecycle,
+    lifecycle: lifecycleFor(runtime, { sandbox, validator }),
     async [Symbol.asyncDispose]() {
       await validator[Symbol.asyncDispose]();
       await sandbox[Symbol.asyncDispose]();

@@ -996,3 +996,17 @@ Deno.test("NetPrimitive.fetch() in queue mode: a human's approval through the re
   }
   assert.equal(net.requests.length, 1);
 });
+
+Deno.test("HumanChannel.requestPermission() refuses a net prefix before asking anyone (a host prefix matches other domains)", async () => {
+  await using f = await fixture({ human: "queue" });
+  const before = f.runtime.human.list({ pid: f.pid }).length;
+  await assert.rejects(
+    f.runtime.human.requestPermission(f.pid, {
+      resource: { type: "net", key: "api.example.com", scope: "prefix" },
+      rights: ["connect"],
+      reason: "for the API",
+    }),
+    ValidationError,
+  );
+  assert.equal(f.runtime.human.list({ pid: f.pid }).length, before, "nothing was queued");
+});
