@@ -1,12 +1,24 @@
 /**
  * One JIT tool call end to end: a syscall session bound to the calling process, the sandbox
- * running the tool, and the call audited (`jit.call` on `tool:<name>`: allow with the number of
- * syscalls, or deny with the breach or failure code).
+ * running the tool, and the call recorded in the action ledger (`jit.call`: intent committed
+ * before the sandbox starts, outcome after) and audited (`jit.call` on `tool:<name>`: allow with
+ * the number of syscalls, or deny with the breach or failure code).
+ *
+ * Through the ledger, a call cut off by a restart is never lost: the next runtime finds it
+ * `executing` and reports `interrupted_by_restart` to the process (DESIGN §6). An exit or exec
+ * the tool asked for is applied after its result frame — and only when the call succeeded.
  *
  * @module
  */
+import type { ActionLedger } from "../runtime/action_ledger.ts";
+import { digestOf, type JsonValue, sha256Hex } from "../runtime/canonical_json.ts";
+import { errorInfo, LibosError } from "../runtime/errors.ts";
 import type { RuntimeCore } from "../runtime/runtime_core.ts";
-import { LibOSSyscallSession, type SyscallTargets } from "../runtime/syscall_session.ts";
+import {
+  type DeferredOp,
+  LibOSSyscallSession,
+  type SyscallTargets,
+} from "../runtime/syscall_session.ts";
 import { type JitSandbox, SandboxError, type SandboxResult } from "./sandbox.ts";
 
 /** What a call needs from the runtime. */
@@ -14,6 +26,7 @@ export interface JitCallHost {
   readonly core: RuntimeCore;
   readonly targets: SyscallTargets;
   readonly sandbox: JitSandbox;
+  readonly ledger: Pick<ActionLedger, "begin" | "finish">;
 }
 
 /** One call. */
@@ -26,11 +39,26 @@ export interface JitCall {
   readonly signal?: AbortSignal;
 }
 
+/** What a call produced, and the exit or exec it applied after its result frame. */
+export interface JitCallResult extends SandboxResult {
+  readonly applied: DeferredOp | null;
+}
+
+/** The digest of a call's arguments (anything that is not JSON is refused by the sandbox later). */
+function argsDigest(args: unknown): string {
+  try {
+    return digestOf(args as JsonValue);
+  } catch {
+    return sha256Hex(String(args));
+  }
+}
+
 /**
  * Runs a tool for a process under that process's capabilities.
- * @throws {SandboxError} when the tool fails or breaches a limit (audited either way).
+ * @throws {SandboxError} when the tool fails or breaches a limit; whatever the process manager
+ *   refuses about a deferred exit or exec (audited and recorded either way).
  */
-export async function callJitTool(host: JitCallHost, call: JitCall): Promise<SandboxResult> {
+export async function callJitTool(host: JitCallHost, call: JitCall): Promise<JitCallResult> {
   const session = new LibOSSyscallSession(host.core, host.targets, call.pid, call.tool);
   const audit = (decision: "allow" | "deny", authority: string) =>
     host.core.audit.append({
@@ -41,17 +69,38 @@ export async function callJitTool(host: JitCallHost, call: JitCall): Promise<San
       decision,
       authority,
     });
+  // The intent is committed before the sandbox starts: a restart finds it.
+  const action = host.ledger.begin(call.pid, {
+    kind: "jit.call",
+    request: { tool: call.tool, source: sha256Hex(call.source), args: argsDigest(call.args) },
+  });
+  const failed = (error: unknown, code: string) => {
+    host.ledger.finish(action.id, { ok: false, error: errorInfo(error) });
+    audit("deny", code);
+  };
+  let result: SandboxResult;
   try {
-    const result = await host.sandbox.call(
+    result = await host.sandbox.call(
       call.source,
       call.args,
       (name, args, signal) => session.call(name, args, signal),
       call.signal,
     );
-    audit("allow", `syscalls:${session.count}`);
-    return result;
   } catch (error) {
-    audit("deny", error instanceof SandboxError ? error.code : "sandbox_failed");
+    failed(error, error instanceof SandboxError ? error.code : "sandbox_failed");
     throw error;
   }
+  let applied: DeferredOp | undefined;
+  try {
+    applied = session.applyDeferred();
+  } catch (error) {
+    failed(error, error instanceof LibosError ? error.code : "failed");
+    throw error;
+  }
+  host.ledger.finish(action.id, {
+    ok: true,
+    value: { syscalls: session.count, applied: applied?.kind ?? null },
+  });
+  audit("allow", `syscalls:${session.count}`);
+  return { ...result, applied: applied ?? null };
 }

@@ -300,9 +300,13 @@ export class JitSandbox implements AsyncDisposable {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let spent = 0;
     let resumedAt = performance.now();
+    // Aborted when the call ends or breaches: a syscall blocked on the host (a human, a child)
+    // is cut off with it.
+    const serving = new AbortController();
     const stop = (error: SandboxError) => {
       breach ??= error;
       kill();
+      serving.abort(error);
     };
     const resume = () => {
       resumedAt = performance.now();
@@ -328,7 +332,6 @@ export class JitSandbox implements AsyncDisposable {
     let logBytes = 0;
     let syscalls = 0;
     let outcome: { value: unknown } | SandboxError | undefined;
-    const serving = new AbortController();
     try {
       await send({
         type: "run",

@@ -298,7 +298,12 @@ export function lifecycleFor(
   parts: { readonly sandbox: JitSandbox; readonly validator: JitValidator },
 ): JitToolLifecycle {
   return new JitToolLifecycle({
-    host: { core: runtime, targets: runtimeTargets(runtime), sandbox: parts.sandbox },
+    host: {
+      core: runtime,
+      targets: runtimeTargets(runtime),
+      sandbox: parts.sandbox,
+      ledger: runtime.ledger,
+    },
     validator: parts.validator,
     memory: runtime.memory,
     authority: runtime.authority,

@@ -87,6 +87,26 @@ function decode(row: ActionRow): ActionRecord {
   }
 }
 
+/**
+ * What a process is told about an action a restart cut off. A JIT call is `interrupted_by_restart`
+ * (its sandbox died with the runtime; each syscall it made is audited and went through the ledger
+ * itself where it had an effect); any other action's outcome is unknown.
+ */
+function cutOff(row: ActionRow): { code: string; message: string } {
+  if (row.kind === "jit.call") {
+    return {
+      code: "interrupted_by_restart",
+      message:
+        `The runtime stopped while JIT tool call ${row.id} was running; the tool was cut off and was not run again (what its syscalls did before is in the audit log). Call it again if it is still needed`,
+    };
+  }
+  return {
+    code: "outcome_unknown",
+    message:
+      `The runtime stopped while action ${row.id} (${row.kind}) was executing, so whether it took effect is unknown; it was not run again. Check its effect before retrying`,
+  };
+}
+
 /** Records intents and outcomes of effects so that none runs twice and none is silently lost. */
 export class ActionLedger {
   readonly #store: Store;
@@ -252,14 +272,7 @@ export class ActionLedger {
     return this.#store.step(() => {
       const found: ActionRecord[] = [];
       for (const row of this.#store.listActions({ status: "executing", limit: 10_000 })) {
-        const outcome: ActionOutcome = {
-          ok: false,
-          error: {
-            code: "outcome_unknown",
-            message:
-              `The runtime stopped while action ${row.id} (${row.kind}) was executing, so whether it took effect is unknown; it was not run again. Check its effect before retrying`,
-          },
-        };
+        const outcome: ActionOutcome = { ok: false, error: cutOff(row) };
         const updated: ActionRow = {
           ...row,
           status: "outcome_unknown",

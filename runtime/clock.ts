@@ -33,6 +33,22 @@ export function systemClock(): Clock {
   };
 }
 
+/**
+ * Resolves after `ms` of real time, or as soon as `signal` aborts (never rejects): the pause
+ * between two polls, which must pass in real time even when the runtime's clock is a fake one.
+ */
+export function pauseFor(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
 interface Sleeper {
   readonly until: number;
   readonly resolve: () => void;

@@ -37,6 +37,7 @@ import {
   type PendingAction,
   type PermissionRequest,
 } from "./human_request.ts";
+import { pauseFor } from "./clock.ts";
 import { isFinal } from "./process.ts";
 import type { ProcessManager } from "./process_manager.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
@@ -719,6 +720,20 @@ export class HumanChannel {
   }
 
   /**
+   * Cancels the pending requests process `pid` made at or after `since` (ms since the epoch):
+   * what a call cut off by a restart was waiting on. Returns them.
+   */
+  cancelSince(pid: string, since: number, why: string): HumanRequest[] {
+    const out: HumanRequest[] = [];
+    for (const request of this.list({ pid, statuses: ["pending"] })) {
+      if (request.createdAt < Math.trunc(since)) continue;
+      const cancelled = this.cancel(request.id, "runtime", why);
+      if (cancelled) out.push(cancelled);
+    }
+    return out;
+  }
+
+  /**
    * After process `pid` parked on request `id`: if the request was decided in the meantime (between
    * the ask and the park, when nobody was waiting yet), wakes the process now.
    */
@@ -752,6 +767,31 @@ export class HumanChannel {
   }
 
   // ------------------------------------------------------------------ resuming
+
+  /**
+   * Blocks a caller that cannot park — a JIT tool inside a syscall — until request `id` is
+   * decided, then resolves it exactly as {@link resume} does for a parked process (an approved
+   * action runs once, marked `dispatched` first). Decisions made here or from another terminal
+   * are noticed by reading the request every `pollMs` (the polling DESIGN §4 allows while a
+   * process waits on a human); expiry is applied as it falls due. When `signal` aborts (the call
+   * was cut off), the request is cancelled — nobody is left to act on it — and this rejects.
+   */
+  async awaitResolution(
+    pid: string,
+    id: string,
+    signal: AbortSignal,
+    pollMs = 100,
+  ): Promise<HumanResolution> {
+    for (;;) {
+      if (signal.aborted) {
+        this.cancel(id, "runtime", "the tool call that asked was cut off");
+        throw signal.reason ?? new HumanDecisionError("approval_rejected", "The wait was cut off");
+      }
+      this.expireDue();
+      if (this.get(id).status !== "pending") return await this.resume(pid, id, signal);
+      await pauseFor(pollMs, signal);
+    }
+  }
 
   /**
    * What a process woken by request `id` gets: for an approved action, the outcome of running

@@ -15,7 +15,7 @@
  */
 import type { ActionLedger, ActionOutcome, ActionRecord, ActionRequest } from "./action_ledger.ts";
 import type { JsonValue } from "./canonical_json.ts";
-import type { Clock } from "./clock.ts";
+import { type Clock, pauseFor } from "./clock.ts";
 import { errorInfo, HumanPendingError } from "./errors.ts";
 import type { HumanChannel, HumanResolution } from "./human_channel.ts";
 import type { AgentProcess } from "./process.ts";
@@ -91,19 +91,6 @@ export interface RunUntilIdleOptions {
   readonly waitForHumans?: boolean;
   /** How often to poll for decisions while waiting on humans (default 150 ms). */
   readonly humanPollMs?: number;
-}
-
-/** Resolves after `ms` of real time, or when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
 
 /** How many quanta may start before the run loop lets timers and I/O in. */
@@ -218,6 +205,16 @@ export class Scheduler implements Disposable {
     if (this.#recovered) return { outcomeUnknown: [], recovered: [] };
     this.#recovered = true;
     const outcomeUnknown = this.#ledger.recover();
+    for (const action of outcomeUnknown) {
+      // A JIT call blocked on a human when the runtime stopped: its approval is withdrawn.
+      if (action.kind === "jit.call") {
+        this.#human?.cancelSince(
+          action.pid,
+          action.created,
+          `JIT call ${action.id} was cut off by a restart`,
+        );
+      }
+    }
     const recovered = this.#processes.recoverRunning();
     // Requests that expired while nothing ran are rejections: their processes wake now.
     this.#human?.expireDue();
@@ -413,7 +410,7 @@ export class Scheduler implements Disposable {
         if (this.#ready.length === 0 && this.#timers.size === 0) {
           if (!options.waitForHumans || !this.#humansAwaited()) return { quanta: ran, idle: true };
           // The one polling exception (DESIGN §4): only while a process waits on a human.
-          await pause(options.humanPollMs ?? 150, signal);
+          await pauseFor(options.humanPollMs ?? 150, signal);
           this.#noticeDecisions();
           continue;
         }

@@ -7,17 +7,38 @@
  * Syscalls: `fs.read_text`, `fs.write_text`, `fs.list`, `fs.make_dir`, `fs.delete_file`,
  * `fs.delete_dir`, `fs.stat`; `clock.now`, `clock.sleep`; `memory.create`, `memory.read`,
  * `memory.read_by_name`, `memory.list`, `memory.update`; `human.output`, `human.ask`,
- * `human.request_permission`; `shell.run`; `net.fetch`; `process.cwd`; `image.list`. (Process
- * control — fork, spawn_child, wait, signal, exit, exec — comes with the next increment of the
- * sandbox issue: it must apply after the call's result frame.)
+ * `human.request_permission`; `shell.run`; `net.fetch`; `process.cwd`, `process.list`,
+ * `process.fork`, `process.spawn_child`, `process.wait`, `process.signal`, `process.merge`,
+ * `process.exit`, `process.exec`; `image.list`.
+ *
+ * Blocking: a syscall that needs a human (an approval, a question, a permission) in `queue` mode
+ * blocks until the human decides — from this runtime or another terminal — and then resumes as a
+ * parked process would (an approved action runs once); `process.wait` blocks until the child
+ * finishes. The sandbox's wall clock does not run meanwhile. `process.exit` and `process.exec`
+ * only record what to do: the caller applies it after the tool's result frame
+ * ({@link LibOSSyscallSession.applyDeferred}), so a tool never ends or replaces its own process
+ * while it is still running.
  *
  * @module
  */
 import { z } from "zod";
 import type { JsonValue } from "./canonical_json.ts";
 import { CapabilityResource } from "./capability.ts";
-import { LibosError, ValidationError } from "./errors.ts";
+import { pauseFor } from "./clock.ts";
+import type { InheritScope } from "./delegation.ts";
+import { HumanPendingError, LibosError, ValidationError } from "./errors.ts";
+import type { HumanResolution } from "./human_channel.ts";
+import { type AgentProcess, Budgets, Signal } from "./process.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
+
+/** Who acts in a process-control syscall: always the calling process itself. */
+type ProcessActor = { readonly kind: "process"; readonly pid: string };
+
+/** What a tool is told about a process. */
+type ProcessView = Pick<
+  AgentProcess,
+  "pid" | "parent" | "image" | "status" | "goal" | "cwd" | "result" | "message"
+>;
 
 /** The primitive methods a session calls (the runtime's; a spy in tests). */
 export interface SyscallTargets {
@@ -50,6 +71,7 @@ export interface SyscallTargets {
     readByName(pid: string, namespace: string, name: string): unknown;
     list(pid: string, namespace?: string): unknown;
     update(pid: string, oid: string, change: { payload: JsonValue }): unknown;
+    merge(parent: string, child: string): unknown;
   };
   readonly human: {
     output(pid: string, text: string): unknown;
@@ -59,6 +81,8 @@ export interface SyscallTargets {
       rights: string[];
       reason: string;
     }): Promise<string[]>;
+    /** Blocks until a request is decided, then resolves it as for a parked process. */
+    awaitResolution(pid: string, id: string, signal: AbortSignal): Promise<HumanResolution>;
   };
   readonly shell: {
     run(
@@ -80,8 +104,124 @@ export interface SyscallTargets {
       options?: { signal?: AbortSignal },
     ): Promise<unknown>;
   };
-  readonly processes: { find(pid: string): { readonly cwd: string } | undefined };
+  readonly processes: {
+    find(pid: string): ProcessView | undefined;
+    list(query: { readonly parent: string; readonly limit: number }): readonly ProcessView[];
+    fork(parent: string, options: {
+      goal?: string;
+      budgets?: Partial<Budgets>;
+      inherit?: readonly InheritScope[];
+    }, actor: ProcessActor): ProcessView;
+    spawnChild(parent: string, options: {
+      image: string;
+      goal: string;
+      tools?: readonly string[];
+      budgets?: Partial<Budgets>;
+      inherit?: readonly InheritScope[];
+    }, actor: ProcessActor): ProcessView;
+    collectChild(
+      parent: string,
+      child: string | null,
+      actor: ProcessActor,
+    ): ProcessView | undefined;
+    signal(pid: string, signal: Signal, actor: ProcessActor): ProcessView;
+    exit(pid: string, options: { result?: string; message?: string }, actor: ProcessActor): unknown;
+    exec(
+      pid: string,
+      options: { image: string; tools?: readonly string[]; goal?: string },
+      actor: ProcessActor,
+    ): unknown;
+    /** Calls `hook` when any process finishes; returns how to stop. */
+    onFinished(hook: (p: ProcessView) => void): () => void;
+  };
   readonly images: { list(actor: string): readonly { readonly id: string }[] };
+}
+
+/** What a syscall may do beyond calling its primitive. */
+interface SyscallContext {
+  readonly signal: AbortSignal;
+  /** Records an exit or exec to apply after the result frame. */
+  defer(op: DeferredOp): void;
+}
+
+/** An exit or exec a tool asked for, applied after its result frame. */
+export type DeferredOp =
+  | { readonly kind: "exit"; readonly result?: string; readonly message?: string }
+  | {
+    readonly kind: "exec";
+    readonly image: string;
+    readonly tools?: readonly string[];
+    readonly goal?: string;
+  };
+
+/** What a tool sees of a process: never its budgets, capabilities or pending work. */
+function view(p: ProcessView): JsonValue {
+  return {
+    pid: p.pid,
+    parent: p.parent,
+    image: p.image,
+    status: p.status,
+    goal: p.goal.slice(0, 2000),
+    cwd: p.cwd,
+    result: p.result,
+    message: p.message,
+  };
+}
+
+/** How long `process.wait` blocks at most by default, and at all. */
+const WAIT_DEFAULT_MS = 60_000;
+const WAIT_MAX_MS = 3_600_000;
+
+/** How often a blocked `process.wait` re-reads the store (a child finishing in another runtime). */
+const CHILD_POLL_MS = 250;
+
+/** A child's wait: resolves when a child may have finished, the wait's time is up, or it is aborted. */
+async function untilChildFinished(
+  onFinished: SyscallTargets["processes"]["onFinished"],
+  ms: number,
+  signal: AbortSignal,
+): Promise<void> {
+  const stop = new AbortController();
+  const abort = () => stop.abort();
+  signal.addEventListener("abort", abort, { once: true });
+  const unlisten = onFinished(abort);
+  try {
+    await pauseFor(ms, stop.signal);
+  } finally {
+    unlisten();
+    signal.removeEventListener("abort", abort);
+  }
+}
+
+/** An object without its undefined members (what zod leaves for an absent optional field). */
+function present<T extends object>(o: T): { [K in keyof T]: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as {
+    [K in keyof T]: Exclude<T[K], undefined>;
+  };
+}
+
+const Inherit = z.array(
+  z.object({
+    resource: CapabilityResource,
+    rights: z.array(z.string().min(1).max(32)).min(1).max(16),
+  }).strict(),
+).max(64);
+const ChildBudgets = Budgets.partial().strict();
+const ToolNames = z.array(z.string().min(1).max(128)).max(1000);
+
+/** A child's goal, budgets and inherited scopes as the process manager takes them. */
+function childOptions(a: {
+  goal?: string | undefined;
+  budgets?: z.output<typeof ChildBudgets> | undefined;
+  inherit?: z.output<typeof Inherit> | undefined;
+}) {
+  return {
+    goal: a.goal,
+    // zod leaves absent members out, so this is a Partial<Budgets> as the manager means it.
+    budgets: a.budgets === undefined ? undefined : present(a.budgets) as Partial<Budgets>,
+    // Rights are checked by the delegation itself: a right the parent lacks is refused there.
+    inherit: a.inherit as InheritScope[] | undefined,
+  };
 }
 
 const Path = z.string().min(1).max(4096);
@@ -91,8 +231,9 @@ const Json: z.ZodType<JsonValue> = z.json();
 function table(t: SyscallTargets, tool: string) {
   const entry = <S extends z.ZodType>(
     args: S,
-    call: (pid: string, a: z.output<S>, signal: AbortSignal) => unknown,
+    call: (pid: string, a: z.output<S>, ctx: SyscallContext) => unknown,
   ) => ({ args, call });
+  const self = (pid: string): ProcessActor => ({ kind: "process", pid });
   return {
     "fs.read_text": entry(
       z.object({ path: Path, max_bytes: z.number().int().positive().optional() }).strict(),
@@ -143,7 +284,7 @@ function table(t: SyscallTargets, tool: string) {
     ),
     "clock.sleep": entry(
       z.object({ ms: z.number().int().min(0).max(60_000) }).strict(),
-      async (pid, a, signal) => {
+      async (pid, a, { signal }) => {
         await t.clock.wait(pid, a.ms, signal);
         return null;
       },
@@ -227,7 +368,7 @@ function table(t: SyscallTargets, tool: string) {
         max_bytes: z.number().int().positive().optional(),
         timeout_ms: z.number().int().positive().optional(),
       }).strict(),
-      (pid, a, signal) =>
+      (pid, a, { signal }) =>
         t.net.fetch(pid, {
           url: a.url,
           ...(a.method === undefined ? {} : { method: a.method }),
@@ -240,6 +381,85 @@ function table(t: SyscallTargets, tool: string) {
     "process.cwd": entry(
       z.object({}).strict(),
       (pid) => t.processes.find(pid)?.cwd ?? null,
+    ),
+    "process.list": entry(
+      z.object({}).strict(),
+      (pid) => t.processes.list({ parent: pid, limit: 1000 }).map(view),
+    ),
+    "process.fork": entry(
+      z.object({
+        goal: z.string().max(100_000).optional(),
+        budgets: ChildBudgets.optional(),
+        inherit: Inherit.optional(),
+      }).strict(),
+      (pid, a) => view(t.processes.fork(pid, present(childOptions(a)), self(pid))),
+    ),
+    "process.spawn_child": entry(
+      z.object({
+        image: z.string().min(1).max(200),
+        goal: z.string().max(100_000),
+        tools: ToolNames.optional(),
+        budgets: ChildBudgets.optional(),
+        inherit: Inherit.optional(),
+      }).strict(),
+      (pid, a) =>
+        view(t.processes.spawnChild(
+          pid,
+          { ...present({ ...childOptions(a), tools: a.tools }), image: a.image, goal: a.goal },
+          self(pid),
+        )),
+    ),
+    "process.wait": entry(
+      z.object({
+        pid: z.string().min(1).max(64).nullable().default(null),
+        timeout_ms: z.number().int().min(0).max(WAIT_MAX_MS).default(WAIT_DEFAULT_MS),
+      }).strict(),
+      // Blocks until the child (or any child) has finished; null when the time is up first.
+      async (pid, a, { signal }) => {
+        const deadline = performance.now() + a.timeout_ms;
+        for (;;) {
+          // Refuses a non-child, a missing wait right, or nothing to wait for, at once.
+          const child = t.processes.collectChild(pid, a.pid, self(pid));
+          if (child) return view(child);
+          const left = deadline - performance.now();
+          if (left <= 0) return null;
+          if (signal.aborted) throw signal.reason;
+          await untilChildFinished(
+            (hook) => t.processes.onFinished(hook),
+            Math.min(left, CHILD_POLL_MS),
+            signal,
+          );
+        }
+      },
+    ),
+    "process.signal": entry(
+      z.object({ pid: z.string().min(1).max(64), signal: Signal }).strict(),
+      (pid, a) => view(t.processes.signal(a.pid, a.signal, self(pid))),
+    ),
+    "process.merge": entry(
+      z.object({ pid: z.string().min(1).max(64) }).strict(),
+      (pid, a) => t.memory.merge(pid, a.pid),
+    ),
+    "process.exit": entry(
+      z.object({
+        result: z.string().min(1).max(128).optional(),
+        message: z.string().max(4096).optional(),
+      }).strict(),
+      (_pid, a, ctx) => {
+        ctx.defer({ kind: "exit", ...present(a) });
+        return { deferred: "exit" };
+      },
+    ),
+    "process.exec": entry(
+      z.object({
+        image: z.string().min(1).max(200),
+        tools: ToolNames.optional(),
+        goal: z.string().max(100_000).optional(),
+      }).strict(),
+      (_pid, a, ctx) => {
+        ctx.defer({ kind: "exec", ...present(a), image: a.image });
+        return { deferred: "exec" };
+      },
     ),
     "image.list": entry(
       z.object({}).strict(),
@@ -256,11 +476,14 @@ export class LibOSSyscallSession {
   readonly pid: string;
   readonly tool: string;
   readonly #core: RuntimeCore;
+  readonly #targets: SyscallTargets;
   readonly #table: ReturnType<typeof table>;
   #count = 0;
+  #deferred: DeferredOp | undefined;
 
   constructor(core: RuntimeCore, targets: SyscallTargets, pid: string, tool: string) {
     this.#core = core;
+    this.#targets = targets;
     this.pid = pid;
     this.tool = tool;
     this.#table = table(targets, tool);
@@ -271,10 +494,16 @@ export class LibOSSyscallSession {
     return this.#count;
   }
 
+  /** The exit or exec the tool asked for, if any (applied after its result frame). */
+  get deferred(): DeferredOp | undefined {
+    return this.#deferred;
+  }
+
   /**
-   * Answers one syscall: validates its arguments, calls its primitive method, audits it.
+   * Answers one syscall: validates its arguments, calls its primitive method, audits it. A call
+   * that waits on a human blocks until the human decides (see the module doc).
    * @throws {ValidationError} for an unknown syscall or bad arguments; whatever the primitive
-   *   throws (a capability denial, an approval pending, …).
+   *   throws (a capability denial, a rejection, …).
    */
   async call(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
     this.#count++;
@@ -288,7 +517,7 @@ export class LibOSSyscallSession {
     }
     const entry = this.#table[name as SyscallName] as {
       args: z.ZodType;
-      call: (pid: string, a: unknown, signal: AbortSignal) => unknown;
+      call: (pid: string, a: unknown, ctx: SyscallContext) => unknown;
     };
     const parsed = entry.args.safeParse(args);
     if (!parsed.success) {
@@ -298,14 +527,86 @@ export class LibOSSyscallSession {
         `Syscall ${name}: ${issue?.path.join(".") || "arguments"} ${issue?.message ?? "invalid"}`,
       );
     }
+    const ctx: SyscallContext = {
+      signal,
+      defer: (op) => {
+        if (this.#deferred) {
+          throw new ValidationError(
+            `The tool already asked for process.${this.#deferred.kind}; a call may end or replace its process once`,
+          );
+        }
+        this.#deferred = op;
+      },
+    };
     try {
-      const value = await entry.call(this.pid, parsed.data, signal);
+      let value: unknown;
+      try {
+        value = await entry.call(this.pid, parsed.data, ctx);
+      } catch (error) {
+        if (!(error instanceof HumanPendingError)) throw error;
+        value = await this.#blockOnHuman(name, error.request, signal);
+      }
       this.#audit(name, "allow", `tool:${this.tool}`);
       return value ?? null;
     } catch (error) {
       this.#audit(name, "deny", error instanceof LibosError ? error.code : "failed");
       throw error;
     }
+  }
+
+  /**
+   * A queue-mode ask inside a syscall: the tool cannot park, so the syscall blocks until the
+   * human decides, then gets what a parked process would (the approved action's value, the
+   * answer, the minted capabilities) or the rejection as a typed error.
+   */
+  async #blockOnHuman(name: string, first: string, signal: AbortSignal): Promise<unknown> {
+    let request = first;
+    for (;;) {
+      const resolution = await this.#targets.human.awaitResolution(this.pid, request, signal);
+      // The approved action asked again (a second, different approval): wait on that one too.
+      if (resolution.type === "pending") {
+        request = resolution.request;
+        continue;
+      }
+      const outcome = resolution.outcome;
+      if (!outcome.ok) throw new LibosError(outcome.error.code, "caller", outcome.error.message);
+      const value = outcome.value as { answer?: unknown; capabilities?: unknown } | null;
+      if (name === "human.ask") return value?.answer ?? "";
+      if (name === "human.request_permission") return value?.capabilities ?? [];
+      return outcome.value;
+    }
+  }
+
+  /**
+   * Applies the exit or exec the tool asked for, after its result frame; audited like any
+   * syscall. Returns what was applied.
+   * @throws whatever the process manager refuses (the exec's image unreadable, …).
+   */
+  applyDeferred(): DeferredOp | undefined {
+    const op = this.#deferred;
+    if (!op) return undefined;
+    this.#deferred = undefined;
+    const actor: ProcessActor = { kind: "process", pid: this.pid };
+    const name = `process.${op.kind}`;
+    try {
+      if (op.kind === "exit") {
+        this.#targets.processes.exit(this.pid, {
+          ...(op.result === undefined ? {} : { result: op.result }),
+          ...(op.message === undefined ? {} : { message: op.message }),
+        }, actor);
+      } else {
+        this.#targets.processes.exec(this.pid, {
+          image: op.image,
+          ...(op.tools === undefined ? {} : { tools: op.tools }),
+          ...(op.goal === undefined ? {} : { goal: op.goal }),
+        }, actor);
+      }
+    } catch (error) {
+      this.#audit(name, "deny", error instanceof LibosError ? error.code : "failed");
+      throw error;
+    }
+    this.#audit(name, "allow", `tool:${this.tool}`);
+    return op;
   }
 
   #audit(name: string, decision: "allow" | "deny", authority: string): void {

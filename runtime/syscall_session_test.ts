@@ -3,6 +3,18 @@ import { ValidationError } from "./errors.ts";
 import { createRuntime } from "./runtime.ts";
 import { LibOSSyscallSession, type SyscallTargets } from "./syscall_session.ts";
 
+/** What the spies say about any process. */
+const CHILD = {
+  pid: "pid_000000000002",
+  parent: "pid_1",
+  image: "base-agent:v0",
+  status: "exited" as const,
+  goal: "g",
+  cwd: "src",
+  result: null,
+  message: null,
+};
+
 /** Targets whose every method records its name and arguments. */
 function spies(): { targets: SyscallTargets; calls: [string, unknown[]][] } {
   const calls: [string, unknown[]][] = [];
@@ -37,15 +49,27 @@ function spies(): { targets: SyscallTargets; calls: [string, unknown[]][] } {
         readByName: spy("memory.readByName"),
         list: spy("memory.list"),
         update: spy("memory.update"),
+        merge: spy("memory.merge", { oid: "obj_9" }),
       },
       human: {
         output: spy("human.output"),
         ask: async("human.ask", "blue") as () => Promise<string>,
         requestPermission: async("human.requestPermission", []) as () => Promise<string[]>,
+        awaitResolution: async("human.awaitResolution") as () => Promise<never>,
       },
       shell: { run: async("shell.run") },
       net: { fetch: async("net.fetch") },
-      processes: { find: spy("processes.find", { cwd: "src" }) as () => { cwd: string } },
+      processes: {
+        find: spy("processes.find", CHILD) as () => typeof CHILD,
+        list: spy("processes.list", [CHILD]) as () => (typeof CHILD)[],
+        fork: spy("processes.fork", CHILD) as () => typeof CHILD,
+        spawnChild: spy("processes.spawnChild", CHILD) as () => typeof CHILD,
+        collectChild: spy("processes.collectChild", CHILD) as () => typeof CHILD,
+        signal: spy("processes.signal", CHILD) as () => typeof CHILD,
+        exit: spy("processes.exit"),
+        exec: spy("processes.exec"),
+        onFinished: () => () => {},
+      },
       images: { list: spy("images.list", [{ id: "base-agent:v0" }]) as () => { id: string }[] },
     },
   };
@@ -55,6 +79,7 @@ Deno.test("LibOSSyscallSession.call() calls exactly one primitive method per sys
   await using runtime = await createRuntime({ db: ":memory:" });
   const { targets, calls } = spies();
   const session = new LibOSSyscallSession(runtime, targets, "pid_1", "counter");
+  const SELF = { kind: "process", pid: "pid_1" };
   const signal = new AbortController().signal;
   const table: [string, Record<string, unknown>, string, unknown[]][] = [
     ["fs.read_text", { path: "a", max_bytes: 9 }, "fs.readText", ["pid_1", {
@@ -122,6 +147,37 @@ Deno.test("LibOSSyscallSession.call() calls exactly one primitive method per sys
       method: "GET",
     }, { signal: "<signal>" }]],
     ["process.cwd", {}, "processes.find", ["pid_1"]],
+    ["process.list", {}, "processes.list", [{ parent: "pid_1", limit: 1000 }]],
+    ["process.fork", { goal: "half", budgets: { maxToolCalls: 5 } }, "processes.fork", [
+      "pid_1",
+      { goal: "half", budgets: { maxToolCalls: 5 } },
+      SELF,
+    ]],
+    [
+      "process.spawn_child",
+      {
+        image: "base-agent:v0",
+        goal: "look",
+        inherit: [{ resource: { type: "fs", path: "src", scope: "subtree" }, rights: ["read"] }],
+      },
+      "processes.spawnChild",
+      ["pid_1", {
+        image: "base-agent:v0",
+        goal: "look",
+        inherit: [{ resource: { type: "fs", path: "src", scope: "subtree" }, rights: ["read"] }],
+      }, SELF],
+    ],
+    ["process.wait", { pid: "pid_000000000002" }, "processes.collectChild", [
+      "pid_1",
+      "pid_000000000002",
+      SELF,
+    ]],
+    ["process.signal", { pid: "pid_000000000002", signal: "pause" }, "processes.signal", [
+      "pid_000000000002",
+      "pause",
+      SELF,
+    ]],
+    ["process.merge", { pid: "pid_000000000002" }, "memory.merge", ["pid_1", "pid_000000000002"]],
     ["image.list", {}, "images.list", ["pid_1"]],
   ];
   for (const [name, args, method, expected] of table) {
@@ -133,10 +189,11 @@ Deno.test("LibOSSyscallSession.call() calls exactly one primitive method per sys
   }
   assert.equal(await session.call("human.ask", { question: "q" }, signal), "blue");
   assert.equal(await session.call("process.cwd", {}, signal), "src");
+  assert.deepEqual(await session.call("process.wait", {}, signal), CHILD);
   const audited = runtime.audit.query({ pid: "pid_1" }).filter((r) =>
     r.action.startsWith("syscall.")
   );
-  assert.equal(audited.length, table.length + 2);
+  assert.equal(audited.length, table.length + 3);
   assert.ok(audited.every((r) => r.decision === "allow" && r.resource === "tool:counter"));
 });
 

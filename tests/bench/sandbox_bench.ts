@@ -56,7 +56,7 @@ async function roundTrips(call: string): Promise<BenchResult> {
   await using sandbox = new JitSandbox({ limits: { maxSyscalls: count, wallMs: 60_000 } });
   const started = performance.now();
   const result = await callJitTool(
-    { core: runtime, targets: runtimeTargets(runtime), sandbox },
+    { core: runtime, targets: runtimeTargets(runtime), sandbox, ledger: runtime.ledger },
     {
       pid,
       tool: "bench",
