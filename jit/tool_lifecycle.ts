@@ -14,6 +14,8 @@ import { z } from "zod";
 import type { Authority } from "../runtime/authority.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../runtime/canonical_json.ts";
 import { ApprovalRequiredError, LibosError, ValidationError } from "../runtime/errors.ts";
+import type { HumanChannel } from "../runtime/human_channel.ts";
+import type { PendingAction } from "../runtime/human_request.ts";
 import type { ObjectMemory } from "../runtime/object_memory.ts";
 import { ToolName } from "../runtime/tool.ts";
 import type { ToolBroker } from "../runtime/tool_broker.ts";
@@ -74,7 +76,9 @@ export interface ToolLifecycleOptions {
   readonly host: JitCallHost;
   readonly validator: JitValidator;
   readonly memory: Pick<ObjectMemory, "create" | "read" | "update" | "list">;
-  readonly authority: Pick<Authority, "decide">;
+  readonly authority: Pick<Authority, "decide" | "consume" | "refusal" | "capabilities">;
+  /** Where a registration without the right goes for approval (none: it is refused). */
+  readonly human?: Pick<HumanChannel, "escalate" | "mode">;
   readonly tools: Pick<ToolBroker, "registerJit">;
 }
 
@@ -211,33 +215,85 @@ export class JitToolLifecycle {
   }
 
   /**
-   * Registers a validated candidate in process `pid`'s own tool table.
-   * @throws {ApprovalRequiredError} without the `register` right on `tool:<name>`;
+   * Registers a validated candidate in process `pid`'s own tool table. It needs the `register`
+   * right on `tool:<name>`, or — when the process holds no such right and nothing denies it — a
+   * human's approval of this exact source: a one-shot grant bound to the digest of the name and
+   * the source's sha256, so an edited source asks again. Interactive: the prompt answers now.
+   * Queue: {@link HumanPendingError}; once approved, the parked process's resume registers it
+   * (or the operator runs `libos jit register` again).
+   * @throws {ApprovalRequiredError} when it would need a human and there is none;
+   *   {@link CapabilityDeniedError} when a capability or rule denies it;
    *   {@link ValidationError} when the candidate has not passed validation as it stands.
    */
-  register(pid: string, oid: string): string {
+  async register(pid: string, oid: string): Promise<string> {
     const { candidate, passed } = this.#candidate(pid, oid);
     if (!passed) {
       throw new ValidationError(
         `Tool ${candidate.name} has not passed validation as it stands; validate it first`,
       );
     }
-    const decision = this.#o.authority.decide(pid, {
-      resource: { type: "tool", key: candidate.name },
-      right: "register",
-    });
-    if (decision.effect !== "allow") {
-      throw new ApprovalRequiredError(
-        `Cannot register tool ${candidate.name}: it needs the register right on tool:${candidate.name} (${decision.reason}); ask for it with request_permission`,
-        {
-          reason: decision.reason,
-          digest: digestOf({
-            primitive: "tool.register",
-            name: candidate.name,
-            source: sha256Hex(candidate.source),
-          }),
-        },
+    const source = sha256Hex(candidate.source);
+    const digest = digestOf({ primitive: "tool.register", name: candidate.name, source });
+    const action = {
+      resource: { type: "tool" as const, key: candidate.name },
+      right: "register" as const,
+      digest,
+    };
+    for (let attempt = 0;; attempt++) {
+      const decision = this.#o.authority.decide(pid, action);
+      if (decision.effect === "allow") {
+        this.#o.authority.consume(decision);
+        break;
+      }
+      const what = `register tool ${candidate.name}`;
+      // Nothing granted it (the default) or something asks: a human may approve it. A
+      // capability or rule that denies it is final.
+      const askable = decision.effect === "ask" || decision.reason === "default";
+      if (!askable) throw this.#o.authority.refusal(pid, action, decision, what);
+      // A human's approval of exactly this source (one-shot, digest-bound) answers it.
+      const approved = this.#o.authority.capabilities.approval(
+        pid,
+        action.resource,
+        action.right,
+        digest,
       );
+      if (approved) {
+        this.#o.authority.capabilities.consume(approved.capability);
+        break;
+      }
+      if (!this.#o.human || this.#o.human.mode === "none" || attempt > 0) {
+        throw new ApprovalRequiredError(
+          `Cannot register tool ${candidate.name}: it needs the register right on tool:${candidate.name} (${decision.reason}) or a human's approval; grant it (libos grant PID tool:${candidate.name} --right register) or run with a human (--human queue)`,
+          { reason: decision.reason, digest },
+        );
+      }
+      await this.#o.human.escalate(pid, {
+        primitive: "tool",
+        operation: "tool.register",
+        path: null,
+        absolutePath: null,
+        resource: `tool:${candidate.name}`,
+        right: "register",
+        reason: decision.reason,
+        grantScope: "this tool with exactly this source, once",
+        willCreate: null,
+        willOverwrite: null,
+        target: null,
+        bytes: new TextEncoder().encode(candidate.source).length,
+        sha256: source,
+        preview: candidate.source,
+        diff: null,
+        executable: null,
+        argv: null,
+        cwd: null,
+        envHash: null,
+        digest,
+        ceiling: null,
+        action: {
+          primitive: "tool.register",
+          args: { oid, name: candidate.name, content: candidate.source },
+        },
+      });
     }
     this.#install(pid, candidate);
     const record = this.#o.memory.read(pid, oid);
@@ -245,6 +301,20 @@ export class JitToolLifecycle {
       payload: { ...(record.payload as Record<string, JsonValue>), registered: true },
     });
     return candidate.name;
+  }
+
+  /**
+   * Runs an approved registration again (the human channel's route for `tool.` actions): the
+   * stored candidate must still carry the source the human approved.
+   */
+  async dispatch(pid: string, action: PendingAction): Promise<JsonValue> {
+    const oid = action.args.oid;
+    if (action.primitive !== "tool.register" || typeof oid !== "string") {
+      throw new ValidationError(
+        `No lifecycle step runs stored actions of kind ${action.primitive}`,
+      );
+    }
+    return { registered: await this.register(pid, oid) };
   }
 
   /**
@@ -297,7 +367,7 @@ export function lifecycleFor(
   runtime: Runtime,
   parts: { readonly sandbox: JitSandbox; readonly validator: JitValidator },
 ): JitToolLifecycle {
-  return new JitToolLifecycle({
+  const lifecycle = new JitToolLifecycle({
     host: {
       core: runtime,
       targets: runtimeTargets(runtime),
@@ -308,5 +378,9 @@ export function lifecycleFor(
     memory: runtime.memory,
     authority: runtime.authority,
     tools: runtime.tools,
+    human: runtime.human,
   });
+  // An approved registration runs again through this lifecycle when its process resumes.
+  runtime.human.route("tool.", { dispatch: (pid, action) => lifecycle.dispatch(pid, action) });
+  return lifecycle;
 }

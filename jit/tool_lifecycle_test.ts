@@ -1,14 +1,20 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { ApprovalRequiredError, ValidationError } from "../runtime/errors.ts";
+import {
+  ApprovalRequiredError,
+  CapabilityDeniedError,
+  HumanPendingError,
+  ValidationError,
+} from "../runtime/errors.ts";
+import type { HumanMode } from "../runtime/human_channel.ts";
 import { createRuntime } from "../runtime/runtime.ts";
 import { JitSandbox } from "./sandbox.ts";
 import { lifecycleFor, type ToolCandidate } from "./tool_lifecycle.ts";
 import { JitValidator } from "./validator.ts";
 
-async function setup() {
+async function setup(human: HumanMode = "none") {
   const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-jitlife-" }));
-  const runtime = await createRuntime({ workspace: root, db: ":memory:" });
+  const runtime = await createRuntime({ workspace: root, db: ":memory:", human });
   const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
   const sandbox = new JitSandbox({ limits: { wallMs: 3_000 } });
   const validator = new JitValidator();
@@ -68,7 +74,7 @@ Deno.test("JitToolLifecycle: propose, validate and register a tool, which then r
   assert.deepEqual(validation.tests, [{ name: "three words", ok: true }]);
   assert.equal(validation.ok, true);
   // Registering needs the register right on tool:count_words.
-  assert.throws(() => s.lifecycle.register(s.pid, oid), ApprovalRequiredError);
+  await assert.rejects(s.lifecycle.register(s.pid, oid), ApprovalRequiredError);
   s.runtime.authority.capabilities.grant({
     subject: s.pid,
     resource: { type: "tool", key: "count_words", scope: "exact" },
@@ -76,7 +82,7 @@ Deno.test("JitToolLifecycle: propose, validate and register a tool, which then r
     effect: "allow",
     issuer: "operator",
   });
-  assert.equal(s.lifecycle.register(s.pid, oid), "count_words");
+  assert.equal(await s.lifecycle.register(s.pid, oid), "count_words");
   assert.ok(
     s.runtime.tools.visible(s.pid).some((t) => t.name === "count_words" && t.origin === "jit"),
   );
@@ -143,7 +149,7 @@ Deno.test("JitToolLifecycle.validate() fails a test on a wrong, missing or extra
     const validation = await s.lifecycle.validate(s.pid, oid);
     assert.equal(validation.ok, false, name);
     assert.match(validation.tests[0]?.message ?? "", message, name);
-    assert.throws(() => s.lifecycle.register(s.pid, oid), ValidationError, name);
+    await assert.rejects(s.lifecycle.register(s.pid, oid), ValidationError, name);
   }
   // A validator finding stops before any test runs.
   const bad = s.lifecycle.propose(
@@ -178,7 +184,7 @@ Deno.test("JitToolLifecycle refuses malformed candidates and never lets a JIT to
     effect: "allow",
     issuer: "operator",
   });
-  assert.throws(() => s.lifecycle.register(s.pid, oid), /built-in tool/);
+  await assert.rejects(s.lifecycle.register(s.pid, oid), /built-in tool/);
 });
 
 Deno.test("JitToolLifecycle.restore() brings a registered tool back after a restart, and not an edited one", async () => {
@@ -208,7 +214,7 @@ Deno.test("JitToolLifecycle.restore() brings a registered tool back after a rest
       });
       oid = lifecycle.propose(pid, counter());
       assert.equal((await lifecycle.validate(pid, oid)).ok, true);
-      lifecycle.register(pid, oid);
+      await lifecycle.register(pid, oid);
       await runtime.close();
     }
     {
@@ -233,4 +239,82 @@ Deno.test("JitToolLifecycle.restore() brings a registered tool back after a rest
   } finally {
     Deno.removeSync(root, { recursive: true });
   }
+});
+
+/** A validated counter candidate's oid. */
+async function validated(s: Awaited<ReturnType<typeof setup>>, candidate = counter()) {
+  const oid = s.lifecycle.propose(s.pid, candidate);
+  assert.equal((await s.lifecycle.validate(s.pid, oid)).ok, true);
+  return oid;
+}
+
+/** The pending request a rejected promise carried. */
+async function pendingOf(promise: Promise<unknown>): Promise<string> {
+  const error = await promise.then(() => undefined, (e: unknown) => e);
+  assert.ok(error instanceof HumanPendingError, String(error));
+  return error.request;
+}
+
+Deno.test("JitToolLifecycle.register() without the right asks a human for this exact source; approving registers it once", async () => {
+  await using s = await setup("queue");
+  const oid = await validated(s);
+  const id = await pendingOf(s.lifecycle.register(s.pid, oid));
+  const request = s.runtime.human.get(id);
+  assert.equal(request.approval?.resource, "tool:count_words");
+  assert.equal(request.approval?.right, "register");
+  assert.ok(!s.runtime.tools.visible(s.pid).some((t) => t.name === "count_words"));
+  s.runtime.human.approve(id, { by: "human:test" });
+  assert.equal(await s.lifecycle.register(s.pid, oid), "count_words");
+  assert.ok(s.runtime.tools.visible(s.pid).some((t) => t.name === "count_words"));
+  // The approval was one-shot: registering again (after an exec dropped it) asks again.
+  s.runtime.tools.dropJit(s.pid);
+  await pendingOf(s.lifecycle.register(s.pid, oid));
+});
+
+Deno.test("JitToolLifecycle.register() attack: an approval of one source does not register an edited one", async () => {
+  await using s = await setup("queue");
+  const oid = await validated(s);
+  const id = await pendingOf(s.lifecycle.register(s.pid, oid));
+  s.runtime.human.approve(id, { by: "human:test" });
+  // The process swaps the source after the human looked (and validates the new one).
+  const swapped = await validated(
+    s,
+    counter({
+      source: `export async function run(args, libos) {
+        const file = await libos.call("fs.read_text", { path: args.path });
+        return { words: file.content.split(/\\s+/).filter(Boolean).length };
+      }`,
+    }),
+  );
+  const again = await pendingOf(s.lifecycle.register(s.pid, swapped));
+  assert.notEqual(again, id, "the edited source needs its own approval");
+  assert.ok(!s.runtime.tools.visible(s.pid).some((t) => t.name === "count_words"));
+});
+
+Deno.test("JitToolLifecycle.register() an approved registration runs when its parked process resumes", async () => {
+  await using s = await setup("queue");
+  const oid = await validated(s);
+  const id = await pendingOf(s.lifecycle.register(s.pid, oid));
+  s.runtime.human.approve(id, { by: "human:test" });
+  const resolution = await s.runtime.human.resume(s.pid, id, new AbortController().signal);
+  assert.equal(resolution.type, "outcome");
+  assert.deepEqual(resolution.type === "outcome" && resolution.outcome, {
+    ok: true,
+    value: { registered: "count_words" },
+  });
+  assert.ok(s.runtime.tools.visible(s.pid).some((t) => t.name === "count_words"));
+});
+
+Deno.test("JitToolLifecycle.register() a capability that denies the right is final: no human is asked", async () => {
+  await using s = await setup("queue");
+  const oid = await validated(s);
+  s.runtime.authority.capabilities.grant({
+    subject: s.pid,
+    resource: { type: "tool", key: "count_words", scope: "exact" },
+    rights: ["register"],
+    effect: "deny",
+    issuer: "operator",
+  });
+  await assert.rejects(s.lifecycle.register(s.pid, oid), CapabilityDeniedError);
+  assert.deepEqual(s.runtime.human.list(), []);
 });

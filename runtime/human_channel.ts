@@ -108,6 +108,7 @@ export class HumanChannel {
   readonly #prompt: HumanPrompt | undefined;
   readonly #ttlMs: number;
   #dispatcher: ActionDispatcher | undefined;
+  readonly #routes = new Map<string, ActionDispatcher>();
 
   /**
    * Builds the channel.
@@ -130,6 +131,20 @@ export class HumanChannel {
   /** Wires the dispatcher that re-runs approved actions (the runtime's primitives). */
   setDispatcher(dispatcher: ActionDispatcher): void {
     this.#dispatcher = dispatcher;
+  }
+
+  /**
+   * Routes approved actions whose primitive starts with `prefix` (e.g. `tool.`) to `dispatcher`
+   * instead of the runtime's primitives: for a layer above the runtime (the JIT tool lifecycle)
+   * whose actions need approval too. A later route for the same prefix replaces the earlier one.
+   */
+  route(prefix: string, dispatcher: ActionDispatcher): void {
+    if (!/^[a-z]+\.$/.test(prefix)) {
+      throw new ValidationError(
+        `A route prefix is a word and a dot, such as "tool.", not ${prefix}`,
+      );
+    }
+    this.#routes.set(prefix, dispatcher);
   }
 
   // ------------------------------------------------------------------ storage
@@ -542,6 +557,9 @@ export class HumanChannel {
             // decisions alike).
             resource: a.primitive === "shell"
               ? { type: "shell", argv: [], scope: "any" }
+              : a.primitive === "tool"
+              // A tool registration: that tool name (the digest binds the exact source).
+              ? { type: "tool", key: a.resource.replace(/^tool:/, ""), scope: "exact" }
               : a.primitive === "network"
               ? { type: "net", key: "*", scope: "any" }
               : a.path === null
@@ -851,7 +869,11 @@ export class HumanChannel {
     if (!request.approval) {
       return done(failed("approval_rejected", `Request ${id} carries no action`));
     }
-    if (!this.#dispatcher) {
+    const action = request.approval.action;
+    const dispatcher =
+      this.#routes.get(action.primitive.slice(0, action.primitive.indexOf(".") + 1)) ??
+        this.#dispatcher;
+    if (!dispatcher) {
       throw new ValidationError("The human channel has no dispatcher to run approved actions");
     }
     // Marked before it runs and committed: the action is handed back at most once.
@@ -866,7 +888,7 @@ export class HumanChannel {
     try {
       return done({
         ok: true,
-        value: await this.#dispatcher.dispatch(pid, request.approval.action, signal),
+        value: await dispatcher.dispatch(pid, action, signal),
       });
     } catch (error) {
       if (error instanceof HumanPendingError) return { type: "pending", request: error.request };

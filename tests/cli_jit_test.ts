@@ -148,18 +148,23 @@ Deno.test("deno task libos jit propose, validate, register and run a tool for a 
   const refused = await task(s.workspace, s.state, "libos", "jit", "register", pid, oid);
   assert.equal(refused.status, 1);
   assert.match(refused.stderr, /register right on tool:count_words/);
-  const granted = await task(
+  // With a human in the queue: an approval request for this exact source, then approved.
+  const asked = await task(
     s.workspace,
     s.state,
     "libos",
-    "grant",
-    pid,
-    "--resource",
-    "tool:count_words",
-    "--right",
+    "jit",
     "register",
+    pid,
+    oid,
+    "--human",
+    "queue",
   );
-  assert.equal(granted.status, 0, granted.stderr);
+  assert.equal(asked.status, 1, asked.stderr);
+  const request = /hreq_[0-9a-f]{12}/.exec(asked.stderr)?.[0];
+  assert.ok(request, asked.stderr);
+  const approved = await task(s.workspace, s.state, "libos", "human", "approve", request);
+  assert.equal(approved.status, 0, approved.stderr);
   const registered = await task(s.workspace, s.state, "libos", "jit", "register", pid, oid);
   assert.equal(registered.status, 0, registered.stderr);
   // A later invocation (a restart) runs it: restored from its stored source.

@@ -70,6 +70,7 @@ export const OPTION_SPECS = {
   batch: { type: "string" },
   "allow-import": { type: "string", multiple: true },
   args: { type: "string" },
+  human: { type: "string" },
 } as const;
 
 /** The name of an option. */

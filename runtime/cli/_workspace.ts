@@ -76,7 +76,12 @@ export function openRuntime(parsed: ParsedArgs, io: CliIo, access: Access): Prom
   }
   const mode = stringOption(parsed, "mode");
   const denies = listOption(parsed, "deny");
+  const human = stringOption(parsed, "human");
+  if (human !== undefined && human !== "queue" && human !== "none") {
+    throw new UsageError(`--human must be queue or none, not ${JSON.stringify(human)}`);
+  }
   return createRuntime({
+    ...(human === undefined ? {} : { human }),
     ...(workspace === undefined ? {} : { workspace }),
     ...(db === undefined ? {} : { db }),
     ...(mode === undefined ? {} : { mode }),

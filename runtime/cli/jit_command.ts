@@ -157,7 +157,7 @@ async function register(parsed: ParsedArgs, io: CliIo): Promise<number> {
   const [pid, oid] = parsed.args;
   await using runtime = await openRuntime(parsed, io, "write");
   await using jit = lifecycleOf(runtime);
-  const name = jit.lifecycle.register(pid!, oid!);
+  const name = await jit.lifecycle.register(pid!, oid!);
   return say(
     io,
     parsed,
@@ -226,11 +226,14 @@ everything passed, 1 otherwise.`,
 export const jitRegisterCommand: Command = {
   name: "jit register",
   summary: "register a validated candidate in its process's tool table",
-  usage: `Usage: libos jit register PID OID [--json]
+  usage: `Usage: libos jit register PID OID [--human queue|none] [--json]
 
-Needs a passing validation of the candidate as it stands and the register right on
-tool:NAME for the process (libos grant PID tool:NAME --right register).`,
-  options: [],
+Needs a passing validation of the candidate as it stands, and either the register right
+on tool:NAME for the process (libos grant PID tool:NAME --right register) or, with
+--human queue, a human's approval of this exact source: without the right it files an
+approval request and exits 1; after "libos human approve ID", run it again (the approval
+is used once, and an edited source needs a new one).`,
+  options: ["human"],
   positionals: ["PID", "OID"],
   run: register,
 };
@@ -239,10 +242,12 @@ tool:NAME for the process (libos grant PID tool:NAME --right register).`,
 export const jitRunCommand: Command = {
   name: "jit run",
   summary: "run a process's registered JIT tool once, under its capabilities",
-  usage: `Usage: libos jit run PID NAME [--args JSON] [--json]
+  usage: `Usage: libos jit run PID NAME [--args JSON] [--human queue|none] [--json]
 
-Runs the tool in the sandbox with the process's capabilities; prints its result.`,
-  options: ["args"],
+Runs the tool in the sandbox with the process's capabilities; prints its result. With
+--human queue, a syscall that needs a human (an approval, a question) waits for
+"libos human approve|answer ID" from another terminal; with none (the default) it is refused.`,
+  options: ["args", "human"],
   positionals: ["PID", "NAME"],
   run,
 };
