@@ -79,7 +79,7 @@ export interface ToolLifecycleOptions {
   readonly authority: Pick<Authority, "decide" | "consume" | "refusal" | "capabilities">;
   /** Where a registration without the right goes for approval (none: it is refused). */
   readonly human?: Pick<HumanChannel, "escalate" | "mode">;
-  readonly tools: Pick<ToolBroker, "registerJit">;
+  readonly tools: Pick<ToolBroker, "registerJit" | "visible">;
 }
 
 /** The candidate object's type in object memory. */
@@ -317,25 +317,60 @@ export class JitToolLifecycle {
     return { registered: await this.register(pid, oid) };
   }
 
-  /**
-   * Puts back the tools process `pid` registered before (they are stored with their source):
-   * after a restart, the runtime calls this for a process before it runs. Returns their names.
-   */
-  restore(pid: string): string[] {
-    const names: string[] = [];
+  /** Process `pid`'s registered candidates that still pass validation as stored. */
+  #registered(pid: string): { oid: string; candidate: ToolCandidate; payload: JsonValue }[] {
+    const out: { oid: string; candidate: ToolCandidate; payload: JsonValue }[] = [];
     for (const info of this.#o.memory.list(pid, `process:${pid}`)) {
       if (info.type !== CANDIDATE_TYPE) continue;
       const record = this.#o.memory.read(pid, info.oid);
       if ((record.payload as { registered?: unknown }).registered !== true) continue;
       const { candidate, passed } = this.#candidate(pid, info.oid);
       // A candidate edited after registering must pass validation again.
-      if (!passed) continue;
+      if (passed) out.push({ oid: info.oid, candidate, payload: record.payload });
+    }
+    return out;
+  }
+
+  /**
+   * Puts back the tools process `pid` registered before (they are stored with their source):
+   * after a restart, the runtime calls this for a process before it runs. Returns their names.
+   */
+  restore(pid: string): string[] {
+    const names: string[] = [];
+    for (const { candidate } of this.#registered(pid)) {
       try {
         this.#install(pid, candidate);
         names.push(candidate.name);
       } catch (error) {
         if (!(error instanceof ValidationError)) throw error;
       }
+    }
+    return names;
+  }
+
+  /**
+   * At a fork: passes on to the child each of its parent's registered tools that the child was
+   * granted — it holds the `register` right on `tool:<name>`, which the parent can delegate only
+   * when it holds it standing (an approval used once cannot be handed on). The child gets its own
+   * stored copy, so the tool outlives the parent and survives a restart. Returns their names.
+   */
+  inherit(parent: string, child: string): string[] {
+    const names: string[] = [];
+    for (const { candidate, payload } of this.#registered(parent)) {
+      const decision = this.#o.authority.decide(child, {
+        resource: { type: "tool", key: candidate.name },
+        right: "register",
+      });
+      if (decision.effect !== "allow" || decision.approval) continue;
+      // Already passed on (another lifecycle of the same runtime heard the same fork).
+      if (this.#o.tools.visible(child).some((t) => t.name === candidate.name)) continue;
+      this.#o.memory.create(child, {
+        type: CANDIDATE_TYPE,
+        payload,
+        provenance: { source: "model", label: candidate.name, ref: null },
+      });
+      this.#install(child, candidate);
+      names.push(candidate.name);
     }
     return names;
   }
@@ -382,5 +417,7 @@ export function lifecycleFor(
   });
   // An approved registration runs again through this lifecycle when its process resumes.
   runtime.human.route("tool.", { dispatch: (pid, action) => lifecycle.dispatch(pid, action) });
+  // A fork passes on the JIT tools its child was granted.
+  runtime.processes.onFork((child, parent) => lifecycle.inherit(parent.pid, child.pid));
   return lifecycle;
 }

@@ -318,3 +318,57 @@ Deno.test("JitToolLifecycle.register() a capability that denies the right is fin
   await assert.rejects(s.lifecycle.register(s.pid, oid), CapabilityDeniedError);
   assert.deepEqual(s.runtime.human.list(), []);
 });
+
+Deno.test("JitToolLifecycle.inherit() a fork gets its parent's JIT tool only when granted the register right, as its own stored copy", async () => {
+  await using s = await setup();
+  const oid = await validated(s);
+  s.runtime.authority.capabilities.grant({
+    subject: s.pid,
+    resource: { type: "tool", key: "count_words", scope: "exact" },
+    rights: ["register"],
+    effect: "allow",
+    issuer: "operator",
+  });
+  assert.equal(await s.lifecycle.register(s.pid, oid), "count_words");
+  const sees = (pid: string) => s.runtime.tools.visible(pid).some((t) => t.name === "count_words");
+  // Not granted: a fork does not get it.
+  const plain = s.runtime.processes.fork(s.pid, { goal: "plain" }).pid;
+  assert.equal(sees(plain), false);
+  // Granted: the child gets it, stored in its own namespace (it outlives the parent).
+  const heir = s.runtime.processes.fork(s.pid, {
+    goal: "heir",
+    inherit: [{
+      resource: { type: "tool", key: "count_words", scope: "exact" },
+      rights: ["register"],
+    }],
+  }).pid;
+  assert.equal(sees(heir), true);
+  const copies = s.runtime.memory.list(heir, `process:${heir}`).filter((o) =>
+    o.type === "jit.candidate"
+  );
+  assert.equal(copies.length, 1);
+  s.runtime.tools.dropJit(heir);
+  assert.deepEqual(s.lifecycle.restore(heir), ["count_words"], "restored from its own copy");
+  assert.deepEqual(s.lifecycle.restore(plain), []);
+});
+
+Deno.test("JitToolLifecycle.inherit() attack: a tool registered by a one-shot approval cannot be handed to a fork", async () => {
+  await using s = await setup("queue");
+  const oid = await validated(s);
+  const id = await pendingOf(s.lifecycle.register(s.pid, oid));
+  s.runtime.human.approve(id, { by: "human:test" });
+  assert.equal(await s.lifecycle.register(s.pid, oid), "count_words");
+  const before = s.runtime.processes.list({ parent: s.pid }).length;
+  assert.throws(
+    () =>
+      s.runtime.processes.fork(s.pid, {
+        goal: "heir",
+        inherit: [{
+          resource: { type: "tool", key: "count_words", scope: "exact" },
+          rights: ["register"],
+        }],
+      }),
+    CapabilityDeniedError,
+  );
+  assert.equal(s.runtime.processes.list({ parent: s.pid }).length, before, "no child was made");
+});

@@ -169,6 +169,7 @@ export class ProcessManager {
   readonly #authority: Authority;
   readonly #images: ImageResolver | undefined;
   readonly #execHooks = new Set<(p: AgentProcess) => void>();
+  readonly #forkHooks = new Set<(child: AgentProcess, parent: AgentProcess) => void>();
 
   /** Binds the manager to a runtime's store, logs and providers. */
   constructor(options: ProcessManagerOptions) {
@@ -224,6 +225,16 @@ export class ProcessManager {
   onExec(hook: (p: AgentProcess) => void): () => void {
     this.#execHooks.add(hook);
     return () => this.#execHooks.delete(hook);
+  }
+
+  /**
+   * Registers a hook run inside the step of every fork, after the child's authority was
+   * delegated (the JIT tool lifecycle passes on the tools the child was granted there); a hook
+   * that throws undoes the fork. Returns the function that removes it.
+   */
+  onFork(hook: (child: AgentProcess, parent: AgentProcess) => void): () => void {
+    this.#forkHooks.add(hook);
+    return () => this.#forkHooks.delete(hook);
   }
 
   /** A number that moves when another connection commits (to notice its decisions and signals). */
@@ -444,6 +455,7 @@ export class ProcessManager {
       this.#authority.grantLineage(parentPid, child.pid);
       // A scope the parent does not hold throws here, and the whole step — child included — is undone.
       this.#authority.delegate(parentPid, child.pid, inherit);
+      if (how === "fork") for (const hook of this.#forkHooks) hook(child, parent);
       engine.events.emit({
         kind: "process.spawned",
         payload: { pid: child.pid, parent: parentPid, image: child.image, how },
