@@ -455,7 +455,7 @@ export class ProcessManager {
       this.#authority.grantLineage(parentPid, child.pid);
       // A scope the parent does not hold throws here, and the whole step — child included — is undone.
       this.#authority.delegate(parentPid, child.pid, inherit);
-      if (how === "fork") for (const hook of this.#forkHooks) hook(child, parent);
+      if (how === "fork") { for (const hook of this.#forkHooks) hook(child, parent); }
       engine.events.emit({
         kind: "process.spawned",
         payload: { pid: child.pid, parent: parentPid, image: child.image, how },
