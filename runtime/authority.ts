@@ -223,8 +223,8 @@ export class Authority {
   /** Uses up the one-shot capability an allow came from, if it came from one. */
   consume(decision: Decision): void {
     if (decision.effect !== "allow" || !decision.capability) return;
-    const cap = this.capabilities.get(decision.capability);
-    if (cap.oneShot) this.capabilities.consume(cap);
+    if (!this.capabilities.isOneShot(decision.capability)) return;
+    this.capabilities.consume(this.capabilities.get(decision.capability));
   }
 
   /**

@@ -55,6 +55,8 @@ function decode(row: CapabilityRow): Capability {
 export class CapabilityTable {
   readonly #core: RuntimeCore;
   readonly #indexes = new Map<string, CapabilityIndex>();
+  /** Capability id → one-shot (immutable per capability; see {@link isOneShot}). */
+  readonly #oneShot = new Map<string, boolean>();
   #seenVersion: number;
   #generation = 0;
 
@@ -126,6 +128,20 @@ export class CapabilityTable {
     const row = this.#core.store.getCapability(id);
     if (!row) throw new NotFoundError(`No capability ${JSON.stringify(id)}`);
     return decode(row);
+  }
+
+  /**
+   * Whether capability `id` is one-shot. A capability's one-shot flag never changes, so the
+   * answer is remembered: a standing capability deciding every call costs no read.
+   * @throws {NotFoundError} when there is none.
+   */
+  isOneShot(id: string): boolean {
+    let known = this.#oneShot.get(id);
+    if (known === undefined) {
+      known = this.get(id).oneShot;
+      this.#oneShot.set(id, known);
+    }
+    return known;
   }
 
   /** The index of a subject's capabilities (built on first use, dropped on outside change). */

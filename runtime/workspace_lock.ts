@@ -13,6 +13,9 @@
  * @module
  */
 
+/** How long an unused shared lock is kept before it is released (ms). */
+const LINGER_MS = 3;
+
 interface Waiter {
   readonly exclusive: boolean;
   readonly resolve: () => void;
@@ -28,6 +31,9 @@ export class WorkspaceLock implements Disposable {
   /** What this runtime holds of the cross-process lock, and the chain that changes it in order. */
   #held: "none" | "shared" | "exclusive" = "none";
   #chain: Promise<void> = Promise.resolve();
+  /** The pending release of a shared lock nobody in this runtime holds any more. */
+  #linger: ReturnType<typeof setTimeout> | undefined;
+  #lingerDue = false;
 
   /** `lockFile` is the cross-process lock file, or `null` for an in-process lock only. */
   constructor(lockFile: string | null) {
@@ -45,7 +51,23 @@ export class WorkspaceLock implements Disposable {
     const step = this.#chain.catch(() => {}).then(async () => {
       if (this.#path === null) return;
       const want = this.#writer ? "exclusive" : this.#readers > 0 ? "shared" : "none";
+      if (want !== "none") this.#cancelLinger();
       if (want === this.#held) return;
+      if (want === "none" && this.#held === "shared") {
+        // Back-to-back primitives would lock and unlock the file for each operation (two
+        // round trips through the event loop each): the shared lock lingers a moment instead,
+        // so another runtime's shell run waits at most LINGER_MS longer.
+        if (!this.#lingerDue) {
+          this.#linger ??= setTimeout(() => {
+            this.#linger = undefined;
+            this.#lingerDue = true;
+            void this.#sync();
+          }, LINGER_MS);
+          Deno.unrefTimer(this.#linger);
+          return;
+        }
+        this.#lingerDue = false;
+      }
       this.#file ??= await Deno.open(this.#path, {
         read: true,
         write: true,
@@ -58,6 +80,12 @@ export class WorkspaceLock implements Disposable {
     });
     this.#chain = step;
     return step;
+  }
+
+  #cancelLinger(): void {
+    clearTimeout(this.#linger);
+    this.#linger = undefined;
+    this.#lingerDue = false;
   }
 
   async #acquire(exclusive: boolean): Promise<void> {
@@ -114,6 +142,7 @@ export class WorkspaceLock implements Disposable {
 
   /** Closes the lock file (which releases the cross-process lock). */
   [Symbol.dispose](): void {
+    this.#cancelLinger();
     try {
       this.#file?.close();
     } catch { /* already closed */ }

@@ -128,7 +128,8 @@ function table(rows: readonly Row[]): string {
 }
 
 if (import.meta.main) {
-  const filter = Deno.args[0];
+  // `deno task bench -- FILTER` passes the "--" through.
+  const filter = Deno.args.find((a) => a !== "--");
   const files = [...Deno.readDirSync(HERE)]
     .filter((e) => e.isFile && e.name.endsWith("_bench.ts") && !e.name.startsWith("_"))
     .map((e) => join(HERE, e.name))
