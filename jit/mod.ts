@@ -1,7 +1,8 @@
 /**
  * Agent-written TypeScript tools ("JIT tools", DESIGN §7): the AST validator, and the
  * permission-less Deno sandbox they run in, reaching the world only through syscall frames the
- * host answers (the syscall session, warm pool and tool lifecycle come with the sandbox issue).
+ * host answers through a syscall session bound to the calling process; the tool lifecycle
+ * (propose, validate, register) and the call itself, recorded in the action ledger.
  *
  * @module
  */
@@ -29,7 +30,7 @@ export {
   type ToolLog,
 } from "./sandbox.ts";
 export { HostFrame, PROTOCOL_VERSION, ToolFrame } from "./protocol.ts";
-export { callJitTool, type JitCall, type JitCallHost } from "./jit_call.ts";
+export { callJitTool, type JitCall, type JitCallHost, type JitCallResult } from "./jit_call.ts";
 export {
   ExpectedSyscall,
   JitToolLifecycle,

@@ -217,6 +217,7 @@ export { type EnvReader, MEMORY_DB } from "./state_paths.ts";
 export type { AuditQuery, AuditRow, AuditTail, EventRead, EventRow, Store } from "./store.ts";
 export { LIBOS_VERSION } from "./version.ts";
 export {
+  type DeferredOp,
   LibOSSyscallSession,
   runtimeTargets,
   type SyscallName,
