@@ -183,3 +183,57 @@ Deno.test("deno task libos jit propose, validate, register and run a tool for a 
   assert.equal(ran.status, 0, ran.stderr);
   assert.equal(JSON.parse(ran.stdout).value, 4);
 });
+
+Deno.test("deno task libos jit run --human queue waits inside the tool's human.ask until another terminal answers", async () => {
+  using s = sandbox();
+  const spawned = await s.json("spawn", "--goal", "ask");
+  assert.equal(spawned.status, 0, spawned.stderr);
+  const pid = (spawned.doc.process as { pid: string }).pid;
+  Deno.writeTextFileSync(
+    join(s.workspace, "asker.json"),
+    JSON.stringify({
+      name: "asker",
+      description: "Ask the human for a colour.",
+      input_schema: { type: "object" },
+      output_schema: { type: "string" },
+      source:
+        'export async function run(args, libos) {\n  return "colour: " + await libos.call("human.ask", { question: "Which colour?" });\n}\n',
+      tests: [{
+        name: "asks",
+        args: {},
+        syscalls: [{ name: "human.ask", args: { question: "Which colour?" }, result: "red" }],
+        expect: "colour: red",
+      }],
+    }),
+  );
+  const oid = (await s.json("jit", "propose", pid, "asker.json")).doc.oid as string;
+  assert.equal((await s.json("jit", "validate", pid, oid)).doc.ok, true);
+  const granted = await s.cli("grant", pid, "--resource", "tool:asker", "--right", "register");
+  assert.equal(granted.status, 0, granted.stderr);
+  assert.equal((await s.cli("jit", "register", pid, oid)).status, 0);
+  // The run blocks in its own process (through the bootstrap) while this "terminal" answers.
+  const running = task(
+    s.workspace,
+    s.state,
+    "libos",
+    "jit",
+    "run",
+    pid,
+    "asker",
+    "--human",
+    "queue",
+    "--json",
+  );
+  let question: string | undefined;
+  for (let i = 0; i < 600 && !question; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const listed = await s.json("human", "list");
+    question = (listed.doc.requests as { id: string }[])[0]?.id;
+  }
+  assert.ok(question, "the tool's question reached the queue");
+  const answered = await s.cli("human", "answer", question, "blue");
+  assert.equal(answered.status, 0, answered.stderr);
+  const ran = await running;
+  assert.equal(ran.status, 0, ran.stderr);
+  assert.equal(JSON.parse(ran.stdout).value, "colour: blue");
+});
