@@ -120,7 +120,9 @@ if (run.type !== "run" || run.v !== 1) {
     for (let i = 0; i < bytes.length; i += 0x8000) {
       binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
     }
-    const tool = await import(`data:application/typescript;base64,${btoa(binary)}`);
+    // JavaScript the host transpiled skips Deno's own transpile (about 1 ms per call).
+    const media = run.lang === "javascript" ? "application/javascript" : "application/typescript";
+    const tool = await import(`data:${media};base64,${btoa(binary)}`);
     if (typeof tool.run !== "function") throw new TypeError("the tool exports no run function");
     const value = await tool.run(run.args, libos);
     write({ type: "result", value: value === undefined ? null : value });

@@ -9,7 +9,7 @@
  */
 import { LibosError } from "../runtime/errors.ts";
 import type { JitViolation } from "./_rules.ts";
-import type { ParseReply } from "./_swc_worker.ts";
+import type { ParseReply, ParseRequest } from "./_swc_worker.ts";
 
 /** What a check gives: the rules' violations, or why the source did not parse. */
 export type ParseOutcome =
@@ -50,9 +50,24 @@ export class SwcParser implements AsyncDisposable {
     return run;
   }
 
+  /**
+   * Transpiles TypeScript to JavaScript (types stripped), or undefined when swc cannot (a syntax
+   * error, a trap, no answer in time): the caller then runs the TypeScript as it is.
+   */
+  transpile(source: string): Promise<string | undefined> {
+    const run = this.#queue.then(async () => {
+      const reply = await this.#ask({ id: this.#nextId++, kind: "transpile", source });
+      // The transform numbered positions this worker's next check would not expect.
+      this.#recycle();
+      return reply !== "timeout" && reply.kind === "transpiled" ? reply.code : undefined;
+    });
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
   async #check(source: string, allowImports: readonly string[]): Promise<ParseOutcome> {
     for (let attempt = 1;; attempt++) {
-      const reply = await this.#ask(source, allowImports);
+      const reply = await this.#ask({ id: this.#nextId++, kind: "check", source, allowImports });
       if (reply === "timeout") {
         return { ok: false, message: `the parser gave no answer within ${this.#timeoutMs} ms` };
       }
@@ -65,6 +80,8 @@ export class SwcParser implements AsyncDisposable {
           // A trap (deep nesting) leaves the instance unusable.
           this.#recycle();
           return { ok: false, message: reply.message };
+        case "transpiled":
+          return { ok: false, message: "the parser answered a check with a transpile" };
         case "drift":
           // The worker lost count of positions: start afresh once.
           this.#recycle();
@@ -75,13 +92,13 @@ export class SwcParser implements AsyncDisposable {
     }
   }
 
-  #ask(source: string, allowImports: readonly string[]): Promise<ParseReply | "timeout"> {
+  #ask(request: ParseRequest): Promise<ParseReply | "timeout"> {
     if (this.#parses >= this.#recycleAfter) this.#recycle();
     this.#parses++;
     const worker = this.#worker ??= new Worker(new URL("./_swc_worker.ts", import.meta.url), {
       type: "module",
     });
-    const id = this.#nextId++;
+    const id = request.id;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         cleanup();
@@ -112,7 +129,7 @@ export class SwcParser implements AsyncDisposable {
       };
       worker.addEventListener("message", onMessage);
       worker.addEventListener("error", onError);
-      worker.postMessage({ id, source, allowImports });
+      worker.postMessage(request);
     });
   }
 

@@ -11,17 +11,23 @@
  *
  * @module
  */
-import { initSync, parseSync } from "npm:@swc/wasm-web@1.16.18";
+import { initSync, parseSync, transformSync } from "npm:@swc/wasm-web@1.16.18";
 import swcModule from "./_swc_module.js";
 import { checkProgram, type JitViolation } from "./_rules.ts";
 import { SourceMap } from "./_source_map.ts";
 
-/** One request: a source and the import specifiers it may use. */
-export interface ParseRequest {
-  readonly id: number;
-  readonly source: string;
-  readonly allowImports: readonly string[];
-}
+/**
+ * One request: check a source against the rules (with the import specifiers it may use), or
+ * transpile it to JavaScript (types stripped, nothing else changed).
+ */
+export type ParseRequest =
+  | {
+    readonly id: number;
+    readonly kind: "check";
+    readonly source: string;
+    readonly allowImports: readonly string[];
+  }
+  | { readonly id: number; readonly kind: "transpile"; readonly source: string };
 
 /**
  * One answer: the rules' violations; a syntax error (the instance stays usable); a failure of
@@ -31,7 +37,8 @@ export interface ParseRequest {
 export type ParseReply =
   | { readonly id: number; readonly kind: "checked"; readonly violations: JitViolation[] }
   | { readonly id: number; readonly kind: "syntax" | "failed"; readonly message: string }
-  | { readonly id: number; readonly kind: "drift" };
+  | { readonly id: number; readonly kind: "drift" }
+  | { readonly id: number; readonly kind: "transpiled"; readonly code: string };
 
 /** The few members of the worker's global scope this file uses. */
 interface WorkerScope {
@@ -45,7 +52,23 @@ function serve(scope: WorkerScope): void {
   // swc gives each parsed source the next range of positions, one past the previous end.
   let base = 1;
   scope.onmessage = (event) => {
-    const { id, source, allowImports } = event.data;
+    const request = event.data;
+    const { id, source } = request;
+    if (request.kind === "transpile") {
+      // swc numbers this source's positions too: the host recycles this worker afterwards.
+      try {
+        const { code } = transformSync(source, {
+          jsc: { parser: { syntax: "typescript" }, target: "es2022" },
+          isModule: true,
+          sourceMaps: false,
+        });
+        scope.postMessage({ id, kind: "transpiled", code });
+      } catch (error) {
+        scope.postMessage({ id, kind: "syntax", message: String(error) });
+      }
+      return;
+    }
+    const { allowImports } = request;
     const map = new SourceMap(source);
     const start = base;
     base += map.byteLength + 1;

@@ -34,7 +34,10 @@ export interface JitCall {
   readonly pid: string;
   /** The tool's name (audit resource, provenance label of what it writes). */
   readonly tool: string;
+  /** The tool's TypeScript: what identifies the call in the ledger. */
   readonly source: string;
+  /** The same source transpiled to JavaScript, when the caller has it: what then runs. */
+  readonly compiled?: string;
   readonly args: unknown;
   readonly signal?: AbortSignal;
 }
@@ -81,10 +84,11 @@ export async function callJitTool(host: JitCallHost, call: JitCall): Promise<Jit
   let result: SandboxResult;
   try {
     result = await host.sandbox.call(
-      call.source,
+      call.compiled ?? call.source,
       call.args,
       (name, args, signal) => session.call(name, args, signal),
       call.signal,
+      call.compiled === undefined ? {} : { language: "javascript" },
     );
   } catch (error) {
     failed(error, error instanceof SandboxError ? error.code : "sandbox_failed");

@@ -25,6 +25,8 @@ export const HostFrame = z.discriminatedUnion("type", [
     /** The memory budget: an error is out of memory only when the process nears it. */
     memoryBytes: z.number().int().positive(),
     source: z.string(),
+    /** What `source` is written in: TypeScript (default), or JavaScript the host transpiled. */
+    lang: z.enum(["typescript", "javascript"]).optional(),
     args: Json,
   }).strict(),
   z.object({

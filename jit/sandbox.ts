@@ -105,6 +105,16 @@ export interface SandboxResult {
   readonly durationMs: number;
 }
 
+/** How to run one call. */
+export interface CallOptions {
+  /**
+   * What the source is written in: TypeScript (the default; Deno transpiles it in the sandbox),
+   * or JavaScript — a registered tool's source transpiled once on the host, which spares each
+   * call Deno's transpile.
+   */
+  readonly language?: "typescript" | "javascript";
+}
+
 /** Host programs the sandbox launches through. */
 export interface SandboxTools {
   readonly deno: string;
@@ -175,6 +185,7 @@ export class JitSandbox implements AsyncDisposable {
     args: unknown,
     onSyscall: SyscallHandler,
     signal?: AbortSignal,
+    options: CallOptions = {},
   ): Promise<SandboxResult> {
     signal?.throwIfAborted();
     if (this.#disposed) throw new SandboxError("sandbox_failed", "The sandbox was disposed");
@@ -188,7 +199,7 @@ export class JitSandbox implements AsyncDisposable {
       });
     }
     try {
-      return await this.#drive(spawned, source, args, onSyscall, signal);
+      return await this.#drive(spawned, source, args, onSyscall, signal, options.language);
     } finally {
       this.#reap(spawned);
       // Refilled after the call: starting a Deno competes with the running tool for the CPU.
@@ -280,6 +291,7 @@ export class JitSandbox implements AsyncDisposable {
     args: unknown,
     onSyscall: SyscallHandler,
     signal: AbortSignal | undefined,
+    language: "typescript" | "javascript" | undefined,
   ): Promise<SandboxResult> {
     const limits = this.limits;
     const { child } = spawned;
@@ -339,6 +351,7 @@ export class JitSandbox implements AsyncDisposable {
         nonce,
         memoryBytes: limits.memoryMiB * 1024 * 1024,
         source,
+        ...(language === "javascript" ? { lang: language } : {}),
         args,
       });
       resume();

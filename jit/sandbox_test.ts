@@ -327,3 +327,22 @@ Deno.test("JitSandbox attack: no sandbox process outlives a SIGKILLed host (a ru
     Deno.removeSync(temp, { recursive: true });
   }
 });
+
+Deno.test("JitSandbox.call() with language javascript imports the source as JavaScript (TypeScript syntax fails there)", async () => {
+  await using sandbox = new JitSandbox({ limits: { wallMs: 5_000 } });
+  const js = "export function run(args) { return args.n * 2; }";
+  assert.equal(
+    (await sandbox.call(js, { n: 21 }, echo, undefined, { language: "javascript" })).value,
+    42,
+  );
+  const typed = "export function run(args: { n: number }) { return args.n * 2; }";
+  assert.equal(
+    (await sandbox.call(typed, { n: 2 }, echo)).value,
+    4,
+    "control: TypeScript by default",
+  );
+  const error = await failure(
+    sandbox.call(typed, { n: 2 }, echo, undefined, { language: "javascript" }),
+  );
+  assert.equal(error.code, "tool_error");
+});

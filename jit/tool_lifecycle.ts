@@ -378,6 +378,10 @@ export class JitToolLifecycle {
   #install(pid: string, candidate: ToolCandidate): void {
     const args = schemaOf(candidate.input_schema, "input schema");
     const host = this.#o.host;
+    // Transpiled once, on first use, by the validator's swc; undefined runs the TypeScript.
+    let compiled: Promise<string | undefined> | undefined;
+    const javascript = () =>
+      compiled ??= this.#o.validator.transpile(candidate.source).catch(() => undefined);
     this.#o.tools.registerJit(pid, {
       name: candidate.name,
       description: candidate.description,
@@ -385,14 +389,18 @@ export class JitToolLifecycle {
       parameters: candidate.input_schema,
       effects: [],
       origin: "jit",
-      run: async (callArgs, ctx) =>
-        (await callJitTool(host, {
+      run: async (callArgs, ctx) => {
+        const js = await javascript();
+        const result = await callJitTool(host, {
           pid: ctx.pid,
           tool: candidate.name,
           source: candidate.source,
+          ...(js === undefined ? {} : { compiled: js }),
           args: callArgs,
           signal: ctx.signal,
-        })).value as JsonValue,
+        });
+        return result.value as JsonValue;
+      },
     });
   }
 }

@@ -77,6 +77,15 @@ export class JitValidator implements AsyncDisposable {
   }
 
   /**
+   * The source as JavaScript (types stripped by the same swc that validates), or undefined when
+   * it cannot be transpiled; what a registered tool runs, so that each call spares Deno's own
+   * transpile. It checks nothing: validate first.
+   */
+  transpile(source: string): Promise<string | undefined> {
+    return this.#parser.transpile(source);
+  }
+
+  /**
    * Checks one source.
    * @throws {TypeError} when `source` is not a string.
    */

@@ -134,3 +134,18 @@ Deno.test("JitValidator.validate() checks code in every position the AST can hid
   const missed = homes.filter((_, i) => !lines.has(i + 1));
   assert.deepEqual(missed, [], "every home's Deno is found");
 });
+
+Deno.test("JitValidator.transpile() strips types and nothing else; a transpile leaves later positions right", async () => {
+  await using v = new JitValidator();
+  const typed = `interface In { n: number }
+export function run(args: In, libos: unknown): number { return (args.n as number) + 1; }
+`;
+  const js = await v.transpile(typed);
+  assert.ok(js !== undefined);
+  assert.doesNotMatch(js, /interface|: number|as number/);
+  assert.match(js, /export function run\(args, libos\)/);
+  assert.equal(await v.transpile("const = ;"), undefined, "a syntax error transpiles to nothing");
+  // swc numbered the transpiled sources' positions too: the next check must not drift.
+  const report = await v.validate(`const a = 1;\n  eval("x");\n${RUN}`);
+  assert.deepEqual(report.violations.map((x) => [x.rule, x.line, x.column]), [["eval", 2, 3]]);
+});

@@ -2,13 +2,13 @@
  * JIT sandbox benchmark (issue 11): what a tool call costs. A new Deno process per call (the
  * paper prototype's way) against the warm pool (processes started ahead, one call each), at one
  * call every 100 ms (target: warm p50 ≤ 5 ms) and back to back (sustained calls/s); and syscall
- * round trips per second from one tool (target ≥ 4,000/s; this row has no syscall session yet,
- * so no capability check or audit in the handler).
+ * round trips per second from one tool through a real runtime's syscall session (target
+ * ≥ 4,000/s, capability check and audit included).
  *
  * @module
  */
 import { join } from "node:path";
-import { callJitTool, JitSandbox, type SyscallHandler } from "../../jit/mod.ts";
+import { callJitTool, JitSandbox, JitValidator, type SyscallHandler } from "../../jit/mod.ts";
 import { createRuntime } from "../../runtime/runtime.ts";
 import { runtimeTargets } from "../../runtime/syscall_session.ts";
 import { type BenchCase, benchDir, type BenchResult } from "./_bench.ts";
@@ -20,7 +20,19 @@ const TOOL = `export async function run(args, libos) {
 
 const answer: SyscallHandler = () => Promise.resolve(1);
 
-async function paced(poolSize: number, calls: number, gapMs: number): Promise<BenchResult> {
+/**
+ * `calls` calls, `gapMs` apart. `transpiled`: the tool runs as a registered tool does — its
+ * TypeScript transpiled once on the host — instead of being transpiled by Deno in each call.
+ */
+async function paced(
+  poolSize: number,
+  calls: number,
+  gapMs: number,
+  transpiled = false,
+): Promise<BenchResult> {
+  await using validator = new JitValidator();
+  const js = transpiled ? await validator.transpile(TOOL) : undefined;
+  if (transpiled && js === undefined) throw new Error("the bench tool did not transpile");
   await using sandbox = new JitSandbox({ poolSize });
   sandbox.warm();
   await new Promise((resolve) => setTimeout(resolve, 600));
@@ -28,7 +40,13 @@ async function paced(poolSize: number, calls: number, gapMs: number): Promise<Be
   const start = performance.now();
   for (let i = 0; i < calls; i++) {
     const t = performance.now();
-    await sandbox.call(TOOL, { n: i }, answer);
+    await sandbox.call(
+      js ?? TOOL,
+      { n: i },
+      answer,
+      undefined,
+      js === undefined ? {} : { language: "javascript" },
+    );
     latencies.push(performance.now() - t);
     if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
   }
@@ -36,7 +54,9 @@ async function paced(poolSize: number, calls: number, gapMs: number): Promise<Be
     ops: calls,
     seconds: (performance.now() - start) / 1000,
     latenciesMs: latencies,
-    note: gapMs > 0 ? `one call every ${gapMs} ms` : "back to back",
+    note: `${gapMs > 0 ? `one call every ${gapMs} ms` : "back to back"}${
+      transpiled ? ", transpiled on the host" : ", TypeScript"
+    }`,
   };
 }
 
@@ -85,9 +105,14 @@ export const CASES: readonly BenchCase[] = [
   },
   {
     group: "jit sandbox: one call every 100 ms",
-    name: "warm pool of 2, paced",
-    target: { maxP50Ms: 5 },
+    name: "warm pool of 2, paced, TypeScript transpiled in the sandbox",
     run: () => paced(2, 30, 100),
+  },
+  {
+    group: "jit sandbox: one call every 100 ms",
+    name: "warm pool of 2, paced, a registered tool (transpiled once on the host)",
+    target: { maxP50Ms: 5 },
+    run: () => paced(2, 30, 100, true),
   },
   {
     group: "jit sandbox: back to back",
@@ -96,8 +121,8 @@ export const CASES: readonly BenchCase[] = [
   },
   {
     group: "jit sandbox: back to back",
-    name: "warm pool of 2, back to back",
-    run: () => paced(2, 40, 0),
+    name: "warm pool of 2, back to back, a registered tool",
+    run: () => paced(2, 40, 0, true),
   },
   {
     group: "jit sandbox: syscalls",
