@@ -344,6 +344,7 @@ export class JitSandbox implements AsyncDisposable {
     let logBytes = 0;
     let syscalls = 0;
     let outcome: { value: unknown } | SandboxError | undefined;
+    const death = child.status.then((exited) => ({ exited }));
     try {
       await send({
         type: "run",
@@ -410,7 +411,7 @@ export class JitSandbox implements AsyncDisposable {
           break;
         }
         pause();
-        const reply = await onSyscall(frame.name, frame.args, serving.signal).then(
+        const served = onSyscall(frame.name, frame.args, serving.signal).then(
           (value) => ({ type: "syscall_result", id: frame.id, ok: true, value: value ?? null }),
           (error: unknown) => ({
             type: "syscall_result",
@@ -422,6 +423,13 @@ export class JitSandbox implements AsyncDisposable {
             },
           }),
         );
+        // The tool's process may die while the host serves (its CPU limit runs on while a
+        // syscall waits on a human): then the call ends now, and the wait is cut off with it.
+        const reply = await Promise.race([served, death]);
+        if ("exited" in reply) {
+          stop(deathOf(reply.exited, await spawned.stderr, limits));
+          break;
+        }
         if (breach) break;
         await send(reply);
         resume();

@@ -622,10 +622,9 @@ Deno.test({
 
 Deno.test({
   name:
-    "JitSandbox attack: a tool killed for CPU while its syscall waits on a human leaves the request live; approving it later still runs the effect for a dead tool",
-  // DEFECT: #drive awaits onSyscall without watching the child's exit, so a sandbox that dies
-  // (CPU/memory limit) during a blocked syscall is noticed only when the human decides.
-  ignore: true,
+    "JitSandbox attack: a tool killed for CPU while its syscall waits on a human fails at once, its request withdrawn, and a late approval runs nothing",
+  // Was a defect: #drive awaited onSyscall without watching the child's exit; it now races the
+  // syscall against the process's death and cuts the wait off.
   fn: async () => {
     await using s = await setup({ human: "queue", limits: { wallMs: 2_000, cpuSeconds: 1 } });
     Deno.writeTextFileSync(join(s.root, "victim.txt"), "x");
