@@ -151,6 +151,31 @@ function checkImage(image: string): string {
   return image;
 }
 
+/**
+ * A process may narrow the tool table of an image it execs or spawns a child with, never widen
+ * it past the image's own list (the operator may).
+ * @throws {CapabilityDeniedError} naming the tools the image does not list.
+ */
+function refuseWiderTools(
+  actor: Actor,
+  explicit: readonly string[] | undefined,
+  resolved: { readonly id: string; readonly image: ResolvedImage | undefined },
+  what: string,
+): void {
+  if (actor.kind !== "process" || !explicit || !resolved.image) return;
+  const defaults = resolved.image.defaultTools;
+  const extra = explicit.filter((t) => !defaults.includes(t));
+  if (extra.length) {
+    throw new CapabilityDeniedError(
+      "capability_denied",
+      `Process ${actor.pid} cannot ${what} tools ${
+        extra.join(", ")
+      }: image ${resolved.id} does not list them`,
+      { reason: `image:${resolved.id}` },
+    );
+  }
+}
+
 function refuseFinished(p: AgentProcess, what: string): void {
   if (isFinal(p.status)) {
     throw new IllegalTransitionError(
@@ -495,6 +520,7 @@ export class ProcessManager {
     const goal = checkGoal(options.goal);
     const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
     const resolved = this.#image(options.image, actor, "spawn a child with");
+    refuseWiderTools(actor, explicit, resolved, "spawn a child with");
     const fields = {
       image: resolved.id,
       goal,
@@ -529,19 +555,7 @@ export class ProcessManager {
     const resolved = this.#image(options.image, actor, "exec");
     const image = resolved.id;
     const defaults = resolved.image?.defaultTools ?? [];
-    if (actor.kind === "process" && explicit && resolved.image) {
-      // A process may narrow its new tool table, never widen it past the image's.
-      const extra = explicit.filter((t) => !defaults.includes(t));
-      if (extra.length) {
-        throw new CapabilityDeniedError(
-          "capability_denied",
-          `Process ${actor.pid} cannot exec with tools ${
-            extra.join(", ")
-          }: image ${image} does not list them`,
-          { reason: `image:${image}` },
-        );
-      }
-    }
+    refuseWiderTools(actor, explicit, resolved, "exec with");
     const tools = explicit ?? checkTools(defaults);
     const engine = this.#engine;
     const authority = this.#authorize(

@@ -384,9 +384,8 @@ Deno.test("process.spawn_child() attack: a child with an image the parent may no
 
 Deno.test({
   name:
-    "process.spawn_child() attack: a tool spawns a child whose tool table lists tools neither its image nor its parent has (exec refuses the same widening)",
-  // DEFECT: ProcessManager.spawnChild() takes any explicit tool names from a process actor.
-  ignore: true,
+    "process.spawn_child() attack: a tool cannot spawn a child whose tool table lists tools its image does not (as exec refuses)",
+  // Was a defect: ProcessManager.spawnChild() took any explicit tool names from a process.
   fn: async () => {
     await using s = await setup();
     const before = s.runtime.processes.get(s.pid).tools;
