@@ -738,17 +738,62 @@ export class HumanChannel {
   }
 
   /**
-   * Cancels the pending requests process `pid` made at or after `since` (ms since the epoch):
-   * what a call cut off by a restart was waiting on. Returns them.
+   * Withdraws the requests process `pid` made at or after `since` (ms since the epoch) that are
+   * still pending, or approved but not run: what a call cut off by a restart was waiting on.
+   * Returns them.
    */
   cancelSince(pid: string, since: number, why: string): HumanRequest[] {
     const out: HumanRequest[] = [];
-    for (const request of this.list({ pid, statuses: ["pending"] })) {
+    for (const request of this.list({ pid, statuses: ["pending", "approved"] })) {
       if (request.createdAt < Math.trunc(since)) continue;
-      const cancelled = this.cancel(request.id, "runtime", why);
-      if (cancelled) out.push(cancelled);
+      const withdrawn = this.withdraw(request.id, "runtime", why);
+      if (withdrawn) out.push(withdrawn);
     }
     return out;
+  }
+
+  /**
+   * Withdraws a request its asker will never act on (the call that asked was cut off): a
+   * pending one is cancelled; an approved action that has not run yet is cancelled too and its
+   * one-shot grant revoked, so it cannot let the same action through later, unasked. (Standing
+   * grants the human chose — "allow always", a permission — stay: they were decisions of their
+   * own.) Returns the request, or undefined when there was nothing to withdraw.
+   */
+  withdraw(id: string, by: string, why: string): HumanRequest | undefined {
+    const row = this.#core.store.getHumanRequest(id);
+    if (!row) return undefined;
+    if (row.status === "pending") return this.cancel(id, by, why);
+    if (row.status !== "approved" || row.kind !== "approval") return undefined;
+    return this.#core.store.step(() => {
+      const request = this.get(id);
+      const revoked: string[] = [];
+      for (const capId of request.response?.capabilities ?? []) {
+        const cap = this.#authority.capabilities.get(capId);
+        if (cap.oneShot && cap.usedAt === null && cap.revokedAt === null) {
+          this.#authority.capabilities.revoke(capId, by);
+          revoked.push(capId);
+        }
+      }
+      const now = Math.trunc(this.#core.clock.now());
+      const next: HumanRequest = {
+        ...request,
+        status: "cancelled",
+        response: { ...(request.response ?? { by, at: now }), reason: why.slice(0, 4096) },
+        updatedAt: now,
+      };
+      this.#save(next);
+      this.#core.audit.append({
+        actor: by,
+        pid: request.pid,
+        action: "human.cancel",
+        resource: request.approval?.resource ?? "human:owner",
+        decision: "none",
+        authority: by,
+        correlation: id,
+        detail: { why: why.slice(0, 500), revoked: revoked.join(",") },
+      });
+      return next;
+    });
   }
 
   /**
@@ -802,7 +847,7 @@ export class HumanChannel {
   ): Promise<HumanResolution> {
     for (;;) {
       if (signal.aborted) {
-        this.cancel(id, "runtime", "the tool call that asked was cut off");
+        this.withdraw(id, "runtime", "the tool call that asked was cut off");
         throw signal.reason ?? new HumanDecisionError("approval_rejected", "The wait was cut off");
       }
       this.expireDue();

@@ -589,10 +589,9 @@ Deno.test("callJitTool() attack: approving after the call was cut off runs nothi
 
 Deno.test({
   name:
-    "callJitTool() attack: an approval given just before the call is cut off outlives the call and lets a later call of the process run the action unasked",
-  // DEFECT: awaitResolution() only cancels a *pending* request on abort; an approved one keeps
-  // its one-shot capability (24 h) for whatever runs next in the process.
-  ignore: true,
+    "callJitTool() attack: an approval given just before the call is cut off does not outlive the call: a later call of the process is asked again",
+  // Was a defect: awaitResolution() only cancelled a *pending* request on abort; an approved one
+  // kept its one-shot capability (24 h). It is now withdrawn and its grant revoked.
   fn: async () => {
     await using s = await setup({ human: "queue" });
     Deno.writeTextFileSync(join(s.root, "keep.txt"), "x");
@@ -605,16 +604,27 @@ Deno.test({
     controller.abort();
     await assert.rejects(call, (e: unknown) => e instanceof SandboxError && e.code === "aborted");
     assert.ok(exists(join(s.root, "keep.txt")), "the cut-off call deleted nothing");
-    // Another tool of the same process now does the same delete.
-    const later = await s.run(
+    assert.equal(s.runtime.human.get(request.id).status, "cancelled", "withdrawn with its call");
+    // Another tool of the same process now does the same delete: a human is asked again.
+    const again = new AbortController();
+    const later = s.run(
       s.pid,
       "other_tool",
       `export async function run(args, libos) {
       try { await libos.call("fs.delete_file", { path: "keep.txt", missing_ok: false }); return "deleted"; }
       catch (e) { return e.code; }
     }`,
+      {},
+      again.signal,
     );
-    assert.notEqual(later.value, "deleted", "the approval died with its call");
+    const second = await eventually(
+      () => s.runtime.human.list().find((r) => r.id !== request.id),
+      "a new approval request",
+    );
+    assert.equal(second.kind, "approval", "the approval died with its call: it asks again");
+    assert.ok(exists(join(s.root, "keep.txt")));
+    again.abort();
+    await assert.rejects(later, SandboxError);
     assert.ok(exists(join(s.root, "keep.txt")));
   },
 });
