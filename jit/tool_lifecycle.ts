@@ -3,9 +3,15 @@
  * object in the proposing process's namespace; `validate` runs the static validator, then each of
  * the candidate's tests in the sandbox against a scripted syscall mock (expected syscalls consumed
  * in order, arguments compared, unconsumed expectations fail, the output checked against the
- * output schema); `register` needs the `register` right on `tool:<name>` and a passing validation,
- * and puts the tool in the registering process's own table only (a built-in is never shadowed).
- * A registered tool runs through {@link callJitTool} under the calling process's capabilities.
+ * output schema); `register` needs a passing validation of the source as it stands and the
+ * `register` right on `tool:<name>` or a human's approval of that exact source, and puts the tool
+ * in the registering process's own table only (a built-in is never shadowed). A registered tool
+ * runs through {@link callJitTool} under the calling process's capabilities.
+ *
+ * What the lifecycle trusts is what the process cannot write: validation outcomes and
+ * registrations are the runtime's own immutable records (`jit.validation`, `jit.registration`,
+ * object types only the runtime creates) in the process's namespace, bound to its pid and to the
+ * source's sha256; the candidate object itself is the process's and proves nothing.
  *
  * @module
  */
@@ -16,7 +22,8 @@ import { digestOf, type JsonValue, sha256Hex } from "../runtime/canonical_json.t
 import { ApprovalRequiredError, LibosError, ValidationError } from "../runtime/errors.ts";
 import type { HumanChannel } from "../runtime/human_channel.ts";
 import type { PendingAction } from "../runtime/human_request.ts";
-import type { ObjectMemory } from "../runtime/object_memory.ts";
+import { type ObjectMemory, RUNTIME_ACTOR } from "../runtime/object_memory.ts";
+import { processNamespace } from "../runtime/memory_object.ts";
 import { ToolName } from "../runtime/tool.ts";
 import type { ToolBroker } from "../runtime/tool_broker.ts";
 import type { Runtime } from "../runtime/runtime.ts";
@@ -75,15 +82,19 @@ export interface ToolValidation {
 export interface ToolLifecycleOptions {
   readonly host: JitCallHost;
   readonly validator: JitValidator;
-  readonly memory: Pick<ObjectMemory, "create" | "read" | "update" | "list">;
+  readonly memory: Pick<ObjectMemory, "create" | "read" | "list">;
   readonly authority: Pick<Authority, "decide" | "consume" | "refusal" | "capabilities">;
   /** Where a registration without the right goes for approval (none: it is refused). */
   readonly human?: Pick<HumanChannel, "escalate" | "mode">;
   readonly tools: Pick<ToolBroker, "registerJit" | "visible">;
 }
 
-/** The candidate object's type in object memory. */
+/** The candidate object's type in object memory (the process's own, editable). */
 const CANDIDATE_TYPE = "jit.candidate";
+/** The runtime's record of a validation outcome for one candidate and source (reserved type). */
+const VALIDATION_TYPE = "jit.validation";
+/** The runtime's record of a registration, with the source registered (reserved type). */
+const REGISTRATION_TYPE = "jit.registration";
 
 /** Builds a zod schema from a JSON Schema; refuses one zod cannot read. */
 function schemaOf(json: Record<string, JsonValue>, what: string): z.ZodType {
@@ -122,25 +133,55 @@ export class JitToolLifecycle {
     schemaOf(parsed.data.output_schema, "output schema");
     const info = this.#o.memory.create(pid, {
       type: CANDIDATE_TYPE,
-      payload: { candidate: parsed.data as unknown as JsonValue, validation: null },
+      payload: { candidate: parsed.data as unknown as JsonValue },
       provenance: { source: "model", label: parsed.data.name, ref: null },
     });
     return info.oid;
   }
 
-  /** Reads a stored candidate back (refusing anything that is not one). */
+  /**
+   * Reads a stored candidate back (refusing anything that is not one), and whether it passed
+   * validation as it stands: a `jit.validation` record the runtime stored for this object and
+   * this source's sha256 — never anything the candidate object itself says (the process may
+   * write that).
+   */
   #candidate(pid: string, oid: string): { candidate: ToolCandidate; passed: boolean } {
     const record = this.#o.memory.read(pid, oid);
     if (record.info.type !== CANDIDATE_TYPE) {
       throw new ValidationError(`Object ${oid} is a ${record.info.type}, not a tool candidate`);
     }
-    const payload = record.payload as { candidate?: unknown; validation?: unknown };
-    const candidate = ToolCandidate.parse(payload.candidate);
-    const validation = payload.validation as { ok?: unknown; source?: unknown } | null;
-    return {
-      candidate,
-      passed: validation?.ok === true && validation.source === candidate.source,
-    };
+    const candidate = ToolCandidate.parse((record.payload as { candidate?: unknown }).candidate);
+    const source = sha256Hex(candidate.source);
+    const passed = this.#records(pid, VALIDATION_TYPE).some(({ payload }) => {
+      const v = payload as { candidate?: unknown; source?: unknown; ok?: unknown };
+      return v.candidate === oid && v.source === source && v.ok === true;
+    });
+    return { candidate, passed };
+  }
+
+  /**
+   * The runtime's own records of one type in process `pid`'s namespace: reserved types a process
+   * cannot create (see `RESERVED_TYPES`), immutable, created by the runtime, and bound to `pid`.
+   */
+  #records(pid: string, type: string): { oid: string; payload: JsonValue }[] {
+    const out: { oid: string; payload: JsonValue }[] = [];
+    for (const info of this.#o.memory.list(RUNTIME_ACTOR, processNamespace(pid))) {
+      if (info.type !== type || info.creator !== RUNTIME_ACTOR || !info.immutable) continue;
+      const { payload } = this.#o.memory.read(RUNTIME_ACTOR, info.oid);
+      if ((payload as { pid?: unknown }).pid === pid) out.push({ oid: info.oid, payload });
+    }
+    return out;
+  }
+
+  /** Stores one of the runtime's records in process `pid`'s namespace (immutable). */
+  #record(pid: string, type: string, label: string, payload: Record<string, JsonValue>): void {
+    this.#o.memory.create(RUNTIME_ACTOR, {
+      namespace: processNamespace(pid),
+      type,
+      payload: { ...payload, pid },
+      provenance: { source: "tool", label, ref: null },
+      immutable: true,
+    });
   }
 
   /**
@@ -159,11 +200,11 @@ export class JitToolLifecycle {
       }
     }
     const ok = report.ok && tests.every((t) => t.ok);
-    this.#o.memory.update(pid, oid, {
-      payload: {
-        candidate: candidate as unknown as JsonValue,
-        validation: { ok, source: candidate.source, tests: tests as unknown as JsonValue },
-      },
+    this.#record(pid, VALIDATION_TYPE, candidate.name, {
+      candidate: oid,
+      source: sha256Hex(candidate.source),
+      ok,
+      tests: tests as unknown as JsonValue,
     });
     return { ok, static: report, tests };
   }
@@ -296,9 +337,11 @@ export class JitToolLifecycle {
       });
     }
     this.#install(pid, candidate);
-    const record = this.#o.memory.read(pid, oid);
-    this.#o.memory.update(pid, oid, {
-      payload: { ...(record.payload as Record<string, JsonValue>), registered: true },
+    // What restore and inherit use: its own copy of exactly the source registered, which no
+    // later edit of the candidate changes.
+    this.#record(pid, REGISTRATION_TYPE, candidate.name, {
+      candidate: candidate as unknown as JsonValue,
+      source: source,
     });
     return candidate.name;
   }
@@ -317,22 +360,21 @@ export class JitToolLifecycle {
     return { registered: await this.register(pid, oid) };
   }
 
-  /** Process `pid`'s registered candidates that still pass validation as stored. */
-  #registered(pid: string): { oid: string; candidate: ToolCandidate; payload: JsonValue }[] {
-    const out: { oid: string; candidate: ToolCandidate; payload: JsonValue }[] = [];
-    for (const info of this.#o.memory.list(pid, `process:${pid}`)) {
-      if (info.type !== CANDIDATE_TYPE) continue;
-      const record = this.#o.memory.read(pid, info.oid);
-      if ((record.payload as { registered?: unknown }).registered !== true) continue;
-      const { candidate, passed } = this.#candidate(pid, info.oid);
-      // A candidate edited after registering must pass validation again.
-      if (passed) out.push({ oid: info.oid, candidate, payload: record.payload });
+  /** Process `pid`'s registrations: the runtime's records, each with the source registered. */
+  #registered(pid: string): { candidate: ToolCandidate; payload: JsonValue }[] {
+    const out: { candidate: ToolCandidate; payload: JsonValue }[] = [];
+    for (const { payload } of this.#records(pid, REGISTRATION_TYPE)) {
+      const parsed = ToolCandidate.safeParse((payload as { candidate?: unknown }).candidate);
+      if (!parsed.success) continue;
+      if ((payload as { source?: unknown }).source !== sha256Hex(parsed.data.source)) continue;
+      out.push({ candidate: parsed.data, payload });
     }
     return out;
   }
 
   /**
-   * Puts back the tools process `pid` registered before (they are stored with their source):
+   * Puts back the tools process `pid` registered before, each exactly as registered (the
+   * runtime's registration record keeps the source; editing the candidate changes nothing):
    * after a restart, the runtime calls this for a process before it runs. Returns their names.
    */
   restore(pid: string): string[] {
@@ -364,11 +406,8 @@ export class JitToolLifecycle {
       if (decision.effect !== "allow" || decision.approval) continue;
       // Already passed on (another lifecycle of the same runtime heard the same fork).
       if (this.#o.tools.visible(child).some((t) => t.name === candidate.name)) continue;
-      this.#o.memory.create(child, {
-        type: CANDIDATE_TYPE,
-        payload,
-        provenance: { source: "model", label: candidate.name, ref: null },
-      });
+      const { pid: _, ...registration } = payload as Record<string, JsonValue>;
+      this.#record(child, REGISTRATION_TYPE, candidate.name, registration);
       this.#install(child, candidate);
       names.push(candidate.name);
     }

@@ -187,7 +187,7 @@ Deno.test("JitToolLifecycle refuses malformed candidates and never lets a JIT to
   await assert.rejects(s.lifecycle.register(s.pid, oid), /built-in tool/);
 });
 
-Deno.test("JitToolLifecycle.restore() brings a registered tool back after a restart, and not an edited one", async () => {
+Deno.test("JitToolLifecycle.restore() brings a registered tool back after a restart exactly as registered: editing the candidate changes nothing", async () => {
   const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-jitlife-restart-" }));
   const workspace = join(root, "ws");
   Deno.mkdirSync(workspace);
@@ -222,7 +222,7 @@ Deno.test("JitToolLifecycle.restore() brings a registered tool back after a rest
       assert.ok(!runtime.tools.visible(pid).some((t) => t.name === "count_words"));
       assert.deepEqual(lifecycle.restore(pid), ["count_words"]);
       assert.ok(runtime.tools.visible(pid).some((t) => t.name === "count_words"));
-      // Someone edits the stored source: the edited tool is not restored.
+      // The process edits its candidate after registering it.
       const record = runtime.memory.read(pid, oid);
       const payload = record.payload as { candidate: ToolCandidate };
       const edited = { ...payload.candidate, source: "export function run() { return 1; }" };
@@ -233,7 +233,15 @@ Deno.test("JitToolLifecycle.restore() brings a registered tool back after a rest
     }
     {
       const { runtime, lifecycle } = await open();
-      assert.deepEqual(lifecycle.restore(pid), []);
+      // The registered source comes back, not the edited one (which returns 1).
+      assert.deepEqual(lifecycle.restore(pid), ["count_words"]);
+      Deno.writeTextFileSync(join(workspace, "b.txt"), "one two");
+      const tool = runtime.tools.visible(pid).find((t) => t.name === "count_words")!;
+      const value = await tool.run(
+        { path: "b.txt" },
+        { pid, signal: new AbortController().signal } as Parameters<typeof tool.run>[1],
+      );
+      assert.deepEqual(value, { words: 2 });
       await runtime.close();
     }
   } finally {
@@ -344,7 +352,7 @@ Deno.test("JitToolLifecycle.inherit() a fork gets its parent's JIT tool only whe
   }).pid;
   assert.equal(sees(heir), true);
   const copies = s.runtime.memory.list(heir, `process:${heir}`).filter((o) =>
-    o.type === "jit.candidate"
+    o.type === "jit.registration"
   );
   assert.equal(copies.length, 1);
   s.runtime.tools.dropJit(heir);

@@ -62,6 +62,16 @@ export {
 export type { ObjectHandle } from "./object_sharing.ts";
 export type { ObjectQueryOptions, QueryResult } from "./object_query.ts";
 
+/**
+ * Object types only the runtime (or the operator) creates: a process cannot forge a tool result
+ * (`tool.result`), a passing validation of a JIT tool (`jit.validation`) or a registration
+ * (`jit.registration`) — the JIT lifecycle trusts these because of it.
+ */
+export const RESERVED_TYPES: readonly string[] = Object.freeze([
+  "tool.result",
+  "jit.validation",
+  "jit.registration",
+]);
 /** What creating an object takes. */
 export interface CreateObject {
   /** Default: the acting process's own namespace. */
@@ -171,9 +181,11 @@ export class ObjectMemory {
       ? null
       : parse(ObjectName, input.name, "name");
     const type = parse(ObjectType, input.type, "type");
-    if (type === "tool.result" && !isPrivileged(actor)) {
+    if (RESERVED_TYPES.includes(type) && !isPrivileged(actor)) {
       throw new ValidationError(
-        "The object type tool.result is reserved for results the runtime stores; choose another type",
+        `The object type ${type} is reserved for records the runtime stores (${
+          RESERVED_TYPES.join(", ")
+        }); choose another type`,
       );
     }
     const metadata = this.#a.metadata(input.tags ?? [], input.attrs ?? {});
