@@ -7,6 +7,7 @@ import { callJitTool } from "./jit_call.ts";
 import { LibosError } from "../runtime/errors.ts";
 import { exists } from "../tests/shell_fixture.ts";
 import { JitSandbox, SandboxError } from "./sandbox.ts";
+import { allow } from "../tests/authority_fixture.ts";
 
 async function setup(mode: string, human: HumanMode = "none", wallMs = 2_000) {
   const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-jitcall-" }));
@@ -96,13 +97,7 @@ async function eventually<T>(find: () => T | undefined, what: string): Promise<T
 
 /** Lets the process delete in the workspace: workspace-write's ceiling then asks a human. */
 function grantDelete(s: { runtime: { authority: Runtime["authority"] }; pid: string }): void {
-  s.runtime.authority.capabilities.grant({
-    subject: s.pid,
-    resource: { type: "fs", path: ".", scope: "subtree" },
-    rights: ["delete"],
-    effect: "allow",
-    issuer: "operator",
-  }, "operator");
+  allow(s.runtime, s.pid, { type: "fs", path: ".", scope: "subtree" }, ["delete"]);
 }
 
 const DELETER = `export async function run(args, libos) {

@@ -21,7 +21,7 @@ import type { Authority } from "../runtime/authority.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../runtime/canonical_json.ts";
 import { ApprovalRequiredError, LibosError, ValidationError } from "../runtime/errors.ts";
 import type { HumanChannel } from "../runtime/human_channel.ts";
-import type { PendingAction } from "../runtime/human_request.ts";
+import { actionApproval, type PendingAction } from "../runtime/human_request.ts";
 import { type ObjectMemory, RUNTIME_ACTOR } from "../runtime/object_memory.ts";
 import { processNamespace } from "../runtime/memory_object.ts";
 import { ToolName } from "../runtime/tool.ts";
@@ -308,33 +308,26 @@ export class JitToolLifecycle {
           { reason: decision.reason, digest },
         );
       }
-      await this.#o.human.escalate(pid, {
-        primitive: "tool",
-        operation: "tool.register",
-        path: null,
-        absolutePath: null,
-        resource: `tool:${candidate.name}`,
-        right: "register",
-        reason: decision.reason,
-        grantScope: "this tool with exactly this source, once",
-        willCreate: null,
-        willOverwrite: null,
-        target: null,
-        bytes: new TextEncoder().encode(candidate.source).length,
-        sha256: source,
-        preview: candidate.source,
-        diff: null,
-        executable: null,
-        argv: null,
-        cwd: null,
-        envHash: null,
-        digest,
-        ceiling: null,
-        action: {
-          primitive: "tool.register",
-          args: { oid, name: candidate.name, content: candidate.source },
-        },
-      });
+      await this.#o.human.escalate(
+        pid,
+        actionApproval({
+          primitive: "tool",
+          operation: "tool.register",
+          resource: `tool:${candidate.name}`,
+          right: "register",
+          reason: decision.reason,
+          grantScope: "this tool with exactly this source, once",
+          bytes: new TextEncoder().encode(candidate.source).length,
+          sha256: source,
+          preview: candidate.source,
+          digest,
+          ceiling: null,
+          action: {
+            primitive: "tool.register",
+            args: { oid, name: candidate.name, content: candidate.source },
+          },
+        }),
+      );
     }
     this.#install(pid, candidate);
     // What restore and inherit use: its own copy of exactly the source registered, which no

@@ -11,6 +11,7 @@ import { createRuntime } from "../runtime/runtime.ts";
 import { JitSandbox } from "./sandbox.ts";
 import { lifecycleFor, type ToolCandidate } from "./tool_lifecycle.ts";
 import { JitValidator } from "./validator.ts";
+import { allow } from "../tests/authority_fixture.ts";
 
 async function setup(human: HumanMode = "none") {
   const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-jitlife-" }));
@@ -75,13 +76,7 @@ Deno.test("JitToolLifecycle: propose, validate and register a tool, which then r
   assert.equal(validation.ok, true);
   // Registering needs the register right on tool:count_words.
   await assert.rejects(s.lifecycle.register(s.pid, oid), ApprovalRequiredError);
-  s.runtime.authority.capabilities.grant({
-    subject: s.pid,
-    resource: { type: "tool", key: "count_words", scope: "exact" },
-    rights: ["register"],
-    effect: "allow",
-    issuer: "operator",
-  });
+  allow(s.runtime, s.pid, { type: "tool", key: "count_words", scope: "exact" }, ["register"]);
   assert.equal(await s.lifecycle.register(s.pid, oid), "count_words");
   assert.ok(
     s.runtime.tools.visible(s.pid).some((t) => t.name === "count_words" && t.origin === "jit"),
@@ -177,13 +172,7 @@ Deno.test("JitToolLifecycle refuses malformed candidates and never lets a JIT to
   const builtin = s.runtime.tools.builtins()[0]!.name;
   const oid = s.lifecycle.propose(s.pid, counter({ name: builtin }));
   assert.equal((await s.lifecycle.validate(s.pid, oid)).ok, true);
-  s.runtime.authority.capabilities.grant({
-    subject: s.pid,
-    resource: { type: "tool", key: builtin, scope: "exact" },
-    rights: ["register"],
-    effect: "allow",
-    issuer: "operator",
-  });
+  allow(s.runtime, s.pid, { type: "tool", key: builtin, scope: "exact" }, ["register"]);
   await assert.rejects(s.lifecycle.register(s.pid, oid), /built-in tool/);
 });
 
@@ -205,13 +194,7 @@ Deno.test("JitToolLifecycle.restore() brings a registered tool back after a rest
     {
       const { runtime, lifecycle } = await open();
       pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
-      runtime.authority.capabilities.grant({
-        subject: pid,
-        resource: { type: "tool", key: "count_words", scope: "exact" },
-        rights: ["register"],
-        effect: "allow",
-        issuer: "operator",
-      });
+      allow(runtime, pid, { type: "tool", key: "count_words", scope: "exact" }, ["register"]);
       oid = lifecycle.propose(pid, counter());
       assert.equal((await lifecycle.validate(pid, oid)).ok, true);
       await lifecycle.register(pid, oid);
@@ -330,13 +313,7 @@ Deno.test("JitToolLifecycle.register() a capability that denies the right is fin
 Deno.test("JitToolLifecycle.inherit() a fork gets its parent's JIT tool only when granted the register right, as its own stored copy", async () => {
   await using s = await setup();
   const oid = await validated(s);
-  s.runtime.authority.capabilities.grant({
-    subject: s.pid,
-    resource: { type: "tool", key: "count_words", scope: "exact" },
-    rights: ["register"],
-    effect: "allow",
-    issuer: "operator",
-  });
+  allow(s.runtime, s.pid, { type: "tool", key: "count_words", scope: "exact" }, ["register"]);
   assert.equal(await s.lifecycle.register(s.pid, oid), "count_words");
   const sees = (pid: string) => s.runtime.tools.visible(pid).some((t) => t.name === "count_words");
   // Not granted: a fork does not get it.

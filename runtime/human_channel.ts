@@ -712,6 +712,19 @@ export class HumanChannel {
     }
   }
 
+  #auditCancel(request: HumanRequest, by: string, detail: Record<string, string>): void {
+    this.#core.audit.append({
+      actor: by,
+      pid: request.pid,
+      action: "human.cancel",
+      resource: request.approval?.resource ?? "human:owner",
+      decision: "none",
+      authority: by,
+      correlation: request.id,
+      detail,
+    });
+  }
+
   /**
    * Cancels a pending request nobody will act on (its process was cancelled or ended); audited.
    * Returns undefined when it was no longer pending.
@@ -720,16 +733,7 @@ export class HumanChannel {
     const row = this.#core.store.getHumanRequest(id);
     if (!row || row.status !== "pending") return undefined;
     return this.#decide(id, by, (request) => {
-      this.#core.audit.append({
-        actor: by,
-        pid: request.pid,
-        action: "human.cancel",
-        resource: request.approval?.resource ?? "human:owner",
-        decision: "none",
-        authority: by,
-        correlation: id,
-        detail: { why },
-      });
+      this.#auditCancel(request, by, { why });
       return {
         status: "cancelled",
         response: { by, at: Math.trunc(this.#core.clock.now()), reason: why },
@@ -782,16 +786,7 @@ export class HumanChannel {
         updatedAt: now,
       };
       this.#save(next);
-      this.#core.audit.append({
-        actor: by,
-        pid: request.pid,
-        action: "human.cancel",
-        resource: request.approval?.resource ?? "human:owner",
-        decision: "none",
-        authority: by,
-        correlation: id,
-        detail: { why: why.slice(0, 500), revoked: revoked.join(",") },
-      });
+      this.#auditCancel(request, by, { why: why.slice(0, 500), revoked: revoked.join(",") });
       return next;
     });
   }

@@ -111,6 +111,35 @@ export const ApprovalDetails = z.object({
 /** What a human is shown before approving one action. */
 export type ApprovalDetails = z.infer<typeof ApprovalDetails>;
 
+/** The fields only an approval on a file has (null for any other action). */
+type FileFields = "path" | "absolutePath" | "willCreate" | "willOverwrite" | "target" | "diff";
+/** The fields only a shell-shaped approval has. */
+type ShellFields = "executable" | "argv" | "cwd" | "envHash";
+
+/**
+ * The approval of an action that is not on a file (a shell run, a request, a tool registration):
+ * the file fields are null, and the shell fields too unless given.
+ */
+export function actionApproval(
+  fields:
+    & Omit<ApprovalDetails, FileFields | ShellFields>
+    & Partial<Pick<ApprovalDetails, ShellFields>>,
+): ApprovalDetails {
+  return {
+    path: null,
+    absolutePath: null,
+    willCreate: null,
+    willOverwrite: null,
+    target: null,
+    diff: null,
+    executable: null,
+    argv: null,
+    cwd: null,
+    envHash: null,
+    ...fields,
+  };
+}
+
 /** A standing permission request (`request_permission`): approval mints a capability. */
 export const PermissionRequest = z.object({
   resource: CapabilityResource,

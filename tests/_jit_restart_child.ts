@@ -10,6 +10,7 @@ import { callJitTool } from "../jit/jit_call.ts";
 import { JitSandbox } from "../jit/sandbox.ts";
 import { createRuntime } from "../runtime/runtime.ts";
 import { runtimeTargets } from "../runtime/syscall_session.ts";
+import { allow } from "./authority_fixture.ts";
 
 if (import.meta.main) {
   const [workspace, db, state] = Deno.args;
@@ -24,13 +25,7 @@ if (import.meta.main) {
     env: { get: (n) => (n === "XDG_STATE_HOME" ? state : undefined) },
   });
   const pid = runtime.processes.spawn({ goal: "cleaner", image: "base-agent:v0" }).pid;
-  runtime.authority.capabilities.grant({
-    subject: pid,
-    resource: { type: "fs", path: ".", scope: "subtree" },
-    rights: ["delete"],
-    effect: "allow",
-    issuer: "operator",
-  }, "operator");
+  allow(runtime, pid, { type: "fs", path: ".", scope: "subtree" }, ["delete"]);
   const sandbox = new JitSandbox({ limits: { wallMs: 5_000 } });
   const host = { core: runtime, targets: runtimeTargets(runtime), sandbox, ledger: runtime.ledger };
   const scheduler = runtime.scheduler({

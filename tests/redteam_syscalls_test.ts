@@ -16,6 +16,7 @@ import { isFinal } from "../runtime/process.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
 import { runtimeTargets } from "../runtime/syscall_session.ts";
 import { exists } from "./shell_fixture.ts";
+import { allow } from "./authority_fixture.ts";
 
 interface Setup {
   readonly root: string;
@@ -83,13 +84,7 @@ function decisions(runtime: Runtime, pid: string, action: string): string[] {
 
 /** Lets the process delete in the workspace: workspace-write's ceiling then asks a human. */
 function grantDelete(runtime: Runtime, pid: string): void {
-  runtime.authority.capabilities.grant({
-    subject: pid,
-    resource: { type: "fs", path: ".", scope: "subtree" },
-    rights: ["delete"],
-    effect: "allow",
-    issuer: "operator",
-  }, "operator");
+  allow(runtime, pid, { type: "fs", path: ".", scope: "subtree" }, ["delete"]);
 }
 
 /** Runs each `[syscall, args]` of `args.calls` in order and reports "ok" or the error code. */
@@ -703,13 +698,7 @@ const EVIL = `export async function run(args, libos) {
 }`;
 
 function grantRegister(runtime: Runtime, pid: string, name = "echo_tool"): void {
-  runtime.authority.capabilities.grant({
-    subject: pid,
-    resource: { type: "tool", key: name, scope: "exact" },
-    rights: ["register"],
-    effect: "allow",
-    issuer: "operator",
-  }, "operator");
+  allow(runtime, pid, { type: "tool", key: name, scope: "exact" }, ["register"]);
 }
 
 Deno.test("JitToolLifecycle.inherit() attack: a tool forks through a syscall and the child gets no JIT tool it was not granted; a granted one passes (control)", async () => {

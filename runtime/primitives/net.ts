@@ -58,7 +58,7 @@ import {
   ValidationError,
 } from "../errors.ts";
 import type { HumanChannel } from "../human_channel.ts";
-import type { ApprovalDetails, PendingAction } from "../human_request.ts";
+import { actionApproval, type ApprovalDetails, type PendingAction } from "../human_request.ts";
 import { isFinal } from "../process.ts";
 import type { ProcessManager } from "../process_manager.ts";
 import type { NetMethod, NetProvider, NetReply } from "../providers/net.ts";
@@ -553,31 +553,21 @@ export class NetPrimitive {
       primitive: "net.fetch",
       args: args as PendingAction["args"],
     };
-    return {
+    return actionApproval({
       primitive: "network",
       operation: "net.fetch",
-      path: null,
-      absolutePath: null,
       resource: `net:${key}`,
       right: "connect",
       reason: decision.reason,
       grantScope: "this exact request, once (bound to its digest)",
-      willCreate: null,
-      willOverwrite: null,
-      target: null,
       bytes: hop.body?.length ?? null,
       sha256: hop.bodySha256,
       // Raw: `renderApprovalRequest` escapes every line it shows (DESIGN §5).
       preview: lines.join("\n"),
-      diff: null,
-      executable: null,
-      argv: null,
-      cwd: null,
-      envHash: null,
       digest,
       ceiling: decision.ceiling ?? (decision.layer === "mode" ? decision.reason : null),
       action,
-    };
+    });
   }
 
   /**

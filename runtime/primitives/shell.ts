@@ -57,7 +57,7 @@ import {
   ValidationError,
 } from "../errors.ts";
 import type { HumanChannel } from "../human_channel.ts";
-import type { ApprovalDetails, PendingAction } from "../human_request.ts";
+import { actionApproval, type ApprovalDetails, type PendingAction } from "../human_request.ts";
 import { isFinal } from "../process.ts";
 import type { ModeName } from "../modes.ts";
 import type { ProcessManager } from "../process_manager.ts";
@@ -687,24 +687,18 @@ export class ShellPrimitive implements AsyncDisposable {
   ): ApprovalDetails {
     const action: PendingAction = { primitive: "shell.run", args: args as PendingAction["args"] };
     const stdinBytes = stdin === null ? null : new TextEncoder().encode(stdin);
-    return {
+    return actionApproval({
       primitive: "shell",
       operation: "shell.run",
-      path: null,
-      absolutePath: null,
       resource: `shell:${argv.join(" ")}`.slice(0, 4096),
       right: "execute",
       reason: decision.reason,
       grantScope: `this exact command, once (bound to its digest)${
         wall ? ", inside the OS wall" : ", WITHOUT the OS wall"
       }`,
-      willCreate: null,
-      willOverwrite: null,
-      target: null,
       bytes: stdinBytes === null ? null : stdinBytes.length,
       sha256: stdinBytes === null ? null : `sha256:${sha256Hex(stdinBytes)}`,
       preview: stdin === null ? null : stdin.slice(0, 2000),
-      diff: null,
       executable: program.real === program.executable
         ? program.executable
         : `${program.executable} -> ${program.real}`,
@@ -717,7 +711,7 @@ export class ShellPrimitive implements AsyncDisposable {
         : null,
       offers: this.#offers(argv, decision, mode, wall),
       action,
-    };
+    });
   }
 
   /**
