@@ -3,7 +3,11 @@ import { join } from "node:path";
 import { NotFoundError } from "../runtime/errors.ts";
 import { JitSandbox, SandboxError, type SyscallHandler } from "./sandbox.ts";
 import { VETTED_IMPORTS } from "./validator.ts";
-import { failure as failed, processesWith as pidsWith } from "../tests/shell_fixture.ts";
+import {
+  failure as failed,
+  processesWith as pidsWith,
+  spawnTestChild,
+} from "../tests/shell_fixture.ts";
 
 const echo: SyscallHandler = (name, args) => Promise.resolve({ name, args });
 
@@ -290,26 +294,13 @@ Deno.test("JitSandbox.call() loads every allowlisted import-map key offline, and
 });
 
 Deno.test("JitSandbox attack: no sandbox process outlives a SIGKILLed host (a running call and a warm pool)", async () => {
-  const repo = new URL("..", import.meta.url).pathname;
   const temp = Deno.makeTempDirSync({ prefix: "libos-jit-host-" });
   try {
-    const child = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--quiet",
-        "--no-prompt",
-        `--config=${join(repo, "deno.json")}`,
-        "--allow-read",
-        "--allow-write",
-        "--allow-env",
-        "--allow-run",
-        join(repo, "tests", "_jit_orphan_child.ts"),
-      ],
-      // Its sandboxes live under this TMPDIR: their command lines carry it.
-      env: { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", TMPDIR: temp },
+    // Its sandboxes live under this TMPDIR: their command lines carry it.
+    const child = spawnTestChild("_jit_orphan_child.ts", [], {
+      env: { TMPDIR: temp },
       stdout: "piped",
-      stderr: "null",
-    }).spawn();
+    });
     const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
     const first = await reader.read();
     assert.match(first.value ?? "", /ready/);

@@ -6,12 +6,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { fileURLToPath } from "node:url";
 import type { ActionRecord } from "../runtime/action_ledger.ts";
 import { createRuntime } from "../runtime/runtime.ts";
-import { exists, processesWith } from "./shell_fixture.ts";
-
-const REPO = fileURLToPath(new URL("..", import.meta.url));
+import { exists, processesWith, spawnTestChild } from "./shell_fixture.ts";
 
 /** Polls (real time) until `find` returns something. */
 async function eventually<T>(find: () => T | undefined, what: string, ms = 60_000): Promise<T> {
@@ -48,26 +45,11 @@ Deno.test("JIT restart: a call blocked on an approval when the host is SIGKILLed
     for (const dir of [workspace, state, temp]) Deno.mkdirSync(dir);
     Deno.writeTextFileSync(join(workspace, "victim.txt"), "keep me");
     const db = join(root, "jit.db");
-    const child = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--quiet",
-        "--no-prompt",
-        `--config=${join(REPO, "deno.json")}`,
-        "--allow-read",
-        "--allow-write",
-        "--allow-env",
-        "--allow-run",
-        join(REPO, "tests", "_jit_restart_child.ts"),
-        workspace,
-        db,
-        state,
-      ],
-      // Its sandboxes live under this TMPDIR: their command lines carry it.
-      env: { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", TMPDIR: temp },
-      stdout: "null",
+    // Its sandboxes live under this TMPDIR: their command lines carry it.
+    const child = spawnTestChild("_jit_restart_child.ts", [workspace, db, state], {
+      env: { TMPDIR: temp },
       stderr: "piped",
-    }).spawn();
+    });
     const request = await eventually(() => pendingRequest(db), "the tool's approval request");
     assert.ok(processesWith(temp).length >= 1, "control: the tool's sandbox is alive, blocked");
     child.kill("SIGKILL");

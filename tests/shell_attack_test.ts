@@ -20,9 +20,8 @@ import {
   script,
   type ShellFixture,
   shellFixture,
+  spawnTestChild,
 } from "./shell_fixture.ts";
-
-const REPO = new URL("..", import.meta.url).pathname;
 
 /** Asks (queue mode), approves once, and returns the request id. */
 async function approveOnce(f: ShellFixture, argv: string[], cwd?: string): Promise<string> {
@@ -317,25 +316,10 @@ Deno.test("Shell orphans attack: children running long past their call die when 
     const ws = join(root, "ws");
     Deno.mkdirSync(ws);
     script(join(ws, "bg.sh"), `sleep ${background} >/dev/null 2>&1 &\necho $!`);
-    const child = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--quiet",
-        "--no-prompt",
-        `--config=${join(REPO, "deno.json")}`,
-        "--allow-read",
-        "--allow-write",
-        "--allow-env",
-        "--allow-run",
-        join(REPO, "tests", "_shell_orphan_child.ts"),
-        ws,
-        background,
-        foreground,
-      ],
-      env: { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
+    const child = spawnTestChild("_shell_orphan_child.ts", [ws, background, foreground], {
       stdout: "piped",
       stderr: "piped",
-    }).spawn();
+    });
     let killed = false;
     try {
       await readyLine(child, 60_000);

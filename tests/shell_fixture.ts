@@ -229,3 +229,37 @@ export function exists(path: string): boolean {
     return false;
   }
 }
+
+/**
+ * Starts one of the tests' child scripts (`tests/_*.ts`) as a real Deno process that the test can
+ * SIGKILL: read, write, env and run granted, the repository's config, `env` added to a quiet
+ * environment.
+ */
+export function spawnTestChild(
+  script: string,
+  args: readonly string[],
+  options: {
+    readonly env?: Record<string, string>;
+    readonly stdout?: "piped" | "null";
+    readonly stderr?: "piped" | "null";
+  } = {},
+): Deno.ChildProcess {
+  const repo = new URL("..", import.meta.url).pathname;
+  return new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--quiet",
+      "--no-prompt",
+      `--config=${join(repo, "deno.json")}`,
+      "--allow-read",
+      "--allow-write",
+      "--allow-env",
+      "--allow-run",
+      join(repo, "tests", script),
+      ...args,
+    ],
+    env: { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", ...options.env },
+    stdout: options.stdout ?? "null",
+    stderr: options.stderr ?? "null",
+  }).spawn();
+}
