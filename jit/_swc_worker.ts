@@ -40,6 +40,20 @@ export type ParseReply =
   | { readonly id: number; readonly kind: "drift" }
   | { readonly id: number; readonly kind: "transpiled"; readonly code: string };
 
+/**
+ * swc's options for a transpile. Written out as plain data: the package's type declarations lag
+ * its engine (they know neither `esnext` nor `tsEnumIsMutable`, which this version honours).
+ */
+const TRANSPILE: Readonly<Record<string, unknown>> = Object.freeze({
+  jsc: {
+    parser: { syntax: "typescript" },
+    target: "esnext",
+    transform: { tsEnumIsMutable: true },
+  },
+  isModule: true,
+  sourceMaps: false,
+});
+
 /** The few members of the worker's global scope this file uses. */
 interface WorkerScope {
   onmessage: ((event: MessageEvent<ParseRequest>) => void) | null;
@@ -57,11 +71,15 @@ function serve(scope: WorkerScope): void {
     if (request.kind === "transpile") {
       // swc numbers this source's positions too: the host recycles this worker afterwards.
       try {
-        const { code } = transformSync(source, {
-          jsc: { parser: { syntax: "typescript" }, target: "es2022" },
-          isModule: true,
-          sourceMaps: false,
-        });
+        // Types stripped, nothing else: enums stay mutable objects (swc would otherwise inline
+        // their members, which Deno does not) and newer syntax (`using`) is left to Deno.
+        const { code } = transformSync(source, TRANSPILE as Parameters<typeof transformSync>[1]);
+        if (code.includes("_ts_dispose_resources")) {
+          // swc rewrites `using` into helpers that differ from Deno's own (a broken
+          // SuppressedError): such a source runs as TypeScript, transpiled by Deno.
+          scope.postMessage({ id, kind: "syntax", message: "left to Deno: explicit resources" });
+          return;
+        }
         scope.postMessage({ id, kind: "transpiled", code });
       } catch (error) {
         scope.postMessage({ id, kind: "syntax", message: String(error) });

@@ -82,7 +82,7 @@ export interface ToolValidation {
 export interface ToolLifecycleOptions {
   readonly host: JitCallHost;
   readonly validator: JitValidator;
-  readonly memory: Pick<ObjectMemory, "create" | "read" | "list">;
+  readonly memory: Pick<ObjectMemory, "create" | "read" | "records">;
   readonly authority: Pick<Authority, "decide" | "consume" | "refusal" | "capabilities">;
   /** Where a registration without the right goes for approval (none: it is refused). */
   readonly human?: Pick<HumanChannel, "escalate" | "mode">;
@@ -140,37 +140,44 @@ export class JitToolLifecycle {
   }
 
   /**
-   * Reads a stored candidate back (refusing anything that is not one), and whether it passed
-   * validation as it stands: a `jit.validation` record the runtime stored for this object and
-   * this source's sha256 — never anything the candidate object itself says (the process may
-   * write that).
+   * Reads a stored candidate back (refusing anything that is not one), and its passing
+   * validation as it stands, if any: a `jit.validation` record the runtime stored for this object
+   * and this source's sha256 — never anything the candidate object itself says (the process may
+   * write that). The record carries the JavaScript the tests ran, which is what registering runs.
    */
-  #candidate(pid: string, oid: string): { candidate: ToolCandidate; passed: boolean } {
+  #candidate(
+    pid: string,
+    oid: string,
+  ): { candidate: ToolCandidate; passed: { compiled: string | null } | undefined } {
     const record = this.#o.memory.read(pid, oid);
     if (record.info.type !== CANDIDATE_TYPE) {
       throw new ValidationError(`Object ${oid} is a ${record.info.type}, not a tool candidate`);
     }
     const candidate = ToolCandidate.parse((record.payload as { candidate?: unknown }).candidate);
     const source = sha256Hex(candidate.source);
-    const passed = this.#records(pid, VALIDATION_TYPE).some(({ payload }) => {
-      const v = payload as { candidate?: unknown; source?: unknown; ok?: unknown };
-      return v.candidate === oid && v.source === source && v.ok === true;
-    });
+    let passed: { compiled: string | null } | undefined;
+    for (const payload of this.#records(pid, VALIDATION_TYPE)) {
+      const v = payload as {
+        candidate?: unknown;
+        source?: unknown;
+        ok?: unknown;
+        compiled?: unknown;
+      };
+      if (v.candidate !== oid || v.source !== source || v.ok !== true) continue;
+      passed = { compiled: typeof v.compiled === "string" ? v.compiled : null };
+    }
     return { candidate, passed };
   }
 
   /**
-   * The runtime's own records of one type in process `pid`'s namespace: reserved types a process
-   * cannot create (see `RESERVED_TYPES`), immutable, created by the runtime, and bound to `pid`.
+   * The runtime's own records of one type in process `pid`'s namespace — reserved types a process
+   * cannot create (`RESERVED_TYPES`), immutable, created by the runtime — bound to `pid`; every
+   * page of them.
    */
-  #records(pid: string, type: string): { oid: string; payload: JsonValue }[] {
-    const out: { oid: string; payload: JsonValue }[] = [];
-    for (const info of this.#o.memory.list(RUNTIME_ACTOR, processNamespace(pid))) {
-      if (info.type !== type || info.creator !== RUNTIME_ACTOR || !info.immutable) continue;
-      const { payload } = this.#o.memory.read(RUNTIME_ACTOR, info.oid);
-      if ((payload as { pid?: unknown }).pid === pid) out.push({ oid: info.oid, payload });
-    }
-    return out;
+  #records(pid: string, type: string): JsonValue[] {
+    return this.#o.memory.records(processNamespace(pid), type)
+      .map((r) => r.payload)
+      .filter((payload) => (payload as { pid?: unknown }).pid === pid);
   }
 
   /** Stores one of the runtime's records in process `pid`'s namespace (immutable). */
@@ -192,17 +199,21 @@ export class JitToolLifecycle {
     const { candidate } = this.#candidate(pid, oid);
     const report = await this.#o.validator.validate(candidate.source);
     const tests: ToolTestReport[] = [];
+    // The tests run what a registered tool will run: the source transpiled once on the host
+    // (the TypeScript itself when swc cannot transpile it).
+    const compiled = report.ok ? await this.#o.validator.transpile(candidate.source) : undefined;
     if (report.ok) {
       const input = schemaOf(candidate.input_schema, "input schema");
       const output = schemaOf(candidate.output_schema, "output schema");
       for (const test of candidate.tests) {
-        tests.push(await this.#runTest(candidate, test, input, output));
+        tests.push(await this.#runTest(candidate, compiled, test, input, output));
       }
     }
     const ok = report.ok && tests.every((t) => t.ok);
     this.#record(pid, VALIDATION_TYPE, candidate.name, {
       candidate: oid,
       source: sha256Hex(candidate.source),
+      compiled: compiled ?? null,
       ok,
       tests: tests as unknown as JsonValue,
     });
@@ -211,6 +222,7 @@ export class JitToolLifecycle {
 
   async #runTest(
     candidate: ToolCandidate,
+    compiled: string | undefined,
     test: z.infer<typeof ToolTest>,
     input: z.ZodType,
     output: z.ZodType,
@@ -238,7 +250,13 @@ export class JitToolLifecycle {
     };
     let value: unknown;
     try {
-      value = (await this.#o.host.sandbox.call(candidate.source, test.args, mock)).value;
+      value = (await this.#o.host.sandbox.call(
+        compiled ?? candidate.source,
+        test.args,
+        mock,
+        undefined,
+        compiled === undefined ? {} : { language: "javascript" },
+      )).value;
     } catch (error) {
       return fail(mismatch ?? (error instanceof SandboxError ? error.message : String(error)));
     }
@@ -329,12 +347,13 @@ export class JitToolLifecycle {
         }),
       );
     }
-    this.#install(pid, candidate);
-    // What restore and inherit use: its own copy of exactly the source registered, which no
-    // later edit of the candidate changes.
+    this.#install(pid, candidate, passed.compiled);
+    // What restore and inherit use: its own copy of exactly the source registered (and the
+    // JavaScript its tests ran), which no later edit of the candidate changes.
     this.#record(pid, REGISTRATION_TYPE, candidate.name, {
       candidate: candidate as unknown as JsonValue,
       source: source,
+      compiled: passed.compiled,
     });
     return candidate.name;
   }
@@ -353,14 +372,20 @@ export class JitToolLifecycle {
     return { registered: await this.register(pid, oid) };
   }
 
-  /** Process `pid`'s registrations: the runtime's records, each with the source registered. */
-  #registered(pid: string): { candidate: ToolCandidate; payload: JsonValue }[] {
-    const out: { candidate: ToolCandidate; payload: JsonValue }[] = [];
-    for (const { payload } of this.#records(pid, REGISTRATION_TYPE)) {
-      const parsed = ToolCandidate.safeParse((payload as { candidate?: unknown }).candidate);
-      if (!parsed.success) continue;
-      if ((payload as { source?: unknown }).source !== sha256Hex(parsed.data.source)) continue;
-      out.push({ candidate: parsed.data, payload });
+  /**
+   * Process `pid`'s registrations: the runtime's records, each with the source registered and
+   * the JavaScript its tests ran (null: the TypeScript runs as it is).
+   */
+  #registered(
+    pid: string,
+  ): { candidate: ToolCandidate; compiled: string | null; payload: JsonValue }[] {
+    const out: { candidate: ToolCandidate; compiled: string | null; payload: JsonValue }[] = [];
+    for (const payload of this.#records(pid, REGISTRATION_TYPE)) {
+      const record = payload as { candidate?: unknown; source?: unknown; compiled?: unknown };
+      const parsed = ToolCandidate.safeParse(record.candidate);
+      if (!parsed.success || record.source !== sha256Hex(parsed.data.source)) continue;
+      const compiled = typeof record.compiled === "string" ? record.compiled : null;
+      out.push({ candidate: parsed.data, compiled, payload });
     }
     return out;
   }
@@ -372,9 +397,9 @@ export class JitToolLifecycle {
    */
   restore(pid: string): string[] {
     const names: string[] = [];
-    for (const { candidate } of this.#registered(pid)) {
+    for (const { candidate, compiled } of this.#registered(pid)) {
       try {
-        this.#install(pid, candidate);
+        this.#install(pid, candidate, compiled);
         names.push(candidate.name);
       } catch (error) {
         if (!(error instanceof ValidationError)) throw error;
@@ -391,7 +416,7 @@ export class JitToolLifecycle {
    */
   inherit(parent: string, child: string): string[] {
     const names: string[] = [];
-    for (const { candidate, payload } of this.#registered(parent)) {
+    for (const { candidate, compiled, payload } of this.#registered(parent)) {
       const decision = this.#o.authority.decide(child, {
         resource: { type: "tool", key: candidate.name },
         right: "register",
@@ -401,19 +426,16 @@ export class JitToolLifecycle {
       if (this.#o.tools.visible(child).some((t) => t.name === candidate.name)) continue;
       const { pid: _, ...registration } = payload as Record<string, JsonValue>;
       this.#record(child, REGISTRATION_TYPE, candidate.name, registration);
-      this.#install(child, candidate);
+      this.#install(child, candidate, compiled);
       names.push(candidate.name);
     }
     return names;
   }
 
-  #install(pid: string, candidate: ToolCandidate): void {
+  /** Puts a tool in `pid`'s table; it runs `compiled` (the JavaScript its tests ran) if any. */
+  #install(pid: string, candidate: ToolCandidate, compiled: string | null): void {
     const args = schemaOf(candidate.input_schema, "input schema");
     const host = this.#o.host;
-    // Transpiled once, on first use, by the validator's swc; undefined runs the TypeScript.
-    let compiled: Promise<string | undefined> | undefined;
-    const javascript = () =>
-      compiled ??= this.#o.validator.transpile(candidate.source).catch(() => undefined);
     this.#o.tools.registerJit(pid, {
       name: candidate.name,
       description: candidate.description,
@@ -422,12 +444,11 @@ export class JitToolLifecycle {
       effects: [],
       origin: "jit",
       run: async (callArgs, ctx) => {
-        const js = await javascript();
         const result = await callJitTool(host, {
           pid: ctx.pid,
           tool: candidate.name,
           source: candidate.source,
-          ...(js === undefined ? {} : { compiled: js }),
+          ...(compiled === null ? {} : { compiled }),
           args: callArgs,
           signal: ctx.signal,
         });

@@ -43,6 +43,7 @@ import {
   ObjectAccess,
   type ObjectLimits,
   parse,
+  RUNTIME_ACTOR,
 } from "./_object_access.ts";
 import { type ObjectHandle, ObjectSharing } from "./object_sharing.ts";
 import {
@@ -308,6 +309,46 @@ export class ObjectMemory {
     options: { readonly limit?: number; readonly after?: string } = {},
   ): ObjectInfo[] {
     return listObjects(this.#a, actor, namespace, options);
+  }
+
+  /**
+   * The runtime's own records of a reserved type in a namespace (see {@link RESERVED_TYPES}),
+   * every page of them, oldest oid first: for the runtime's use (the JIT lifecycle), never a
+   * process's. At most `max`.
+   * @throws {ValidationError} for a type that is not reserved.
+   */
+  records(namespace: string, type: string, max = 10_000): MemoryRecord[] {
+    if (!RESERVED_TYPES.includes(type)) {
+      throw new ValidationError(`${type} is not a reserved record type`);
+    }
+    const out: MemoryRecord[] = [];
+    let after: string | undefined;
+    while (out.length < max) {
+      const rows = this.#a.core.store.listObjects({
+        namespaces: [namespace],
+        type,
+        creator: RUNTIME_ACTOR,
+        limit: 500,
+        ...(after === undefined ? {} : { afterOid: after }),
+      });
+      for (const row of rows) {
+        const info = this.#a.decode(row);
+        if (info.immutable) out.push({ info, payload: this.#a.payload(row, info) });
+      }
+      if (rows.length < 500) break;
+      after = rows[rows.length - 1]!.oid;
+    }
+    return out.slice(0, max);
+  }
+
+  /**
+   * Deletes the runtime's records of a reserved type in a namespace (audited): what an exec does
+   * to the registrations of the JIT tools it drops. Returns how many.
+   */
+  dropRecords(namespace: string, type: string): number {
+    const found = this.records(namespace, type);
+    for (const { info } of found) this.delete(RUNTIME_ACTOR, info.oid);
+    return found.length;
   }
 
   /**

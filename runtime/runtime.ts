@@ -21,6 +21,7 @@ import { type NetLimits, NetPrimitive } from "./primitives/net.ts";
 import { hostNet, type NetProvider } from "./providers/net.ts";
 import type { ShellPolicyLevel } from "./shell_policy.ts";
 import { HumanChannel, type HumanMode, type HumanPrompt } from "./human_channel.ts";
+import { processNamespace } from "./memory_object.ts";
 import { type ObjectLimits, ObjectMemory } from "./object_memory.ts";
 import { builtinToolSpecs } from "../tools/mod.ts";
 import { defineTool } from "./tool.ts";
@@ -314,6 +315,8 @@ function build(options: RuntimeOptions): Runtime {
   processes.onExec((p) => {
     authority.forgetCeiling(p.pid);
     tools.dropJit(p.pid);
+    // ...and their registrations, so that no restore brings them back.
+    memory.dropRecords(processNamespace(p.pid), "jit.registration");
   });
   processes.onFinished((p) => tools.dropJit(p.pid));
   human.setDispatcher({
