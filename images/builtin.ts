@@ -38,7 +38,7 @@ export function builtinImages(): AgentImageInput[] {
       defaultTools: [
         "read_text_file",
         "write_text_file",
-        "list_directory",
+        "read_directory",
         "get_current_time",
         "ask_human",
         "human_output",

@@ -39,7 +39,7 @@ description: Reads the docs folder and answers questions.
 systemPrompt: |
   You read documentation.
   You never write.
-defaultTools: [read_text_file, list_directory, ask_human]
+defaultTools: [read_text_file, read_directory, ask_human]
 safety:
   maxMode: read-only
 requiredCapabilities:
@@ -206,7 +206,7 @@ Deno.test("An image's required capabilities reach top-level spawns only, interse
   await using f = await fixture({ mode: "full-access" });
   f.runtime.images.loadYaml(IMAGE_OPERATOR, DOCS_READER);
   const top = f.runtime.processes.spawn({ goal: "read docs", image: "docs-reader:v1" });
-  assert.deepEqual(top.tools, ["read_text_file", "list_directory", "ask_human"]);
+  assert.deepEqual(top.tools, ["read_text_file", "read_directory", "ask_human"]);
   // Full-access would give the whole workspace read/write/delete; the image asks for docs
   // read/stat, and its maxMode (read-only) caps it anyway.
   assert.deepEqual(fsRights(f.runtime, top.pid), ["docs:read,stat"]);

@@ -307,6 +307,9 @@ function build(options: RuntimeOptions): Runtime {
     fs: primitives.fs,
     clock: primitives.clock,
     human,
+    shell: primitives.shell,
+    net: primitives.net,
+    ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
   });
   for (const spec of builtinToolSpecs()) tools.registerBuiltin(defineTool(spec));
   // A process acts under the narrower of the run's mode and its images' maxMode; exec replaces

@@ -30,6 +30,7 @@ import { HumanPendingError, LibosError, ValidationError } from "./errors.ts";
 import type { HumanResolution } from "./human_channel.ts";
 import { type AgentProcess, Budgets, Signal } from "./process.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
+import { present } from "./tool.ts";
 
 /** Who acts in a process-control syscall: always the calling process itself. */
 type ProcessActor = { readonly kind: "process"; readonly pid: string };
@@ -191,13 +192,6 @@ async function untilChildFinished(
     unlisten();
     signal.removeEventListener("abort", abort);
   }
-}
-
-/** An object without its undefined members (what zod leaves for an absent optional field). */
-function present<T extends object>(o: T): { [K in keyof T]: Exclude<T[K], undefined> } {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as {
-    [K in keyof T]: Exclude<T[K], undefined>;
-  };
 }
 
 const Inherit = z.array(

@@ -13,6 +13,7 @@
 import { z } from "zod";
 import type { JsonValue } from "./canonical_json.ts";
 import { CapabilityDeniedError, ValidationError } from "./errors.ts";
+import type { CapabilityResource } from "./capability.ts";
 import type { ClockReading } from "./primitives/clock.ts";
 import type { CreateObject, MemoryRecord } from "./object_memory.ts";
 import type { ObjectInfo } from "./memory_object.ts";
@@ -26,9 +27,21 @@ export const ToolEffect = z.enum([
   "memory.read",
   "memory.write",
   "human",
+  "shell",
+  "net",
 ]);
 /** A kind of effect a tool may exercise. */
 export type ToolEffect = z.infer<typeof ToolEffect>;
+
+/**
+ * An object without its undefined members: the optional arguments a model (or a tool) did not
+ * give, left out rather than passed as `undefined`.
+ */
+export function present<T extends object>(o: T): { [K in keyof T]: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as {
+    [K in keyof T]: Exclude<T[K], undefined>;
+  };
+}
 
 /** A tool name: lowercase snake case, as models expect function names. */
 export const ToolName = z.string().regex(
@@ -43,7 +56,33 @@ export interface ToolContext {
   /** Aborted when the call is cancelled (the process is terminated or its time runs out). */
   readonly signal: AbortSignal;
   readonly fs: {
-    readText(path: string, options?: { readonly maxBytes?: number }): Promise<JsonValue>;
+    /** `ask: false`: a file that needs a human (secret-bearing, hard-linked) is refused unasked. */
+    readText(
+      path: string,
+      options?: { readonly maxBytes?: number; readonly ask?: boolean },
+    ): Promise<JsonValue>;
+    /** Files under `path` matching a glob (`fs.read`: each directory listed is decided). */
+    glob(
+      pattern: string,
+      options?: { readonly path?: string; readonly limit?: number },
+    ): Promise<JsonValue>;
+    /** Lines containing `text` (`fs.read`: files needing a human are skipped unasked). */
+    grep(
+      text: string,
+      options?: {
+        readonly path?: string;
+        readonly glob?: string;
+        readonly ignoreCase?: boolean;
+        readonly maxMatches?: number;
+      },
+    ): Promise<JsonValue>;
+    /** Exact string replacement, written only over the content read (`fs.write`). */
+    editText(
+      path: string,
+      oldString: string,
+      newString: string,
+      options?: { readonly replaceAll?: boolean },
+    ): Promise<JsonValue>;
     writeText(
       path: string,
       content: string,
@@ -57,19 +96,51 @@ export interface ToolContext {
   };
   readonly clock: {
     now(options?: { readonly timeZone?: string }): ClockReading;
+    /** Waits `ms` (bounded by the clock primitive), or until the call is cancelled. */
+    sleep(ms: number): Promise<void>;
   };
   readonly memory: {
     create(input: CreateObject): ObjectInfo;
     read(oid: string): MemoryRecord;
     readByName(namespace: string, name: string): MemoryRecord;
     list(namespace?: string): ObjectInfo[];
-    update(oid: string, change: { readonly payload: JsonValue }): ObjectInfo;
+    update(
+      oid: string,
+      change: { readonly payload: JsonValue; readonly ifVersion?: number },
+    ): ObjectInfo;
+    createNamespace(key: string): void;
   };
   readonly human: {
     /** Asks the human; in queue mode the process parks and the answer comes back on resume. */
     ask(question: string): Promise<string>;
     /** Sends the human a message. */
     output(text: string): void;
+    /** Asks the human for a standing permission; approval mints it (returns the capability ids). */
+    requestPermission(permission: {
+      readonly resource: CapabilityResource;
+      readonly rights: readonly string[];
+      readonly reason: string;
+    }): Promise<string[]>;
+  };
+  readonly shell: {
+    /** Runs one command under the shell policy, the OS wall and the process's capabilities. */
+    run(args: {
+      readonly argv: readonly string[];
+      readonly cwd?: string;
+      readonly timeoutMs?: number;
+      readonly stdin?: string;
+    }): Promise<JsonValue>;
+  };
+  readonly net: {
+    /** One HTTP(S) request under the process's `net` capabilities (untrusted web content). */
+    fetch(request: {
+      readonly url: string;
+      readonly method?: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
+      readonly headers?: Readonly<Record<string, string>>;
+      readonly body?: string;
+      readonly maxBytes?: number;
+      readonly timeoutMs?: number;
+    }): Promise<JsonValue>;
   };
 }
 

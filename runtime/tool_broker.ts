@@ -25,13 +25,17 @@ import {
   ValidationError,
 } from "./errors.ts";
 import type { HumanChannel } from "./human_channel.ts";
+import { PermissionRequest } from "./human_request.ts";
 import { processNamespace } from "./memory_object.ts";
 import { type ObjectMemory, RUNTIME_ACTOR } from "./object_memory.ts";
 import type { PolicyRules } from "./policy_rules.ts";
 import type { FilesystemPrimitive } from "./primitives/filesystem.ts";
 import type { ClockPrimitive } from "./primitives/clock.ts";
+import type { NetPrimitive } from "./primitives/net.ts";
+import type { ShellPrimitive } from "./primitives/shell.ts";
 import { isFinal } from "./process.ts";
 import type { ProcessManager } from "./process_manager.ts";
+import { type Redactor, redactor } from "./redaction.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
 import {
   type ToolContext,
@@ -80,8 +84,15 @@ export interface ToolBrokerOptions {
   readonly fs: FilesystemPrimitive;
   readonly clock: ClockPrimitive;
   readonly human: HumanChannel;
+  readonly shell: Pick<ShellPrimitive, "run">;
+  readonly net: Pick<NetPrimitive, "fetch">;
   /** Characters of a result handed to the model before it is cut (default 8,000). */
   readonly modelChars?: number;
+  /**
+   * Known secret values (the model key, the runtime's own secret variables): removed from every
+   * tool result before it is stored or shown to the model.
+   */
+  readonly secrets?: readonly string[];
 }
 
 /** Whether a thrown value is the human channel's "park on this request" (never its getters). */
@@ -111,12 +122,14 @@ export class ToolBroker {
   /** JIT tools a process registered for itself (the JIT issue persists and sandboxes them). */
   readonly #jit = new Map<string, Map<string, ToolDefinition>>();
   readonly #modelChars: number;
+  readonly #redactor: Redactor;
 
   /** Binds the broker to a runtime. */
   constructor(core: RuntimeCore, options: ToolBrokerOptions) {
     this.#core = core;
     this.#o = options;
     this.#modelChars = options.modelChars ?? 8000;
+    this.#redactor = redactor(options.secrets ?? []);
   }
 
   /**
@@ -335,6 +348,8 @@ export class ToolBroker {
     callId: string | undefined,
     result: { ok: true; value: JsonValue } | { ok: false; error: ErrorInfo },
   ): ToolResult {
+    // Known secrets never reach the stored result or the model.
+    result = this.#redactor.json(result as unknown as JsonValue) as unknown as typeof result;
     const whole = JSON.stringify(result);
     let object: string | null = null;
     try {
@@ -383,7 +398,7 @@ export class ToolBroker {
       }
       if (!tool.effects.includes(effect)) throw undeclared(tool.name, effect);
     };
-    const { fs, clock, memory, human } = this.#o;
+    const { fs, clock, memory, human, shell, net } = this.#o;
     const json = (v: unknown) => v as JsonValue;
     return {
       pid,
@@ -392,6 +407,18 @@ export class ToolBroker {
         async readText(path, options = {}) {
           need("fs.read");
           return json(await fs.readText(pid, { path, ...options }));
+        },
+        async glob(pattern, options = {}) {
+          need("fs.read");
+          return json(await fs.glob(pid, { glob: pattern, ...options }));
+        },
+        async grep(text, options = {}) {
+          need("fs.read");
+          return json(await fs.grep(pid, { text, ...options }));
+        },
+        async editText(path, oldString, newString, options = {}) {
+          need("fs.write");
+          return json(await fs.editText(pid, { path, oldString, newString, ...options }));
         },
         async writeText(path, content, options = {}) {
           need("fs.write");
@@ -423,6 +450,10 @@ export class ToolBroker {
           need("clock");
           return clock.now(pid, options);
         },
+        async sleep(ms) {
+          need("clock");
+          await clock.wait(pid, ms, signal);
+        },
       },
       memory: {
         create(input) {
@@ -445,6 +476,10 @@ export class ToolBroker {
           need("memory.write");
           return memory.update(pid, oid, change);
         },
+        createNamespace(key) {
+          need("memory.write");
+          memory.createNamespace(pid, key);
+        },
       },
       human: {
         ask(question) {
@@ -454,6 +489,36 @@ export class ToolBroker {
         output(text) {
           need("human");
           human.output(pid, text);
+        },
+        requestPermission(permission) {
+          need("human");
+          // Checked here: a malformed request must never be stored for a human to read.
+          const parsed = PermissionRequest.safeParse({
+            resource: permission.resource,
+            rights: [...permission.rights],
+            reason: permission.reason,
+          });
+          if (!parsed.success) {
+            const issue = parsed.error.issues[0];
+            throw new ValidationError(
+              `Invalid permission request: ${issue?.path.join(".") || "request"} ${
+                issue?.message ?? "is invalid"
+              }`,
+            );
+          }
+          return human.requestPermission(pid, parsed.data);
+        },
+      },
+      shell: {
+        async run(args) {
+          need("shell");
+          return json(await shell.run(pid, args));
+        },
+      },
+      net: {
+        async fetch(request) {
+          need("net");
+          return json(await net.fetch(pid, request, { signal }));
         },
       },
     };

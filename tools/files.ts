@@ -1,13 +1,14 @@
 /**
- * File tools: read, write and list workspace files through the filesystem primitive. The
- * primitive decides on the calling process's capabilities; these tools only shape arguments.
+ * File tools: read, write, list, create and delete workspace files and directories, edit a file
+ * by exact replacement, and search (glob, grep) — all through the filesystem primitive, which
+ * decides every call on the calling process's capabilities. These tools only shape arguments.
  *
  * @module
  */
 import { z } from "zod";
-import type { ToolSpec } from "../runtime/tool.ts";
+import { present as given, type ToolSpec } from "../runtime/tool.ts";
 
-const Path = z.string().min(1).max(4096).describe("A workspace-relative path");
+const Path = z.string().min(1).max(4096).describe("A path, relative to your working directory");
 
 const ReadArgs = z.object({
   path: Path,
@@ -22,8 +23,7 @@ export const readTextFile: ToolSpec<typeof ReadArgs> = {
   description: "Read a UTF-8 text file of the workspace.",
   args: ReadArgs,
   effects: ["fs.read"],
-  run: (args, ctx) =>
-    ctx.fs.readText(args.path, args.max_bytes === undefined ? {} : { maxBytes: args.max_bytes }),
+  run: (args, ctx) => ctx.fs.readText(args.path, given({ maxBytes: args.max_bytes })),
 };
 
 const WriteArgs = z.object({
@@ -39,11 +39,7 @@ export const writeTextFile: ToolSpec<typeof WriteArgs> = {
   args: WriteArgs,
   effects: ["fs.write"],
   run: (args, ctx) =>
-    ctx.fs.writeText(
-      args.path,
-      args.content,
-      args.overwrite === undefined ? {} : { overwrite: args.overwrite },
-    ),
+    ctx.fs.writeText(args.path, args.content, given({ overwrite: args.overwrite })),
 };
 
 const ListArgs = z.object({
@@ -51,12 +47,123 @@ const ListArgs = z.object({
   limit: z.number().int().min(1).max(10_000).optional(),
 }).strict();
 
-/** `list_directory`: a directory's entries (not followed). */
-export const listDirectory: ToolSpec<typeof ListArgs> = {
-  name: "list_directory",
-  description: "List a workspace directory's entries, in name order.",
+/** `read_directory`: a directory's entries (not followed). */
+export const readDirectory: ToolSpec<typeof ListArgs> = {
+  name: "read_directory",
+  description: "List a workspace directory's entries (name and type), in name order.",
   args: ListArgs,
   effects: ["fs.read"],
+  run: (args, ctx) => ctx.fs.listDir(args.path, given({ limit: args.limit })),
+};
+
+const MakeDirArgs = z.object({
+  path: Path,
+  parents: z.boolean().optional().describe("Create missing parent directories too"),
+}).strict();
+
+/** `write_directory`: creates a directory. */
+export const writeDirectory: ToolSpec<typeof MakeDirArgs> = {
+  name: "write_directory",
+  description: "Create a directory in the workspace.",
+  args: MakeDirArgs,
+  effects: ["fs.write"],
+  run: (args, ctx) => ctx.fs.makeDir(args.path, given({ parents: args.parents })),
+};
+
+const DeleteFileArgs = z.object({
+  path: Path,
+  missing_ok: z.boolean().optional().describe("Succeed when the file does not exist"),
+}).strict();
+
+/** `delete_file`: deletes one file (never a directory). */
+export const deleteFile: ToolSpec<typeof DeleteFileArgs> = {
+  name: "delete_file",
+  description: "Delete one file of the workspace.",
+  args: DeleteFileArgs,
+  effects: ["fs.delete"],
+  run: (args, ctx) => ctx.fs.deleteFile(args.path, given({ missingOk: args.missing_ok })),
+};
+
+const DeleteDirArgs = z.object({
+  path: Path,
+  recursive: z.boolean().optional().describe("Delete everything inside too (default false)"),
+}).strict();
+
+/** `delete_directory`: deletes a directory (empty unless recursive). */
+export const deleteDirectory: ToolSpec<typeof DeleteDirArgs> = {
+  name: "delete_directory",
+  description: "Delete a directory of the workspace (it must be empty unless recursive).",
+  args: DeleteDirArgs,
+  effects: ["fs.delete"],
+  run: (args, ctx) => ctx.fs.deleteDir(args.path, given({ recursive: args.recursive })),
+};
+
+const EditArgs = z.object({
+  path: Path,
+  old_string: z.string().min(1).max(1024 * 1024).describe(
+    "The exact text to replace, copied from the file (unique unless replace_all)",
+  ),
+  new_string: z.string().max(1024 * 1024).describe("The text to put in its place"),
+  replace_all: z.boolean().optional().describe("Replace every occurrence (default false)"),
+}).strict();
+
+/** `edit_file`: exact string replacement, refused when the file changed since it was read. */
+export const editFile: ToolSpec<typeof EditArgs> = {
+  name: "edit_file",
+  description:
+    "Edit a text file by replacing an exact piece of text (unique in the file unless replace_all). An edit that needs approval shows your human its diff.",
+  args: EditArgs,
+  effects: ["fs.write"],
   run: (args, ctx) =>
-    ctx.fs.listDir(args.path, args.limit === undefined ? {} : { limit: args.limit }),
+    ctx.fs.editText(
+      args.path,
+      args.old_string,
+      args.new_string,
+      given({ replaceAll: args.replace_all }),
+    ),
+};
+
+const GlobArgs = z.object({
+  pattern: z.string().min(1).max(1024).describe(
+    "A glob over workspace paths: * within a name, ** across directories, ? one character (e.g. src/**/*.ts)",
+  ),
+  path: Path.optional().describe("Where to start (default: your working directory)"),
+  limit: z.number().int().min(1).max(10_000).optional(),
+}).strict();
+
+/** `glob`: files matching a pattern, among those the process may list. */
+export const globFiles: ToolSpec<typeof GlobArgs> = {
+  name: "glob",
+  description:
+    "Find files whose workspace path matches a glob. Directories you may not read are not entered.",
+  args: GlobArgs,
+  effects: ["fs.read"],
+  run: (args, ctx) => ctx.fs.glob(args.pattern, given({ path: args.path, limit: args.limit })),
+};
+
+const GrepArgs = z.object({
+  text: z.string().min(1).max(1000).describe("The text to look for (literally, not a regex)"),
+  path: Path.optional().describe("Where to start (default: your working directory)"),
+  glob: z.string().min(1).max(1024).optional().describe("Only files matching this glob"),
+  ignore_case: z.boolean().optional(),
+  max_matches: z.number().int().min(1).max(2_000).optional().describe("Default 200"),
+}).strict();
+
+/** `grep`: lines containing a text; files the process may not read, or secrets, are skipped. */
+export const grepFiles: ToolSpec<typeof GrepArgs> = {
+  name: "grep",
+  description:
+    "Find the lines of workspace files that contain a text. Files you may not read, and secret-bearing files, are skipped without asking anyone.",
+  args: GrepArgs,
+  effects: ["fs.read"],
+  run: (args, ctx) =>
+    ctx.fs.grep(
+      args.text,
+      given({
+        path: args.path,
+        glob: args.glob,
+        ignoreCase: args.ignore_case,
+        maxMatches: args.max_matches,
+      }),
+    ),
 };

@@ -1,25 +1,72 @@
 /**
  * Built-in model-facing tools: thin typed wrappers over runtime primitives. Files here import only
- * `zod` and the tool types of `runtime/tool.ts`; they never touch `Deno.*`, `fetch`, `node:*`, a
- * provider or a global escape hatch — `tests/architecture_test.ts` parses every file with the
- * purity rule of `tests/lint/tools_purity.ts` to prove it (DESIGN §1, §2). The built-in tools
- * issue completes the set.
+ * `zod` and `runtime/tool.ts`; they never touch `Deno.*`, `fetch`, `node:*`, a provider or a
+ * global escape hatch — `tests/architecture_test.ts` parses every file with the purity rule of
+ * `tests/lint/tools_purity.ts` to prove it (DESIGN §1, §2).
  *
  * @module
  */
 import type { z } from "zod";
 import type { ToolSpec } from "../runtime/tool.ts";
-import { listDirectory, readTextFile, writeTextFile } from "./files.ts";
-import { askHuman, getCurrentTime, humanOutput } from "./time_and_human.ts";
+import {
+  deleteDirectory,
+  deleteFile,
+  editFile,
+  globFiles,
+  grepFiles,
+  readDirectory,
+  readTextFile,
+  writeDirectory,
+  writeTextFile,
+} from "./files.ts";
+import {
+  appendMemoryObject,
+  createMemoryNamespace,
+  createMemoryObject,
+  createObjectFromFile,
+  listMemoryNamespace,
+  readMemoryObject,
+  writeObjectToFile,
+} from "./memory.ts";
+import { parsePytestLog } from "./pytest_log.ts";
+import { fetchUrl, runShellCommand } from "./shell_and_net.ts";
+import {
+  askHuman,
+  echo,
+  getCurrentTime,
+  humanOutput,
+  requestPermission,
+  sleep,
+} from "./time_and_human.ts";
 
 /** Every built-in tool's spec, in name order (the runtime defines and registers them). */
 export function builtinToolSpecs(): ToolSpec<z.ZodType>[] {
-  return [
+  const specs = [
+    appendMemoryObject,
     askHuman,
+    createMemoryNamespace,
+    createMemoryObject,
+    createObjectFromFile,
+    deleteDirectory,
+    deleteFile,
+    echo,
+    editFile,
+    fetchUrl,
     getCurrentTime,
+    globFiles,
+    grepFiles,
     humanOutput,
-    listDirectory,
+    listMemoryNamespace,
+    parsePytestLog,
+    readDirectory,
+    readMemoryObject,
     readTextFile,
+    requestPermission,
+    runShellCommand,
+    sleep,
+    writeDirectory,
+    writeObjectToFile,
     writeTextFile,
   ] as unknown as ToolSpec<z.ZodType>[];
+  return specs.sort((a, b) => a.name < b.name ? -1 : 1);
 }

@@ -47,3 +47,57 @@ export const humanOutput: ToolSpec<typeof OutputArgs> = {
     return { delivered: true };
   },
 };
+
+const PermissionArgs = z.object({
+  resource: z.union([
+    z.object({
+      type: z.literal("fs"),
+      path: z.string().min(1).max(4096),
+      scope: z.enum(["exact", "subtree"]),
+    }).strict(),
+    z.object({
+      type: z.enum(["net", "object", "namespace", "image", "tool", "process"]),
+      key: z.string().min(1).max(4096),
+      scope: z.enum(["exact", "prefix", "any"]),
+    }).strict(),
+  ]).describe("What the permission is on"),
+  rights: z.array(z.string().min(1).max(32)).min(1).max(16).describe("e.g. read, write, connect"),
+  reason: z.string().min(1).max(4000).describe("Why you need it, in one or two sentences"),
+}).strict();
+
+/** `request_permission`: asks the human for a standing permission; approving grants it. */
+export const requestPermission: ToolSpec<typeof PermissionArgs> = {
+  name: "request_permission",
+  description:
+    "Ask your human for a standing permission (a resource and rights) you need for your task; approving grants it.",
+  args: PermissionArgs,
+  effects: ["human"],
+  run: async (args, ctx) => ({ capabilities: await ctx.human.requestPermission(args) }),
+};
+
+const EchoArgs = z.object({ text: z.string().max(100_000) }).strict();
+
+/** `echo`: returns its text (a harmless probe of the tool path). */
+export const echo: ToolSpec<typeof EchoArgs> = {
+  name: "echo",
+  description: "Return the given text unchanged.",
+  args: EchoArgs,
+  effects: [],
+  run: (args) => ({ text: args.text }),
+};
+
+const SleepArgs = z.object({
+  ms: z.number().int().min(0).max(60_000).describe("Milliseconds to wait (at most 60,000)"),
+}).strict();
+
+/** `sleep`: waits (within the clock primitive's bound). */
+export const sleep: ToolSpec<typeof SleepArgs> = {
+  name: "sleep",
+  description: "Wait a number of milliseconds (at most a minute), e.g. before polling again.",
+  args: SleepArgs,
+  effects: ["clock"],
+  run: async (args, ctx) => {
+    await ctx.clock.sleep(args.ms);
+    return { slept_ms: args.ms };
+  },
+};

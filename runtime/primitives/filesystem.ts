@@ -37,6 +37,7 @@ import { digestOf, type JsonValue, sha256Hex } from "../canonical_json.ts";
 import type { Right } from "../capability.ts";
 import type { Decision } from "../decide.ts";
 import {
+  ApprovalRequiredError,
   IllegalTransitionError,
   NotFoundError,
   OutsideWorkspaceError,
@@ -49,6 +50,7 @@ import { isFinal } from "../process.ts";
 import type { ProcessManager } from "../process_manager.ts";
 import type { FilesystemProvider, PathFacts } from "../providers/filesystem.ts";
 import type { RuntimeCore } from "../runtime_core.ts";
+import { globFiles, grepFiles, type GrepMatch } from "./_fs_search.ts";
 import { unifiedDiff } from "../unified_diff.ts";
 import type { WorkspaceLock } from "../workspace_lock.ts";
 import { canonicalPath, lexicalPath, type WorkspacePath } from "../workspace_path.ts";
@@ -317,6 +319,7 @@ export class FilesystemPrimitive {
     digestFields: Record<string, JsonValue>,
     body: (ctx: OpContext) => T,
     before?: (relative: string) => void,
+    asks = true,
   ): Promise<T> {
     for (let attempt = 1;; attempt++) {
       const lexical = this.#lexical(pid, op, String(args.path ?? "."));
@@ -405,6 +408,13 @@ export class FilesystemPrimitive {
         this.#record(pid, op, error.path.relative, "ask", error.reason, {
           inputDigest: error.digest,
         });
+        if (!asks) {
+          // The caller (a search) skips what needs a human rather than bother one.
+          throw new ApprovalRequiredError(
+            `"${error.path.relative}" needs a human's approval (${error.reason}); it was skipped, no human was asked`,
+            { reason: error.reason, digest: error.digest },
+          );
+        }
         if (attempt >= 3) {
           throw new ValidationError(
             `"${lexical.relative}" still needs approval after ${
@@ -429,7 +439,12 @@ export class FilesystemPrimitive {
    */
   async readText(
     pid: string,
-    args: { readonly path: string; readonly maxBytes?: number },
+    args: {
+      readonly path: string;
+      readonly maxBytes?: number;
+      /** False: a file that needs a human (secret-bearing, hard-linked) is refused unasked. */
+      readonly ask?: boolean;
+    },
   ): Promise<{ path: string; content: string; bytes: number; size: number; truncated: boolean }> {
     const maxBytes = args.maxBytes ?? this.limits.readBytes;
     if (!Number.isInteger(maxBytes) || maxBytes < 1 || maxBytes > this.limits.readBytesMax) {
@@ -482,6 +497,8 @@ export class FilesystemPrimitive {
           truncated,
         };
       },
+      undefined,
+      args.ask ?? true,
     );
   }
 
@@ -497,6 +514,14 @@ export class FilesystemPrimitive {
     }
   }
 
+  /** The sha256 (hex) of a file's whole content as it is now, or undefined when it is not one. */
+  #sha256Of(absolute: string, facts: PathFacts | undefined): string | undefined {
+    if (!facts?.isFile) return undefined;
+    using handle = this.#fs.open(absolute);
+    if (!sameFile(handle.facts(), facts)) return undefined;
+    return sha256Hex(handle.read(facts.size + 1));
+  }
+
   /**
    * Writes a UTF-8 text file atomically (temporary file, sync, rename).
    * @throws {CapabilityDeniedError} without write; {@link HumanPendingError} for a protected path
@@ -505,7 +530,16 @@ export class FilesystemPrimitive {
    */
   async writeText(
     pid: string,
-    args: { readonly path: string; readonly content: string; readonly overwrite?: boolean },
+    args: {
+      readonly path: string;
+      readonly content: string;
+      readonly overwrite?: boolean;
+      /**
+       * Write only over exactly this content (the sha256, hex, of the file as it was read): an
+       * edit made from a read refuses a file that changed since.
+       */
+      readonly ifSha256?: string;
+    },
   ): Promise<{ path: string; bytes: number; sha256: string; created: boolean }> {
     if (typeof args.content !== "string") throw new ValidationError("content must be text");
     const data = new TextEncoder().encode(args.content);
@@ -517,7 +551,12 @@ export class FilesystemPrimitive {
     const overwrite = args.overwrite ?? true;
     const op = "fs.write";
     const sha256 = sha256Hex(data);
-    const callArgs = { path: args.path, content: args.content, overwrite };
+    const callArgs = {
+      path: args.path,
+      content: args.content,
+      overwrite,
+      ...(args.ifSha256 === undefined ? {} : { ifSha256: args.ifSha256 }),
+    };
     return await this.#operate(pid, op, callArgs, "write", (rel) => `write "${rel}"`, {
       sha256,
       overwrite,
@@ -545,6 +584,15 @@ export class FilesystemPrimitive {
       }
       if (existing && !overwrite) {
         throw this.#precondition(pid, path.relative, "it already exists and overwrite is false");
+      }
+      if (
+        args.ifSha256 !== undefined && this.#sha256Of(path.absolute, existing) !== args.ifSha256
+      ) {
+        throw this.#precondition(
+          pid,
+          path.relative,
+          "it changed since it was read (its sha256 differs); read it again",
+        );
       }
       const current = existing && (ctx.decision.effect === "ask" || existing.nlink > 1)
         ? this.#current(path.absolute, existing)
@@ -596,6 +644,98 @@ export class FilesystemPrimitive {
       });
       return { path: path.relative, bytes: data.length, sha256, created: !existing };
     });
+  }
+
+  /**
+   * Workspace-relative paths of the files under `path` matching a glob, walking with this
+   * primitive's own listing (every directory decided and audited; links not followed; bounded).
+   */
+  glob(
+    pid: string,
+    args: { readonly glob: string; readonly path?: string; readonly limit?: number },
+  ): Promise<{ matches: string[]; truncated: boolean; skipped: number }> {
+    return globFiles(this, pid, args);
+  }
+
+  /**
+   * Lines containing a text in the files under `path`: every file read through this primitive
+   * (decided, audited), a file that needs a human skipped unasked — its lines never returned.
+   */
+  grep(
+    pid: string,
+    args: {
+      readonly text: string;
+      readonly path?: string;
+      readonly glob?: string;
+      readonly ignoreCase?: boolean;
+      readonly maxMatches?: number;
+    },
+  ): Promise<{ matches: GrepMatch[]; files: number; skipped: number; truncated: boolean }> {
+    return grepFiles(this, pid, args);
+  }
+
+  /**
+   * Edits a text file by exact string replacement: reads it, replaces `oldString` (which must
+   * occur exactly once, or at least once with `replaceAll`), and writes it back only over the
+   * content it read (a file changed meanwhile is refused). Read and write are each decided and
+   * audited as usual; an edit that needs approval shows the human its unified diff.
+   * @throws {ValidationError} when `oldString` is missing, ambiguous or the file is truncated;
+   *   whatever reading or writing throws.
+   */
+  async editText(
+    pid: string,
+    args: {
+      readonly path: string;
+      readonly oldString: string;
+      readonly newString: string;
+      readonly replaceAll?: boolean;
+    },
+  ): Promise<{ path: string; replacements: number; bytes: number; sha256: string }> {
+    if (typeof args.oldString !== "string" || args.oldString.length === 0) {
+      throw new ValidationError("old_string must be non-empty text: the exact text to replace");
+    }
+    if (typeof args.newString !== "string" || args.newString === args.oldString) {
+      throw new ValidationError("new_string must be text different from old_string");
+    }
+    const read = await this.readText(pid, {
+      path: args.path,
+      maxBytes: this.limits.writeBytesMax,
+    });
+    if (read.truncated) {
+      throw new ValidationError(
+        `Cannot edit "${read.path}": it is larger than ${this.limits.writeBytesMax} bytes`,
+      );
+    }
+    const original = new TextEncoder().encode(read.content);
+    if (original.length !== read.bytes) {
+      throw new ValidationError(`Cannot edit "${read.path}": it is not UTF-8 text`);
+    }
+    const count = read.content.split(args.oldString).length - 1;
+    if (count === 0) {
+      throw new ValidationError(
+        `Cannot edit "${read.path}": old_string does not occur in it; read the file and copy the exact text`,
+      );
+    }
+    if (count > 1 && !args.replaceAll) {
+      throw new ValidationError(
+        `Cannot edit "${read.path}": old_string occurs ${count} times; add surrounding text to make it unique, or set replace_all`,
+      );
+    }
+    const content = args.replaceAll
+      ? read.content.split(args.oldString).join(args.newString)
+      : read.content.replace(args.oldString, () => args.newString);
+    const written = await this.writeText(pid, {
+      path: args.path,
+      content,
+      overwrite: true,
+      ifSha256: sha256Hex(original),
+    });
+    return {
+      path: written.path,
+      replacements: args.replaceAll ? count : 1,
+      bytes: written.bytes,
+      sha256: written.sha256,
+    };
   }
 
   /**
