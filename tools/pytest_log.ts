@@ -32,19 +32,8 @@ const ESC = String.fromCharCode(27);
 
 /** A line without its ANSI colour codes (`ESC [ … m`), which pytest adds on a terminal. */
 function withoutColour(line: string): string {
-  let out = "";
-  for (let i = 0; i < line.length; i++) {
-    if (line[i] === ESC && line[i + 1] === "[") {
-      let j = i + 2;
-      while (j < line.length && /[0-9;]/.test(line[j]!)) j++;
-      if (line[j] === "m") {
-        i = j;
-        continue;
-      }
-    }
-    out += line[i];
-  }
-  return out;
+  const [first, ...rest] = line.split(ESC);
+  return (first ?? "") + rest.map((part) => part.replace(/^\[[0-9;]*m/, "")).join("");
 }
 
 /** Parses a pytest log (exported for tests). */
