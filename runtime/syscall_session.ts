@@ -5,8 +5,9 @@
  * zod-validated here (a tool is untrusted code); a refusal is a typed error the tool sees.
  *
  * Syscalls: `fs.read_text`, `fs.write_text`, `fs.list`, `fs.make_dir`, `fs.delete_file`,
- * `fs.delete_dir`, `fs.stat`; `clock.now`, `clock.sleep`; `memory.create`, `memory.read`,
- * `memory.read_by_name`, `memory.list`, `memory.update`; `human.output`, `human.ask`,
+ * `fs.delete_dir`, `fs.stat`, `fs.edit`, `fs.glob`, `fs.grep`; `clock.now`, `clock.sleep`;
+ * `memory.create`, `memory.read`, `memory.read_by_name`, `memory.list`, `memory.update`,
+ * `memory.create_namespace`; `human.output`, `human.ask`,
  * `human.request_permission`; `shell.run`; `net.fetch`; `process.cwd`, `process.list`,
  * `process.fork`, `process.spawn_child`, `process.wait`, `process.signal`, `process.merge`,
  * `process.exit`, `process.exec`; `image.list`.
@@ -54,6 +55,18 @@ export interface SyscallTargets {
     deleteFile(pid: string, a: { path: string; missingOk?: boolean }): Promise<unknown>;
     deleteDir(pid: string, a: { path: string; recursive?: boolean }): Promise<unknown>;
     stat(pid: string, a: { path: string }): Promise<unknown>;
+    editText(
+      pid: string,
+      a: { path: string; oldString: string; newString: string; replaceAll?: boolean },
+    ): Promise<unknown>;
+    glob(pid: string, a: { glob: string; path?: string; limit?: number }): Promise<unknown>;
+    grep(pid: string, a: {
+      text: string;
+      path?: string;
+      glob?: string;
+      ignoreCase?: boolean;
+      maxMatches?: number;
+    }): Promise<unknown>;
   };
   readonly clock: {
     now(pid: string, options: { timeZone?: string }): unknown;
@@ -73,6 +86,7 @@ export interface SyscallTargets {
     list(pid: string, namespace?: string): unknown;
     update(pid: string, oid: string, change: { payload: JsonValue }): unknown;
     merge(parent: string, child: string): unknown;
+    createNamespace(pid: string, key: string): unknown;
   };
   readonly human: {
     output(pid: string, text: string): unknown;
@@ -272,6 +286,48 @@ function table(t: SyscallTargets, tool: string) {
       z.object({ path: Path }).strict(),
       (pid, a) => t.fs.stat(pid, { path: a.path }),
     ),
+    "fs.edit": entry(
+      z.object({
+        path: Path,
+        old_string: z.string().min(1).max(1024 * 1024),
+        new_string: z.string().max(1024 * 1024),
+        replace_all: z.boolean().optional(),
+      }).strict(),
+      (pid, a) =>
+        t.fs.editText(pid, {
+          path: a.path,
+          oldString: a.old_string,
+          newString: a.new_string,
+          ...present({ replaceAll: a.replace_all }),
+        }),
+    ),
+    "fs.glob": entry(
+      z.object({
+        pattern: z.string().min(1).max(1024),
+        path: Path.optional(),
+        limit: z.number().int().positive().max(10_000).optional(),
+      }).strict(),
+      (pid, a) => t.fs.glob(pid, { glob: a.pattern, ...present({ path: a.path, limit: a.limit }) }),
+    ),
+    "fs.grep": entry(
+      z.object({
+        text: z.string().min(1).max(1000),
+        path: Path.optional(),
+        glob: z.string().min(1).max(1024).optional(),
+        ignore_case: z.boolean().optional(),
+        max_matches: z.number().int().positive().max(2_000).optional(),
+      }).strict(),
+      (pid, a) =>
+        t.fs.grep(pid, {
+          text: a.text,
+          ...present({
+            path: a.path,
+            glob: a.glob,
+            ignoreCase: a.ignore_case,
+            maxMatches: a.max_matches,
+          }),
+        }),
+    ),
     "clock.now": entry(
       z.object({ time_zone: z.string().max(64).optional() }).strict(),
       (pid, a) => t.clock.now(pid, a.time_zone ? { timeZone: a.time_zone } : {}),
@@ -318,6 +374,13 @@ function table(t: SyscallTargets, tool: string) {
     "memory.update": entry(
       z.object({ oid: z.string().min(1).max(128), payload: Json }).strict(),
       (pid, a) => t.memory.update(pid, a.oid, { payload: a.payload }),
+    ),
+    "memory.create_namespace": entry(
+      z.object({ namespace: z.string().min(1).max(512) }).strict(),
+      (pid, a) => {
+        t.memory.createNamespace(pid, a.namespace);
+        return { namespace: a.namespace, created: true };
+      },
     ),
     "human.output": entry(
       z.object({ text: z.string().min(1).max(100_000) }).strict(),

@@ -41,6 +41,9 @@ function spies(): { targets: SyscallTargets; calls: [string, unknown[]][] } {
         deleteFile: async("fs.deleteFile"),
         deleteDir: async("fs.deleteDir"),
         stat: async("fs.stat"),
+        editText: async("fs.editText"),
+        glob: async("fs.glob"),
+        grep: async("fs.grep"),
       },
       clock: { now: spy("clock.now"), wait: async("clock.wait") as () => Promise<void> },
       memory: {
@@ -50,6 +53,7 @@ function spies(): { targets: SyscallTargets; calls: [string, unknown[]][] } {
         list: spy("memory.list"),
         update: spy("memory.update"),
         merge: spy("memory.merge", { oid: "obj_9" }),
+        createNamespace: spy("memory.createNamespace"),
       },
       human: {
         output: spy("human.output"),
@@ -105,6 +109,19 @@ Deno.test("LibOSSyscallSession.call() calls exactly one primitive method per sys
       recursive: true,
     }]],
     ["fs.stat", { path: "a" }, "fs.stat", ["pid_1", { path: "a" }]],
+    ["fs.edit", { path: "a", old_string: "x", new_string: "y" }, "fs.editText", ["pid_1", {
+      path: "a",
+      oldString: "x",
+      newString: "y",
+    }]],
+    ["fs.glob", { pattern: "**/*.ts", limit: 5 }, "fs.glob", ["pid_1", {
+      glob: "**/*.ts",
+      limit: 5,
+    }]],
+    ["fs.grep", { text: "TODO", ignore_case: true }, "fs.grep", ["pid_1", {
+      text: "TODO",
+      ignoreCase: true,
+    }]],
     ["clock.now", { time_zone: "UTC" }, "clock.now", ["pid_1", { timeZone: "UTC" }]],
     ["clock.sleep", { ms: 5 }, "clock.wait", ["pid_1", 5]],
     ["memory.create", { type: "note", payload: { a: 1 } }, "memory.create", ["pid_1", {
@@ -122,6 +139,10 @@ Deno.test("LibOSSyscallSession.call() calls exactly one primitive method per sys
     ["memory.update", { oid: "obj_1", payload: 2 }, "memory.update", ["pid_1", "obj_1", {
       payload: 2,
     }]],
+    ["memory.create_namespace", { namespace: "project" }, "memory.createNamespace", [
+      "pid_1",
+      "project",
+    ]],
     ["human.output", { text: "hi" }, "human.output", ["pid_1", "hi"]],
     ["human.ask", { question: "colour?" }, "human.ask", ["pid_1", "colour?"]],
     [
