@@ -478,6 +478,12 @@ export function lifecycleFor(
   });
   // An approved registration runs again through this lifecycle when its process resumes.
   runtime.human.route("tool.", { dispatch: (pid, action) => lifecycle.dispatch(pid, action) });
+  // The propose/validate/register_jit_tool built-ins go through this lifecycle.
+  runtime.tools.attachJit({
+    propose: (pid, candidate) => lifecycle.propose(pid, candidate),
+    validate: (pid, oid) => lifecycle.validate(pid, oid),
+    register: (pid, oid) => lifecycle.register(pid, oid),
+  });
   // A fork passes on the JIT tools its child was granted.
   runtime.processes.onFork((child, parent) => lifecycle.inherit(parent.pid, child.pid));
   return lifecycle;

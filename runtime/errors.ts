@@ -205,6 +205,25 @@ export class HumanDecisionError extends LibosError {
   }
 }
 
+/**
+ * A tool ends its process's quantum (DESIGN §1): the process waits for a child, or exits. The
+ * broker lets it through and the scheduler makes `outcome` the quantum's result — what the model
+ * asked for, applied by the one code path that moves processes (a tool never moves its own
+ * process mid-quantum).
+ */
+export class QuantumEnd extends LibosError {
+  /** What the quantum ends with. */
+  readonly outcome:
+    | { readonly type: "wait_child"; readonly pid: string | null }
+    | { readonly type: "exit"; readonly result?: string; readonly message?: string };
+
+  /** Builds a `quantum_end` for one outcome. */
+  constructor(message: string, outcome: QuantumEnd["outcome"]) {
+    super("quantum_end", "caller", message);
+    this.outcome = outcome;
+  }
+}
+
 /** The action waits for a human: the process parks in `waiting_human` on `request`. */
 export class HumanPendingError extends LibosError {
   /** The durable human request the process waits on. */

@@ -156,3 +156,34 @@ export const AgentProcess = z.object({
 }).strict();
 /** A stored agent process. */
 export type AgentProcess = z.infer<typeof AgentProcess>;
+
+/**
+ * What a tool (built-in or JIT) is told about a process: never its budgets, capabilities or
+ * pending work.
+ */
+export function processSummary(
+  p: Pick<
+    AgentProcess,
+    "pid" | "parent" | "image" | "status" | "goal" | "cwd" | "result" | "message"
+  >,
+): {
+  pid: string;
+  parent: string | null;
+  image: string;
+  status: string;
+  goal: string;
+  cwd: string;
+  result: string | null;
+  message: string | null;
+} {
+  return {
+    pid: p.pid,
+    parent: p.parent,
+    image: p.image,
+    status: p.status,
+    goal: p.goal.slice(0, 2000),
+    cwd: p.cwd,
+    result: p.result,
+    message: p.message,
+  };
+}

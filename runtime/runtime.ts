@@ -309,6 +309,7 @@ function build(options: RuntimeOptions): Runtime {
     human,
     shell: primitives.shell,
     net: primitives.net,
+    images,
     ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
   });
   for (const spec of builtinToolSpecs()) tools.registerBuiltin(defineTool(spec));

@@ -16,7 +16,7 @@
 import type { ActionLedger, ActionOutcome, ActionRecord, ActionRequest } from "./action_ledger.ts";
 import type { JsonValue } from "./canonical_json.ts";
 import { type Clock, pauseFor } from "./clock.ts";
-import { errorInfo, HumanPendingError } from "./errors.ts";
+import { errorInfo, HumanPendingError, QuantumEnd } from "./errors.ts";
 import type { HumanChannel, HumanResolution } from "./human_channel.ts";
 import type { AgentProcess } from "./process.ts";
 import { deadline } from "./process_budget.ts";
@@ -320,6 +320,9 @@ export class Scheduler implements Disposable {
       if (error instanceof HumanPendingError) {
         // A primitive parked the action on a human: the process waits for the decision.
         result = { type: "wait_human", request: error.request };
+      } else if (error instanceof QuantumEnd) {
+        // A tool asked to wait for a child or to exit: that is how the quantum ends.
+        result = error.outcome;
       } else {
         const info = errorInfo(error);
         result = { type: "fail", reason: `driver_error:${info.code}: ${info.message}` };

@@ -29,7 +29,7 @@ import { pauseFor } from "./clock.ts";
 import type { InheritScope } from "./delegation.ts";
 import { HumanPendingError, LibosError, ValidationError } from "./errors.ts";
 import type { HumanResolution } from "./human_channel.ts";
-import { type AgentProcess, Budgets, Signal } from "./process.ts";
+import { type AgentProcess, Budgets, processSummary, Signal } from "./process.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
 import { present } from "./tool.ts";
 
@@ -169,19 +169,7 @@ export type DeferredOp =
     readonly goal?: string;
   };
 
-/** What a tool sees of a process: never its budgets, capabilities or pending work. */
-function view(p: ProcessView): JsonValue {
-  return {
-    pid: p.pid,
-    parent: p.parent,
-    image: p.image,
-    status: p.status,
-    goal: p.goal.slice(0, 2000),
-    cwd: p.cwd,
-    result: p.result,
-    message: p.message,
-  };
-}
+const view = processSummary;
 
 /** How long `process.wait` blocks at most by default, and at all. */
 const WAIT_DEFAULT_MS = 60_000;

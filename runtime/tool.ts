@@ -29,6 +29,9 @@ export const ToolEffect = z.enum([
   "human",
   "shell",
   "net",
+  "process",
+  "image",
+  "jit",
 ]);
 /** A kind of effect a tool may exercise. */
 export type ToolEffect = z.infer<typeof ToolEffect>;
@@ -131,6 +134,54 @@ export interface ToolContext {
       readonly stdin?: string;
     }): Promise<JsonValue>;
   };
+  readonly process: {
+    /** The working directory, workspace-relative. */
+    cwd(): string;
+    /** Changes the working directory (contained to the workspace; needs stat on it). */
+    chdir(path: string): JsonValue;
+    /** The process's children. */
+    children(): JsonValue;
+    fork(options: ChildRequest): JsonValue;
+    spawnChild(
+      options: ChildRequest & {
+        readonly image: string;
+        readonly goal: string;
+        readonly tools?: readonly string[];
+      },
+    ): JsonValue;
+    /** A finished child not collected yet (this one, or any), without waiting; null if none. */
+    collect(child: string | null): JsonValue;
+    /** Signals one of the process's own children. */
+    signal(
+      child: string,
+      signal: "pause" | "resume" | "cancel" | "interrupt" | "terminate",
+    ): JsonValue;
+    /** Gives the process read on the result of a finished child it made. */
+    merge(child: string): JsonValue;
+    /** Replaces the process's image and tool table (never its capabilities). */
+    exec(
+      options: {
+        readonly image: string;
+        readonly tools?: readonly string[];
+        readonly goal?: string;
+      },
+    ): JsonValue;
+    /** Ends the quantum waiting for a child (or any): throws a `QuantumEnd`. */
+    wait(child: string | null): never;
+    /** Ends the process (after this call): throws a `QuantumEnd`. */
+    exit(options: { readonly result?: string; readonly message?: string }): never;
+  };
+  readonly images: {
+    /** Loads an image from strict YAML (needs `image:<id>` write). */
+    loadYaml(yaml: string, options?: { readonly replace?: boolean }): JsonValue;
+  };
+  readonly jit: {
+    /** Stores a candidate tool; returns its oid. */
+    propose(candidate: JsonValue): string;
+    validate(oid: string): Promise<JsonValue>;
+    /** Registers a validated candidate (the register right, or a human's approval). */
+    register(oid: string): Promise<string>;
+  };
   readonly net: {
     /** One HTTP(S) request under the process's `net` capabilities (untrusted web content). */
     fetch(request: {
@@ -142,6 +193,29 @@ export interface ToolContext {
       readonly timeoutMs?: number;
     }): Promise<JsonValue>;
   };
+}
+
+/** A child's goal, budgets and the scopes of the parent's authority it is handed. */
+export interface ChildRequest {
+  readonly goal?: string;
+  /** Absent members (or undefined ones, as zod leaves them) keep the parent's remainder. */
+  readonly budgets?: {
+    readonly maxToolCalls?: number | undefined;
+    readonly maxLiveChildren?: number | undefined;
+    readonly maxWallTimeMs?: number | undefined;
+    readonly maxModelTokens?: number | undefined;
+  };
+  readonly inherit?: readonly {
+    readonly resource: CapabilityResource;
+    readonly rights: readonly string[];
+  }[];
+}
+
+/** The JIT tool lifecycle as the broker offers it (attached by `lifecycleFor`). */
+export interface JitHooks {
+  propose(pid: string, candidate: unknown): string;
+  validate(pid: string, oid: string): Promise<unknown>;
+  register(pid: string, oid: string): Promise<string>;
 }
 
 /** What a tool's `run` returns: JSON, handed to the model (capped) and stored as an object. */

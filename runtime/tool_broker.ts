@@ -22,6 +22,7 @@ import {
   errorInfo,
   HumanPendingError,
   LibosError,
+  QuantumEnd,
   ValidationError,
 } from "./errors.ts";
 import type { HumanChannel } from "./human_channel.ts";
@@ -33,11 +34,16 @@ import type { FilesystemPrimitive } from "./primitives/filesystem.ts";
 import type { ClockPrimitive } from "./primitives/clock.ts";
 import type { NetPrimitive } from "./primitives/net.ts";
 import type { ShellPrimitive } from "./primitives/shell.ts";
-import { isFinal } from "./process.ts";
+import type { InheritScope } from "./delegation.ts";
+import type { ImageRegistry } from "./image_registry.ts";
+import { type Budgets, isFinal, processSummary } from "./process.ts";
 import type { ProcessManager } from "./process_manager.ts";
 import { type Redactor, redactor } from "./redaction.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
 import {
+  type ChildRequest,
+  type JitHooks,
+  present,
   type ToolContext,
   type ToolDefinition,
   type ToolEffect,
@@ -86,6 +92,7 @@ export interface ToolBrokerOptions {
   readonly human: HumanChannel;
   readonly shell: Pick<ShellPrimitive, "run">;
   readonly net: Pick<NetPrimitive, "fetch">;
+  readonly images: Pick<ImageRegistry, "loadYaml">;
   /** Characters of a result handed to the model before it is cut (default 8,000). */
   readonly modelChars?: number;
   /**
@@ -95,10 +102,13 @@ export interface ToolBrokerOptions {
   readonly secrets?: readonly string[];
 }
 
-/** Whether a thrown value is the human channel's "park on this request" (never its getters). */
-function isPending(error: unknown): error is HumanPendingError {
+/**
+ * Whether a thrown value ends the quantum rather than the call: the human channel's "park on this
+ * request", or a tool's wait/exit (never reading a hostile value's getters).
+ */
+function isPending(error: unknown): error is HumanPendingError | QuantumEnd {
   try {
-    return error instanceof HumanPendingError;
+    return error instanceof HumanPendingError || error instanceof QuantumEnd;
   } catch {
     return false;
   }
@@ -114,6 +124,20 @@ function safeErrorInfo(error: unknown): ErrorInfo {
   }
 }
 
+/** A child request as the process manager takes it (absent members left out). */
+function childOptions(options: ChildRequest): {
+  goal?: string;
+  budgets?: Partial<Budgets>;
+  inherit?: readonly InheritScope[];
+} {
+  return {
+    ...(options.goal === undefined ? {} : { goal: options.goal }),
+    ...(options.budgets === undefined ? {} : { budgets: present(options.budgets) }),
+    // Rights are checked by the delegation itself: one the parent lacks is refused there.
+    ...(options.inherit === undefined ? {} : { inherit: options.inherit as InheritScope[] }),
+  };
+}
+
 /** Per-process tool tables, the registry of tools, and invocation. */
 export class ToolBroker {
   readonly #core: RuntimeCore;
@@ -123,6 +147,8 @@ export class ToolBroker {
   readonly #jit = new Map<string, Map<string, ToolDefinition>>();
   readonly #modelChars: number;
   readonly #redactor: Redactor;
+  /** The JIT tool lifecycle, when one is attached (`lifecycleFor`). */
+  #jitHooks: JitHooks | undefined;
 
   /** Binds the broker to a runtime. */
   constructor(core: RuntimeCore, options: ToolBrokerOptions) {
@@ -171,6 +197,11 @@ export class ToolBroker {
     own.set(tool.name, tool);
     this.#jit.set(pid, own);
     this.#audit(pid, "tool.register", tool.name, "allow", "jit");
+  }
+
+  /** Attaches the JIT tool lifecycle the `propose/validate/register_jit_tool` tools use. */
+  attachJit(hooks: JitHooks): void {
+    this.#jitHooks = hooks;
   }
 
   /** Forgets a process's JIT tools (its exec replaced its tool table, or it finished). */
@@ -398,8 +429,17 @@ export class ToolBroker {
       }
       if (!tool.effects.includes(effect)) throw undeclared(tool.name, effect);
     };
-    const { fs, clock, memory, human, shell, net } = this.#o;
+    const { fs, clock, memory, human, shell, net, processes, images } = this.#o;
     const json = (v: unknown) => v as JsonValue;
+    const self = { kind: "process", pid } as const;
+    const jitHooks = () => {
+      if (!this.#jitHooks) {
+        throw new ValidationError(
+          "JIT tools are not enabled in this runtime (no tool lifecycle is attached)",
+        );
+      }
+      return this.#jitHooks;
+    };
     return {
       pid,
       signal,
@@ -507,6 +547,84 @@ export class ToolBroker {
             );
           }
           return human.requestPermission(pid, parsed.data);
+        },
+      },
+      process: {
+        cwd() {
+          need("process");
+          const p = processes.find(pid);
+          if (!p) throw new ValidationError(`Process ${pid} no longer exists`);
+          return p.cwd;
+        },
+        chdir(path) {
+          need("process");
+          return processes.chdir(pid, path, self).cwd;
+        },
+        children() {
+          need("process");
+          return processes.list({ parent: pid, limit: 1000 }).map(processSummary);
+        },
+        fork(options) {
+          need("process");
+          return processSummary(processes.fork(pid, childOptions(options), self));
+        },
+        spawnChild(options) {
+          need("process");
+          return processSummary(processes.spawnChild(pid, {
+            ...childOptions(options),
+            image: options.image,
+            goal: options.goal,
+            ...(options.tools === undefined ? {} : { tools: options.tools }),
+          }, self));
+        },
+        collect(child) {
+          need("process");
+          const found = processes.collectChild(pid, child, self);
+          return found ? processSummary(found) : null;
+        },
+        signal(child, signal) {
+          need("process");
+          return processSummary(processes.signal(child, signal, self));
+        },
+        merge(child) {
+          need("process");
+          return json(memory.merge(pid, child));
+        },
+        exec(options) {
+          need("process");
+          return processSummary(processes.exec(pid, options, self));
+        },
+        wait(child) {
+          need("process");
+          throw new QuantumEnd(`Process ${pid} waits for ${child ?? "a child"}`, {
+            type: "wait_child",
+            pid: child,
+          });
+        },
+        exit(options) {
+          need("process");
+          throw new QuantumEnd(`Process ${pid} exits`, { type: "exit", ...options });
+        },
+      },
+      images: {
+        loadYaml(yaml, options = {}) {
+          need("image");
+          const image = images.loadYaml(pid, yaml, { ...options, source: "the model's YAML" });
+          return { id: image.id, default_tools: [...image.defaultTools] };
+        },
+      },
+      jit: {
+        propose(candidate) {
+          need("jit");
+          return jitHooks().propose(pid, candidate);
+        },
+        async validate(oid) {
+          need("jit");
+          return json(await jitHooks().validate(pid, oid));
+        },
+        register(oid) {
+          need("jit");
+          return jitHooks().register(pid, oid);
         },
       },
       shell: {

@@ -40,6 +40,15 @@ function instrument(runtime: Runtime): string[] {
   record(net, "net", ["fetch"], calls);
   record(runtime.memory, "memory", ["create", "read", "list", "createNamespace"], calls);
   record(runtime.human, "human", ["output", "ask", "requestPermission"], calls);
+  record(runtime.memory, "memory", ["merge"], calls);
+  record(runtime.processes, "processes", [
+    "find",
+    "list",
+    "fork",
+    "spawnChild",
+    "collectChild",
+    "signal",
+  ], calls);
   return calls;
 }
 
@@ -101,7 +110,33 @@ const PARITY: readonly [
   ["fetch_url", { url: "http://127.0.0.1:9/" }, "net.fetch", {
     url: "http://127.0.0.1:9/",
   }, "net.fetch"],
+  ["get_working_directory", {}, "process.cwd", {}, "processes.find"],
+  ["list_child_processes", {}, "process.list", {}, "processes.list"],
+  ["fork_child_process", { goal: "a" }, "process.fork", { goal: "b" }, "processes.fork"],
+  ["spawn_child_process", { image: "base-agent:v0", goal: "c" }, "process.spawn_child", {
+    image: "base-agent:v0",
+    goal: "d",
+  }, "processes.spawnChild"],
+  ["wait_child_process", { pid: "$done" }, "process.wait", {
+    pid: "$done",
+    timeout_ms: 0,
+  }, "processes.collectChild"],
+  ["signal_child_process", { pid: "$live", signal: "pause" }, "process.signal", {
+    pid: "$live",
+    signal: "resume",
+  }, "processes.signal"],
+  ["merge_child_memory", { pid: "$done" }, "process.merge", { pid: "$done" }, "memory.merge"],
 ];
+
+/** Replaces `$done` and `$live` with the pids of a finished and a live child. */
+function bind(
+  args: Record<string, unknown>,
+  pids: Record<string, string>,
+): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(args).map(([k, v]) => [k, typeof v === "string" && v in pids ? pids[v] : v]),
+  );
+}
 
 Deno.test("Each built-in tool and its JIT syscall reach the same primitive method (parity table)", async () => {
   const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-parity-" }));
@@ -119,11 +154,19 @@ Deno.test("Each built-in tool and its JIT syscall reach the same primitive metho
     const tools = PARITY.map(([tool]) => tool);
     const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0", tools }).pid;
     const session = new LibOSSyscallSession(runtime, runtimeTargets(runtime), pid, "parity");
+    // Children to wait for, merge and signal (made before the recorders count).
+    const done = runtime.processes.fork(pid, { goal: "done" }).pid;
+    runtime.processes.exit(done, { message: "finished" });
+    const live = runtime.processes.fork(pid, { goal: "live" }).pid;
+    const pids = { $done: done, $live: live };
     const signal = new AbortController().signal;
     const covered = new Set<string>();
     for (const [tool, toolArgs, syscall, syscallArgs, method] of PARITY) {
       calls.length = 0;
-      const result = await runtime.tools.invoke(pid, { name: tool, arguments: toolArgs }, signal);
+      const result = await runtime.tools.invoke(pid, {
+        name: tool,
+        arguments: bind(toolArgs, pids),
+      }, signal);
       // Refusals count too: what matters is which code decided.
       assert.ok(
         result.ok || result.error.code !== "invalid_arguments",
@@ -131,11 +174,13 @@ Deno.test("Each built-in tool and its JIT syscall reach the same primitive metho
       );
       assert.equal(calls[0], method, `${tool} reached ${calls[0]}`);
       calls.length = 0;
-      await session.call(syscall, syscallArgs, signal).catch(() => {});
+      await session.call(syscall, bind(syscallArgs, pids), signal).catch(() => {});
       assert.equal(calls[0], method, `${syscall} reached ${calls[0]}`);
       covered.add(method);
     }
     assert.equal(covered.size, PARITY.length, "one row per primitive method");
+    // Process control had its effects: the finished child was collected by a wait.
+    assert.equal(runtime.processes.get(done).reaped, true);
   } finally {
     Deno.removeSync(ws, { recursive: true });
   }

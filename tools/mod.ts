@@ -28,6 +28,24 @@ import {
   readMemoryObject,
   writeObjectToFile,
 } from "./memory.ts";
+import {
+  loadImageFromYaml,
+  proposeJitTool,
+  registerJitTool,
+  validateJitTool,
+} from "./jit_and_images.ts";
+import {
+  execProcess,
+  forkChildProcess,
+  getWorkingDirectory,
+  listChildProcesses,
+  mergeChildMemory,
+  processExit,
+  setWorkingDirectory,
+  signalChildProcess,
+  spawnChildProcess,
+  waitChildProcess,
+} from "./process.ts";
 import { parsePytestLog } from "./pytest_log.ts";
 import { fetchUrl, runShellCommand } from "./shell_and_net.ts";
 import {
@@ -42,6 +60,20 @@ import {
 /** Every built-in tool's spec, in name order (the runtime defines and registers them). */
 export function builtinToolSpecs(): ToolSpec<z.ZodType>[] {
   const specs = [
+    execProcess,
+    forkChildProcess,
+    getWorkingDirectory,
+    listChildProcesses,
+    loadImageFromYaml,
+    mergeChildMemory,
+    processExit,
+    proposeJitTool,
+    registerJitTool,
+    setWorkingDirectory,
+    signalChildProcess,
+    spawnChildProcess,
+    validateJitTool,
+    waitChildProcess,
     appendMemoryObject,
     askHuman,
     createMemoryNamespace,
