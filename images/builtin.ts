@@ -1,58 +1,30 @@
 /**
- * The built-in agent images. They are data: the registry validates them like any loaded image,
+ * The built-in agent images. Their source is `images/*.yaml` (imported as text: part of the
+ * static module graph, no read permission needed); the runtime loads the JSON `deno task images`
+ * makes from them (the YAML library reads environment variables, so it does not run inside the
+ * runtime for its own images). They are data: validated by the registry like any loaded image,
  * and only an operator holding `image:<id>` admin may replace one.
  *
  * @module
  */
 import type { AgentImageInput } from "../runtime/image.ts";
+import baseAgent from "./base-agent.yaml" with { type: "text" };
+import built from "./builtin_images.json" with { type: "json" };
+import codingAgent from "./coding-agent.yaml" with { type: "text" };
+import reviewAgent from "./review-agent.yaml" with { type: "text" };
+import toolmakerAgent from "./toolmaker-agent.yaml" with { type: "text" };
 
-const WORKSPACE = { type: "fs", path: ".", scope: "subtree" } as const;
-const HUMAN = { type: "human", key: "owner", scope: "exact" } as const;
-const IMAGES = { type: "image", key: "*", scope: "any" } as const;
+/** The built-in images' YAML, by file name. */
+export function builtinImageSources(): Record<string, string> {
+  return {
+    "base-agent.yaml": baseAgent,
+    "coding-agent.yaml": codingAgent,
+    "review-agent.yaml": reviewAgent,
+    "toolmaker-agent.yaml": toolmakerAgent,
+  };
+}
 
-/** Every built-in image, freshly built (no shared mutable state). */
+/** Every built-in image, a fresh copy each call (no shared mutable state). */
 export function builtinImages(): AgentImageInput[] {
-  return [
-    {
-      id: "base-agent:v0",
-      name: "base-agent",
-      version: "v0",
-      description: "A general agent that talks to its human and keeps notes; no file tools.",
-      systemPrompt:
-        "You are an agent running inside Agent libOS. You act only through the tools you are given; every effect is checked against your capabilities, and a refusal tells you why. Ask your human when you need a decision or a permission.",
-      defaultTools: ["get_current_time", "ask_human", "human_output"],
-      safety: { maxMode: "full-access", notes: "" },
-      requiredCapabilities: [
-        { resource: WORKSPACE, rights: ["read", "stat", "write", "delete"] },
-        { resource: HUMAN, rights: ["write"] },
-        { resource: IMAGES, rights: ["read"] },
-      ],
-    },
-    {
-      id: "coding-agent:v0",
-      name: "coding-agent",
-      version: "v0",
-      description: "A coding agent: reads, writes and lists workspace files.",
-      systemPrompt:
-        "You are a careful coding agent running inside Agent libOS. Read before you write, keep changes small, and explain what you changed. Files outside the workspace, secrets and .git are out of bounds unless your human approves.",
-      defaultTools: [
-        "read_text_file",
-        "write_text_file",
-        "read_directory",
-        "get_current_time",
-        "ask_human",
-        "human_output",
-      ],
-      contextPolicy: { budgetTokens: 32_000 },
-      safety: {
-        maxMode: "full-access",
-        notes: "Never deletes without a capability that allows it; .git and secrets ask.",
-      },
-      requiredCapabilities: [
-        { resource: WORKSPACE, rights: ["read", "stat", "write", "delete"] },
-        { resource: HUMAN, rights: ["write"] },
-        { resource: IMAGES, rights: ["read"] },
-      ],
-    },
-  ];
+  return structuredClone(built) as unknown as AgentImageInput[];
 }

@@ -411,7 +411,7 @@ export class ProcessEngine {
     if (!children.some((c) => !isFinal(c.status))) {
       throw new IllegalTransitionError(
         "no_children",
-        `Process ${parent.pid} has no child to wait for: none is alive and every finished one was collected`,
+        `Process ${parent.pid} has no child to wait for: none it may wait for is alive, and every finished one was collected`,
       );
     }
     return undefined;

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { IMAGE_OPERATOR } from "./image_registry.ts";
 import type { CapabilityResource, Effect, Right } from "./capability.ts";
 import type { GrantRequest } from "./capability_table.ts";
 import { FakeClock } from "./clock.ts";
@@ -243,11 +244,11 @@ Deno.test("ProcessManager.fork() without inherit gives the child no filesystem a
   }]);
   const beforeReader = grid.map((a) => runtime.authority.decide(reader, a));
   runtime.processes.exec(reader, { image: "base-agent:v0" }, { kind: "process", pid: reader });
-  assert.deepEqual(runtime.processes.get(reader).tools, [
-    "get_current_time",
-    "ask_human",
-    "human_output",
-  ], "the image's default tools: visible, not authorised");
+  assert.deepEqual(
+    runtime.processes.get(reader).tools,
+    runtime.images.get(IMAGE_OPERATOR, "base-agent:v0").defaultTools,
+    "the image's default tools: visible, not authorised",
+  );
   assert.deepEqual(grid.map((a) => runtime.authority.decide(reader, a)), beforeReader);
   for (const d of beforeReader) assert.equal(d.effect, "deny");
   assert.deepEqual(decide(), before);

@@ -62,6 +62,8 @@ Deno.test("ImageRegistry lists the built-in images and serves them to processes 
   assert.deepEqual(images.list(IMAGE_OPERATOR).map((i) => [i.id, i.origin]), [
     ["base-agent:v0", "builtin"],
     ["coding-agent:v0", "builtin"],
+    ["review-agent:v0", "builtin"],
+    ["toolmaker-agent:v0", "builtin"],
   ]);
   const pid = f.runtime.processes.spawn({ goal: "g", image: "coding-agent:v0" }).pid;
   assert.equal(images.get(pid, "base-agent:v0").id, "base-agent:v0");
@@ -156,6 +158,8 @@ Deno.test("ImageRegistry refuses hostile or invalid image YAML with a clear erro
   assert.deepEqual(f.runtime.images.list(IMAGE_OPERATOR).map((i) => i.id), [
     "base-agent:v0",
     "coding-agent:v0",
+    "review-agent:v0",
+    "toolmaker-agent:v0",
   ]);
 });
 

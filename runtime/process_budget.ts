@@ -49,7 +49,8 @@ export function childBudgets(
   const pick = (asked: number | undefined, available: number) =>
     Math.min(asked ?? Math.floor(available / 2), available);
   return {
-    maxToolCalls: pick(requested.maxToolCalls, left.toolCalls),
+    // The parent keeps one tool call: without it, it could not even collect the child it made.
+    maxToolCalls: pick(requested.maxToolCalls, Math.max(0, left.toolCalls - 1)),
     maxModelTokens: pick(requested.maxModelTokens, left.modelTokens),
     maxLiveChildren: Math.min(
       requested.maxLiveChildren ?? parent.budgets.maxLiveChildren,

@@ -286,14 +286,20 @@ Deno.test("ProcessManager.fork() copies image, tools and cwd and carves the chil
   assert.deepEqual(child.tools, ["read_text_file", "echo"]);
   assert.equal(child.cwd, "pkg");
   assert.equal(child.goal, "p");
-  assert.equal(child.budgets.maxToolCalls, 8, "capped at the parent's remainder");
+  assert.equal(
+    child.budgets.maxToolCalls,
+    7,
+    "capped at the parent's remainder, less the one call the parent keeps",
+  );
   assert.equal(child.budgets.maxModelTokens, 500, "unasked: half the parent's remainder");
   const p = f.pm.get(parent);
-  assert.equal(p.usage.delegatedToolCalls, 8);
+  assert.equal(p.usage.delegatedToolCalls, 7);
+  // The parent can still make one call (to collect its child), and then no more.
+  f.pm.chargeToolCall(parent);
   assert.throws(
     () => f.pm.chargeToolCall(parent),
     BudgetExhaustedError,
-    "the parent lent its remaining tool calls",
+    "the parent lent the rest of its tool calls",
   );
 });
 

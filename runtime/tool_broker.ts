@@ -257,8 +257,10 @@ export class ToolBroker {
 
   /**
    * Invokes a tool for process `pid`. Never throws for the call itself: a refusal or a failure is
-   * a typed `{ok: false}` result — except {@link HumanPendingError} (the process must park on
-   * the human request) which is rethrown for the scheduler.
+   * a typed `{ok: false}` result — except what ends the quantum, rethrown for the scheduler:
+   * {@link HumanPendingError} (the process parks on a human request), {@link QuantumEnd} (a tool
+   * waits for a child or exits), and `BudgetExhaustedError` when this very call exhausts the
+   * tool-call budget (the process has failed).
    */
   async invoke(pid: string, call: ToolCall, signal: AbortSignal): Promise<ToolResult> {
     const name = typeof call.name === "string" ? call.name : "";

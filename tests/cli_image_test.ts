@@ -59,6 +59,8 @@ Deno.test("libos images list, show and load work against the workspace database;
   assert.deepEqual(after.map((i) => [i.id, i.origin]), [
     ["base-agent:v0", "builtin"],
     ["coding-agent:v0", "builtin"],
+    ["review-agent:v0", "builtin"],
+    ["toolmaker-agent:v0", "builtin"],
     ["triage:v1", "loaded"],
   ]);
 });

@@ -977,6 +977,8 @@ Deno.test("ImageRegistry refuses hostile image data given as objects (attack: pr
   assert.deepEqual(f.runtime.images.list(IMAGE_OPERATOR).map((i) => i.id), [
     "base-agent:v0",
     "coding-agent:v0",
+    "review-agent:v0",
+    "toolmaker-agent:v0",
   ]);
   assert.equal(
     f.runtime.images.get(IMAGE_OPERATOR, "base-agent:v0").systemPrompt,

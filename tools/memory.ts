@@ -64,7 +64,10 @@ const ReadArgs = z.object({
   namespace: Namespace.optional().describe("With name: read by name instead of oid"),
   name: Name.optional(),
 }).strict().refine(
-  (a) => (a.oid !== undefined) !== (a.namespace !== undefined && a.name !== undefined),
+  (a) =>
+    a.oid !== undefined
+      ? a.namespace === undefined && a.name === undefined
+      : a.namespace !== undefined && a.name !== undefined,
   "give either oid, or namespace and name",
 );
 

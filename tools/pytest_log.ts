@@ -44,7 +44,8 @@ export function parsePytest(log: string): PytestSummary {
   const failures: PytestSummary["failures"][number][] = [];
   for (const raw of log.split("\n")) {
     const line = withoutColour(raw).trimEnd();
-    const result = /^(FAILED|ERROR) (\S+)(?: - (.*))?$/.exec(line);
+    // A test id may hold spaces inside its parameter brackets: test_x[a b].
+    const result = /^(FAILED|ERROR) ([^\s[]+(?:\[[^\]]*\])?)(?: - (.*))?$/.exec(line);
     if (result && failures.length < 200) {
       failures.push({
         kind: result[1] === "FAILED" ? "failed" : "error",
@@ -53,8 +54,12 @@ export function parsePytest(log: string): PytestSummary {
       });
       continue;
     }
-    // The final line: "==== 2 failed, 10 passed, 1 warning in 0.52s ====" (or "no tests ran").
-    const final = /^=+ (.*) in ([0-9.]+)s(?: \([^)]*\))? =+$/.exec(line);
+    // The final line: "==== 2 failed, 10 passed, 1 warning in 0.52s ====" ("no tests ran"), or
+    // with -q the same without the = borders.
+    const final =
+      /^(?:=+ )?((?:\d+ \w+(?:, )?)+|no tests ran) in ([0-9.]+)s(?: \([^)]*\))?(?: =+)?$/.exec(
+        line,
+      );
     if (final) {
       complete = true;
       duration = Number(final[2]);

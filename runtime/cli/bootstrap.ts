@@ -19,6 +19,9 @@ export const RUNTIME_ENV = [
   "NO_COLOR",
   "TERM",
   "LIBOS_CWD",
+  // The yaml package reads these on every token (debug logging); the bootstrap blanks them.
+  "LOG_TOKENS",
+  "LOG_STREAM",
 ];
 
 /** What the bootstrap knows about the invocation. */
@@ -197,7 +200,8 @@ if (import.meta.main) {
       ...Deno.args,
     ],
     cwd,
-    env: { LIBOS_CWD: cwd, DENO_NO_UPDATE_CHECK: "1" },
+    // LOG_*: blank, so a debugging variable of the user's cannot make the YAML parser print.
+    env: { LIBOS_CWD: cwd, DENO_NO_UPDATE_CHECK: "1", LOG_TOKENS: "", LOG_STREAM: "" },
     stdin: "inherit",
     stdout: "inherit",
     stderr: "inherit",

@@ -97,6 +97,9 @@ interface OpContext {
 /** The largest current file a diff is computed against (bigger ones show a preview only). */
 const DIFF_SOURCE_MAX = 1024 * 1024;
 
+/** Entries a listing reads at most before it sorts and cuts (larger directories are truncated). */
+const LIST_SCAN_MAX = 100_000;
+
 /** The filesystem primitive of one runtime. */
 export class FilesystemPrimitive {
   readonly #core: RuntimeCore;
@@ -770,17 +773,21 @@ export class FilesystemPrimitive {
           );
         }
         ctx.gate({ target: facts });
-        const entries: { name: string; type: EntryType }[] = [];
+        // The first `limit` entries by name: read them all (up to a scan bound), sort, then cut
+        // — cutting in the host's directory order would return arbitrary entries.
+        const all: { name: string; type: EntryType }[] = [];
         let truncated = false;
         for (const entry of this.#fs.readDir(path.absolute)) {
-          if (entries.length >= limit) {
+          if (all.length >= LIST_SCAN_MAX) {
             truncated = true;
             break;
           }
-          entries.push({ name: entry.name, type: typeOf(entry) });
+          all.push({ name: entry.name, type: typeOf(entry) });
         }
         this.#parentStill(path.absolute, path.relative);
-        entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+        all.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+        if (all.length > limit) truncated = true;
+        const entries = all.slice(0, limit);
         this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
           inputDigest: ctx.digest,
           detail: { entries: entries.length, truncated },
