@@ -21,5 +21,5 @@ export function buildBuiltinImages(): string {
 if (import.meta.main) {
   const target = new URL("./builtin_images.json", import.meta.url);
   Deno.writeTextFileSync(target, buildBuiltinImages());
-  console.log(`wrote ${target.pathname}`);
+  Deno.stdout.writeSync(new TextEncoder().encode(`wrote ${target.pathname}\n`));
 }

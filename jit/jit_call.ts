@@ -12,7 +12,7 @@
  */
 import type { ActionLedger } from "../runtime/action_ledger.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../runtime/canonical_json.ts";
-import { errorInfo, LibosError } from "../runtime/errors.ts";
+import { errorInfo, LibosError, QuantumEnd } from "../runtime/errors.ts";
 import type { RuntimeCore } from "../runtime/runtime_core.ts";
 import {
   type DeferredOp,
@@ -40,6 +40,12 @@ export interface JitCall {
   readonly compiled?: string;
   readonly args: unknown;
   readonly signal?: AbortSignal;
+  /**
+   * The call runs inside its process's quantum (a model called the tool through the broker): an
+   * exit the tool asked for then ends the quantum through the scheduler — a {@link QuantumEnd},
+   * exactly as the built-in `process_exit` does — instead of being applied here.
+   */
+  readonly inQuantum?: boolean;
 }
 
 /** What a call produced, and the exit or exec it applied after its result frame. */
@@ -95,6 +101,19 @@ export async function callJitTool(host: JitCallHost, call: JitCall): Promise<Jit
     throw error;
   }
   let applied: DeferredOp | undefined;
+  const deferred = session.deferred;
+  if (call.inQuantum && deferred?.kind === "exit") {
+    host.ledger.finish(action.id, {
+      ok: true,
+      value: { syscalls: session.count, applied: "exit" },
+    });
+    audit("allow", `syscalls:${session.count}`);
+    throw new QuantumEnd(`Tool ${call.tool} ended its process`, {
+      type: "exit",
+      ...(deferred.result === undefined ? {} : { result: deferred.result }),
+      ...(deferred.message === undefined ? {} : { message: deferred.message }),
+    });
+  }
   try {
     applied = session.applyDeferred();
   } catch (error) {

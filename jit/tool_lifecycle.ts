@@ -451,6 +451,7 @@ export class JitToolLifecycle {
           ...(compiled === null ? {} : { compiled }),
           args: callArgs,
           signal: ctx.signal,
+          inQuantum: true,
         });
         return result.value as JsonValue;
       },

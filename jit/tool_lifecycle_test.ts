@@ -357,3 +357,43 @@ Deno.test("JitToolLifecycle.inherit() attack: a tool registered by a one-shot ap
   );
   assert.equal(s.runtime.processes.list({ parent: s.pid }).length, before, "no child was made");
 });
+
+Deno.test("A registered JIT tool that asks process.exit ends its process through the scheduler, as process_exit does", async () => {
+  await using s = await setup();
+  allow(s.runtime, s.pid, { type: "tool", key: "finisher", scope: "exact" }, ["register"]);
+  const oid = s.lifecycle.propose(s.pid, {
+    name: "finisher",
+    description: "Finish the process.",
+    input_schema: { type: "object" },
+    output_schema: {},
+    source: `export async function run(args, libos) {
+      await libos.call("process.exit", { message: "done by a JIT tool" });
+      return "bye";
+    }`,
+    tests: [{
+      name: "exits",
+      args: {},
+      syscalls: [{ name: "process.exit", args: { message: "done by a JIT tool" } }],
+      expect: "bye",
+    }],
+  });
+  assert.equal((await s.lifecycle.validate(s.pid, oid)).ok, true);
+  await s.lifecycle.register(s.pid, oid);
+  let calls = 0;
+  using scheduler = s.runtime.scheduler({
+    async runQuantum(ctx) {
+      calls++;
+      await s.runtime.tools.invoke(
+        ctx.process.pid,
+        { name: "finisher", arguments: {} },
+        ctx.signal,
+      );
+      throw new Error("the tool's exit did not end the quantum");
+    },
+  });
+  await scheduler.runUntilIdle();
+  const p = s.runtime.processes.get(s.pid);
+  assert.equal(p.status, "exited");
+  assert.equal(p.message, "done by a JIT tool");
+  assert.equal(calls, 1);
+});

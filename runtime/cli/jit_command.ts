@@ -5,7 +5,7 @@
  * @module
  */
 import { resolve } from "node:path";
-import { UsageError } from "../errors.ts";
+import { QuantumEnd, UsageError } from "../errors.ts";
 import { type JitReport, JitSandbox, JitValidator, lifecycleFor } from "../../jit/mod.ts";
 import type { Runtime } from "../runtime.ts";
 import {
@@ -185,13 +185,28 @@ async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
   }
   const parsedArgs = tool.args.safeParse(args);
   if (!parsedArgs.success) throw new UsageError(`--args do not match the tool's input schema`);
-  const value = await tool.run(
-    parsedArgs.data,
-    {
-      pid: pid!,
-      signal: new AbortController().signal,
-    } as Parameters<typeof tool.run>[1],
-  );
+  let value;
+  try {
+    value = await tool.run(
+      parsedArgs.data,
+      {
+        pid: pid!,
+        signal: new AbortController().signal,
+      } as Parameters<typeof tool.run>[1],
+    );
+  } catch (error) {
+    if (!(error instanceof QuantumEnd) || error.outcome.type !== "exit") throw error;
+    // The tool ended its process; with no scheduler here, the operator's command applies it.
+    const { type: _, ...exit } = error.outcome;
+    runtime.processes.exit(pid!, exit, { kind: "process", pid: pid! });
+    return say(
+      io,
+      parsed,
+      runtime.location.path,
+      { exited: true, ...exit },
+      `The tool ended process ${field(pid)}`,
+    );
+  }
   return say(io, parsed, runtime.location.path, { value }, JSON.stringify(value));
 }
 
