@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { sha256Hex } from "../runtime/canonical_json.ts";
 import { REDACTED } from "../runtime/redaction.ts";
-import { createRuntime, type RuntimeOptions } from "../runtime/runtime.ts";
+import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
 
 const NEVER = new AbortController().signal;
 
@@ -41,6 +41,17 @@ async function fixture(files: Record<string, string>, options: RuntimeOptions = 
   };
 }
 
+/** The process may not read `private/` (a deny capability, as an operator would set). */
+function denyPrivate(f: { runtime: { authority: Runtime["authority"] }; pid: string }): void {
+  f.runtime.authority.capabilities.grant({
+    subject: f.pid,
+    resource: { type: "fs", path: "private", scope: "subtree" },
+    rights: ["read"],
+    effect: "deny",
+    issuer: "operator",
+  }, "operator");
+}
+
 const FILES = {
   "src/app.ts": "const token = TOKEN; // TOKEN here\n",
   "private/notes.txt": "TOKEN in a private note\n",
@@ -50,13 +61,7 @@ const FILES = {
 
 Deno.test("grep() attack: never returns lines from a denied directory or a secret-bearing file, and asks no human", async () => {
   await using f = await fixture(FILES);
-  f.runtime.authority.capabilities.grant({
-    subject: f.pid,
-    resource: { type: "fs", path: "private", scope: "subtree" },
-    rights: ["read"],
-    effect: "deny",
-    issuer: "operator",
-  }, "operator");
+  denyPrivate(f);
   const result = await f.call("grep", { text: "TOKEN" });
   assert.ok(result.ok, result.forModel);
   const value = result.value as {
@@ -72,13 +77,7 @@ Deno.test("grep() attack: never returns lines from a denied directory or a secre
 
 Deno.test("glob() attack: a directory the process may not read is not entered; its files are not listed", async () => {
   await using f = await fixture(FILES);
-  f.runtime.authority.capabilities.grant({
-    subject: f.pid,
-    resource: { type: "fs", path: "private", scope: "subtree" },
-    rights: ["read"],
-    effect: "deny",
-    issuer: "operator",
-  }, "operator");
+  denyPrivate(f);
   const result = await f.call("glob", { pattern: "**/*.txt" });
   assert.ok(result.ok, result.forModel);
   assert.deepEqual((result.value as { matches: string[] }).matches, []);

@@ -141,6 +141,23 @@ export async function globFiles(
   };
 }
 
+/** What grep takes. */
+export interface GrepArgs {
+  readonly text: string;
+  readonly path?: string;
+  readonly glob?: string;
+  readonly ignoreCase?: boolean;
+  readonly maxMatches?: number;
+}
+
+/** What grep found. */
+export interface GrepResult {
+  matches: GrepMatch[];
+  files: number;
+  skipped: number;
+  truncated: boolean;
+}
+
 /** One matching line. */
 export interface GrepMatch {
   readonly path: string;
@@ -158,15 +175,9 @@ export interface GrepMatch {
 export async function grepFiles(
   host: SearchHost,
   pid: string,
-  args: {
-    readonly text: string;
-    readonly path?: string;
-    readonly glob?: string;
-    readonly ignoreCase?: boolean;
-    readonly maxMatches?: number;
-  },
+  args: GrepArgs,
   limits: SearchLimits = DEFAULT_SEARCH_LIMITS,
-): Promise<{ matches: GrepMatch[]; files: number; skipped: number; truncated: boolean }> {
+): Promise<GrepResult> {
   if (typeof args.text !== "string" || args.text.length === 0 || args.text.length > 1000) {
     throw new ValidationError("The text to search for must be 1-1000 characters");
   }

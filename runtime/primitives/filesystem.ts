@@ -50,7 +50,7 @@ import { isFinal } from "../process.ts";
 import type { ProcessManager } from "../process_manager.ts";
 import type { FilesystemProvider, PathFacts } from "../providers/filesystem.ts";
 import type { RuntimeCore } from "../runtime_core.ts";
-import { globFiles, grepFiles, type GrepMatch } from "./_fs_search.ts";
+import { globFiles, type GrepArgs, grepFiles, type GrepResult } from "./_fs_search.ts";
 import { unifiedDiff } from "../unified_diff.ts";
 import type { WorkspaceLock } from "../workspace_lock.ts";
 import { canonicalPath, lexicalPath, type WorkspacePath } from "../workspace_path.ts";
@@ -664,16 +664,7 @@ export class FilesystemPrimitive {
    * Lines containing a text in the files under `path`: every file read through this primitive
    * (decided, audited), a file that needs a human skipped unasked — its lines never returned.
    */
-  grep(
-    pid: string,
-    args: {
-      readonly text: string;
-      readonly path?: string;
-      readonly glob?: string;
-      readonly ignoreCase?: boolean;
-      readonly maxMatches?: number;
-    },
-  ): Promise<{ matches: GrepMatch[]; files: number; skipped: number; truncated: boolean }> {
+  grep(pid: string, args: GrepArgs): Promise<GrepResult> {
     return grepFiles(this, pid, args);
   }
 
