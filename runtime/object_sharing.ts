@@ -247,8 +247,9 @@ export class ObjectSharing {
    */
   merge(parent: string, child: string): ObjectInfo {
     return this.#a.step(() => {
-      const c = this.#a.processes.get(child);
-      if (c.parent !== parent) {
+      // An unknown pid gets the non-child's answer, word for word (no existence oracle).
+      const c = this.#a.processes.find(child);
+      if (!c || c.parent !== parent) {
         throw new IllegalTransitionError(
           "not_a_child",
           `${child} is not a child of ${parent}; only a parent merges a child's result`,

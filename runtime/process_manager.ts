@@ -648,8 +648,9 @@ export class ProcessManager {
    *   status does not accept; nothing is changed.
    */
   signal(pid: string, signal: Signal, actor: Actor = OPERATOR): AgentProcess {
-    const target = this.get(pid);
-    if (actor.kind === "process" && target.parent !== actor.pid) {
+    // A process asking about an unknown pid gets the non-child's answer (no existence oracle).
+    const target = actor.kind === "process" ? this.find(pid) : this.get(pid);
+    if (actor.kind === "process" && target?.parent !== actor.pid) {
       throw new IllegalTransitionError(
         "not_a_child",
         `Process ${actor.pid} cannot signal ${pid}: it is not its child; nothing was changed`,

@@ -269,6 +269,7 @@ function build(options: RuntimeOptions): Runtime {
       workspace: location.workspace,
       lock,
       human,
+      ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
     }),
     shell: new ShellPrimitive({
       core,

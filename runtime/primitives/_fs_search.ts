@@ -19,7 +19,10 @@ import type { EntryType } from "./_fs_support.ts";
 
 /** What the search needs of the primitive (bound to nothing: it passes the caller's pid). */
 export interface SearchHost {
-  listDir(pid: string, args: { readonly path: string; readonly limit?: number }): Promise<{
+  listDir(
+    pid: string,
+    args: { readonly path: string; readonly limit?: number; readonly ask?: boolean },
+  ): Promise<{
     path: string;
     entries: { name: string; type: EntryType }[];
     truncated: boolean;
@@ -89,7 +92,12 @@ async function walk(
     listed++;
     let listing: Awaited<ReturnType<SearchHost["listDir"]>>;
     try {
-      listing = await host.listDir(pid, { path: dir, limit: limits.entriesPerDirectory });
+      listing = await host.listDir(pid, {
+        path: dir,
+        limit: limits.entriesPerDirectory,
+        // A directory that needs a human is skipped: a search never asks anyone.
+        ask: false,
+      });
     } catch {
       // Refused or gone: not entered (the refusal is audited by the primitive).
       out.skipped++;

@@ -51,6 +51,7 @@ import type { ProcessManager } from "../process_manager.ts";
 import type { FilesystemProvider, PathFacts } from "../providers/filesystem.ts";
 import type { RuntimeCore } from "../runtime_core.ts";
 import { globFiles, type GrepArgs, grepFiles, type GrepResult } from "./_fs_search.ts";
+import { type Redactor, redactor } from "../redaction.ts";
 import { unifiedDiff } from "../unified_diff.ts";
 import type { WorkspaceLock } from "../workspace_lock.ts";
 import { canonicalPath, lexicalPath, type WorkspacePath } from "../workspace_path.ts";
@@ -81,6 +82,11 @@ export interface FilesystemPrimitiveOptions {
   readonly workspace: string;
   readonly lock: WorkspaceLock;
   readonly limits?: Partial<FilesystemLimits>;
+  /**
+   * Known secret values: a read returns them as `[redacted]` (before it is cut, so a cut cannot
+   * leave part of one), a search matches the redacted text, and an edit refuses a file holding one.
+   */
+  readonly secrets?: readonly string[];
 }
 
 /** What an operation's body works with. */
@@ -110,6 +116,9 @@ export class FilesystemPrimitive {
   readonly #fs: FilesystemProvider;
   readonly #workspace: string;
   readonly #lock: WorkspaceLock;
+  readonly #redactor: Redactor;
+  /** The longest secret, in bytes: how far past its cut a read looks to redact a whole secret. */
+  readonly #secretBytes: number;
   readonly limits: FilesystemLimits;
 
   /** Binds the primitive to a runtime. */
@@ -123,6 +132,11 @@ export class FilesystemPrimitive {
     this.#workspace = options.workspace;
     this.#lock = options.lock;
     this.limits = { ...DEFAULT_FILESYSTEM_LIMITS, ...options.limits };
+    this.#redactor = redactor(options.secrets ?? []);
+    this.#secretBytes = Math.max(
+      0,
+      ...(options.secrets ?? []).map((secret) => new TextEncoder().encode(secret).length),
+    );
   }
 
   // ---------------------------------------------------------------- checks
@@ -440,7 +454,7 @@ export class FilesystemPrimitive {
    *   {@link HumanDecisionError} for a secret-bearing or hard-linked file in queue / none mode;
    *   {@link UnsafePathError} for a symlink or a file that changed while opening; {@link NotFoundError}.
    */
-  async readText(
+  readText(
     pid: string,
     args: {
       readonly path: string;
@@ -448,6 +462,15 @@ export class FilesystemPrimitive {
       /** False: a file that needs a human (secret-bearing, hard-linked) is refused unasked. */
       readonly ask?: boolean;
     },
+  ): Promise<{ path: string; content: string; bytes: number; size: number; truncated: boolean }> {
+    return this.#readText(pid, args, true);
+  }
+
+  /** readText, with known secrets redacted (`redact`) or not (an edit's own read, which refuses). */
+  async #readText(
+    pid: string,
+    args: { readonly path: string; readonly maxBytes?: number; readonly ask?: boolean },
+    redact: boolean,
   ): Promise<{ path: string; content: string; bytes: number; size: number; truncated: boolean }> {
     const maxBytes = args.maxBytes ?? this.limits.readBytes;
     if (!Number.isInteger(maxBytes) || maxBytes < 1 || maxBytes > this.limits.readBytesMax) {
@@ -485,9 +508,15 @@ export class FilesystemPrimitive {
           );
         }
         this.#parentStill(dirname(path.absolute), path.relative);
-        const raw = handle.read(maxBytes + 1);
+        // With secrets to hide, read a secret's length further, redact, then cut: a cut must
+        // never leave the start of a secret in view.
+        const lookahead = redact ? this.#secretBytes : 0;
+        const raw = handle.read(maxBytes + 1 + lookahead);
         const truncated = raw.length > maxBytes;
-        const kept = cutUtf8(raw, maxBytes);
+        const kept = lookahead === 0 ? cutUtf8(raw, maxBytes) : cutUtf8(
+          new TextEncoder().encode(this.#redactor.text(new TextDecoder().decode(raw))),
+          maxBytes,
+        );
         this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
           inputDigest: ctx.digest,
           detail: { bytes: kept.length, truncated },
@@ -563,6 +592,8 @@ export class FilesystemPrimitive {
     return await this.#operate(pid, op, callArgs, "write", (rel) => `write "${rel}"`, {
       sha256,
       overwrite,
+      // An edit's approval is bound to the content it was computed from, too.
+      ...(args.ifSha256 === undefined ? {} : { ifSha256: args.ifSha256 }),
     }, (ctx) => {
       const { path } = ctx;
       if (path.relative === ".") {
@@ -691,10 +722,16 @@ export class FilesystemPrimitive {
     if (typeof args.newString !== "string" || args.newString === args.oldString) {
       throw new ValidationError("new_string must be text different from old_string");
     }
-    const read = await this.readText(pid, {
+    const read = await this.#readText(pid, {
       path: args.path,
       maxBytes: this.limits.writeBytesMax,
-    });
+    }, false);
+    if (this.#redactor.text(read.content) !== read.content) {
+      // Its matches and refusals would tell a model what the secret is.
+      throw new ValidationError(
+        `Cannot edit "${read.path}": it holds a secret value libos keeps from the model; edit it yourself`,
+      );
+    }
     if (read.truncated) {
       throw new ValidationError(
         `Cannot edit "${read.path}": it is larger than ${this.limits.writeBytesMax} bytes`,
@@ -738,7 +775,12 @@ export class FilesystemPrimitive {
    */
   async listDir(
     pid: string,
-    args: { readonly path?: string; readonly limit?: number } = {},
+    args: {
+      readonly path?: string;
+      readonly limit?: number;
+      /** False: a directory that needs a human is refused unasked (a search skips it). */
+      readonly ask?: boolean;
+    } = {},
   ): Promise<{ path: string; entries: { name: string; type: EntryType }[]; truncated: boolean }> {
     const limit = args.limit ?? this.limits.listEntries;
     if (!Number.isInteger(limit) || limit < 1 || limit > this.limits.listEntriesMax) {
@@ -785,6 +827,8 @@ export class FilesystemPrimitive {
         });
         return { path: path.relative, entries, truncated };
       },
+      undefined,
+      args.ask ?? true,
     );
   }
 
@@ -1051,6 +1095,8 @@ export class FilesystemPrimitive {
           path: text("path"),
           content: text("content"),
           overwrite: a.overwrite !== false,
+          // An approved edit still writes only over the content it was computed from.
+          ...(typeof a.ifSha256 === "string" ? { ifSha256: a.ifSha256 } : {}),
         });
       case "fs.list":
         return await this.listDir(pid, {
