@@ -1,0 +1,118 @@
+/**
+ * The scripted model (DESIGN §9): `replay:FILE.jsonl` answers each turn with the next
+ * `model_turn` record of a session log or a plain script — deterministic, no network, what every
+ * test and the demo run on — and fails with `replay_exhausted` when the script runs out. The
+ * recorder wraps any model and writes each of its replies as a chained `model_turn` record, so a
+ * real session can be replayed to the same actions.
+ *
+ * @module
+ */
+import {
+  type ModelClient,
+  ModelError,
+  type ModelReply,
+  type ModelRequest,
+  type ModelToolCall,
+} from "./model_client.ts";
+import {
+  type ModelTurnRecord,
+  parseSessionLog,
+  type SessionLogWriter,
+  type SessionRecord,
+} from "./session_log.ts";
+
+/** The reply a recorded turn stands for (tool call ids made up when the script gave none). */
+function replyOf(turn: ModelTurnRecord, index: number): ModelReply {
+  const toolCalls: ModelToolCall[] = (turn.tool_calls ?? []).map((call, i) => ({
+    id: call.id ?? `call_${index + 1}_${i + 1}`,
+    name: call.name,
+    arguments: call.arguments ?? {},
+  }));
+  return {
+    content: turn.content ?? null,
+    toolCalls,
+    finishReason: turn.finish_reason ?? (toolCalls.length > 0 ? "tool_calls" : "stop"),
+    ...(turn.usage === undefined ? {} : { usage: turn.usage }),
+    ...(turn.model === undefined ? {} : { model: turn.model }),
+  };
+}
+
+/** Answers turns from a script, in order. */
+export class ScriptedModel implements ModelClient {
+  readonly name: string;
+  readonly #turns: readonly ModelTurnRecord[];
+  #next = 0;
+
+  /** A model that replays the `model_turn` records of `records` (other records are skipped). */
+  constructor(records: readonly SessionRecord[], name = "replay") {
+    this.name = name;
+    this.#turns = records.filter((r): r is ModelTurnRecord => r.type === "model_turn");
+  }
+
+  /**
+   * Reads a session log or plain script (`replay:FILE.jsonl`).
+   * @throws {ModelError} `session_log_invalid` for a file that cannot be read or does not parse.
+   */
+  static fromFile(path: string): ScriptedModel {
+    let text: string;
+    try {
+      text = Deno.readTextFileSync(path);
+    } catch (error) {
+      throw new ModelError(
+        "session_log_invalid",
+        `Cannot read the script ${JSON.stringify(path)}: ${
+          error instanceof Error ? error.message : String(error)
+        }`,
+        { cause: error },
+      );
+    }
+    return new ScriptedModel(parseSessionLog(text, path), `replay:${path}`);
+  }
+
+  /** How many turns are left. */
+  get remaining(): number {
+    return this.#turns.length - this.#next;
+  }
+
+  complete(_request: ModelRequest, signal: AbortSignal): Promise<ModelReply> {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    const turn = this.#turns[this.#next];
+    if (!turn) {
+      return Promise.reject(
+        new ModelError(
+          "replay_exhausted",
+          `The script ${this.name} has no turn ${
+            this.#next + 1
+          } (it holds ${this.#turns.length}); add turns or end the run earlier`,
+        ),
+      );
+    }
+    return Promise.resolve(replyOf(turn, this.#next++));
+  }
+}
+
+/** Wraps a model and records each reply as a chained `model_turn` record. */
+export class RecordingModel implements ModelClient {
+  readonly name: string;
+  readonly #inner: ModelClient;
+  readonly #writer: SessionLogWriter;
+
+  constructor(inner: ModelClient, writer: SessionLogWriter) {
+    this.#inner = inner;
+    this.#writer = writer;
+    this.name = inner.name;
+  }
+
+  async complete(request: ModelRequest, signal: AbortSignal): Promise<ModelReply> {
+    const reply = await this.#inner.complete(request, signal);
+    this.#writer.write({
+      type: "model_turn",
+      content: reply.content,
+      tool_calls: reply.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })),
+      finish_reason: reply.finishReason,
+      ...(reply.usage === undefined ? {} : { usage: reply.usage }),
+      ...(reply.model === undefined ? {} : { model: reply.model }),
+    });
+    return reply;
+  }
+}
