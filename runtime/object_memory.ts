@@ -65,13 +65,15 @@ export type { ObjectQueryOptions, QueryResult } from "./object_query.ts";
 
 /**
  * Object types only the runtime (or the operator) creates: a process cannot forge a tool result
- * (`tool.result`), a passing validation of a JIT tool (`jit.validation`) or a registration
- * (`jit.registration`) — the JIT lifecycle trusts these because of it.
+ * (`tool.result`), a passing validation of a JIT tool (`jit.validation`), a registration
+ * (`jit.registration`) or a turn of its own conversation (`model.turn`) — the JIT lifecycle and
+ * the model executor trust these because of it.
  */
 export const RESERVED_TYPES: readonly string[] = Object.freeze([
   "tool.result",
   "jit.validation",
   "jit.registration",
+  "model.turn",
 ]);
 /** What creating an object takes. */
 export interface CreateObject {

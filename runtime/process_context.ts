@@ -27,20 +27,27 @@ export const PINNED_TAG = "pinned";
 export function processContext(
   memory: ObjectMemory,
   pid: string,
-  options: MaterializeOptions = {},
+  options: MaterializeOptions & {
+    /** Object types left out of the view (the runtime's own bookkeeping records). */
+    readonly skipTypes?: readonly string[];
+  } = {},
 ): MaterializedContext {
-  const objects: ViewObject[] = memory.view(pid).map((info) => {
-    let payload: JsonValue | undefined;
-    try {
-      payload = memory.read(pid, info.oid).payload;
-    } catch (error) {
-      if (!(error instanceof VolatileLostError)) throw error;
-    }
-    return {
-      info,
-      ...(payload === undefined ? {} : { payload }),
-      pinned: info.metadata.tags.includes(PINNED_TAG),
-    };
-  });
-  return materialize({ objects }, options);
+  const skip = options.skipTypes ?? [];
+  const objects: ViewObject[] = memory.view(pid).filter((info) => !skip.includes(info.type)).map(
+    (info) => {
+      let payload: JsonValue | undefined;
+      try {
+        payload = memory.read(pid, info.oid).payload;
+      } catch (error) {
+        if (!(error instanceof VolatileLostError)) throw error;
+      }
+      return {
+        info,
+        ...(payload === undefined ? {} : { payload }),
+        pinned: info.metadata.tags.includes(PINNED_TAG),
+      };
+    },
+  );
+  const { skipTypes: _, ...materializeOptions } = options;
+  return materialize({ objects }, materializeOptions);
 }
