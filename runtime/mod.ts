@@ -223,3 +223,28 @@ export {
   type SyscallName,
   type SyscallTargets,
 } from "./syscall_session.ts";
+export {
+  type ChatMessage,
+  FinishReason,
+  type ModelClient,
+  ModelError,
+  type ModelErrorCode,
+  type ModelReply,
+  type ModelRequest,
+  ModelToolCall,
+  type ModelToolSchema,
+  TokenUsage,
+} from "./model_client.ts";
+export { OpenAIModel, type OpenAIModelOptions } from "./openai_model.ts";
+export {
+  ModelTurnRecord,
+  parseSessionLog,
+  SESSION_LINE_MAX,
+  SESSION_LINES_MAX,
+  SessionLogWriter,
+  type SessionRecord,
+} from "./session_log.ts";
+export { RecordingModel, ScriptedModel } from "./scripted_model.ts";
+export { executorFor, type ExecutorOptions, ModelExecutor, type TurnOutcome } from "./executor.ts";
+export { REDACTED, type Redactor, redactor } from "./redaction.ts";
+export { RESERVED_TYPES } from "./object_memory.ts";

@@ -11,7 +11,7 @@
  */
 import { z } from "zod";
 import { sha256Hex } from "./canonical_json.ts";
-import { FinishReason, ModelError, ModelToolCall, TokenUsage } from "./model_client.ts";
+import { FinishReason, ModelError, TokenUsage } from "./model_client.ts";
 
 /** The longest line a session log may hold (a model turn with large tool arguments). */
 export const SESSION_LINE_MAX = 4 * 1024 * 1024;

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { AgentProcess } from "../runtime/process.ts";
-import { sandbox } from "./_cli_sandbox.ts";
+import { sandbox, task } from "./_cli_sandbox.ts";
 
 Deno.test("libos spawn creates a runnable process that ps lists, and every change is audited", async () => {
   using s = sandbox();
@@ -124,4 +124,68 @@ Deno.test("libos run recovers, then says plainly that runnable processes need a 
   }
   const ps = (await s.json("ps")).doc.processes as AgentProcess[];
   assert.equal(ps[0]?.status, "runnable", "nothing was run and nothing was failed");
+});
+
+Deno.test("deno task libos run --model replay:FILE runs a process on the scripted model through the bootstrap, and --record writes a chained log that replays the same", async () => {
+  using s = sandbox();
+  Deno.writeTextFileSync(join(s.workspace, "README.md"), "# Demo\n");
+  Deno.writeTextFileSync(
+    join(s.workspace, "script.jsonl"),
+    [
+      '{"type":"model_turn","tool_calls":[{"name":"read_text_file","arguments":{"path":"README.md"}}]}',
+      '{"type":"model_turn","tool_calls":[{"name":"write_text_file","arguments":{"path":"out.txt","content":"seen"}}]}',
+      '{"type":"model_turn","content":"all done"}',
+    ].join("\n") + "\n",
+  );
+  const spawned = await task(
+    s.workspace,
+    s.state,
+    "libos",
+    "spawn",
+    "--goal",
+    "demo",
+    "--image",
+    "coding-agent:v0",
+    "--json",
+  );
+  assert.equal(spawned.status, 0, spawned.stderr);
+  const pid = JSON.parse(spawned.stdout).process.pid as string;
+  const ran = await task(
+    s.workspace,
+    s.state,
+    "libos",
+    "run",
+    "--model",
+    "replay:script.jsonl",
+    "--record",
+    "session.jsonl",
+    "--json",
+  );
+  assert.equal(ran.status, 0, ran.stderr);
+  const doc = JSON.parse(ran.stdout);
+  assert.equal(doc.ran, 3);
+  assert.deepEqual(doc.processes, [{ pid, status: "exited", message: "all done" }]);
+  assert.equal(Deno.readTextFileSync(join(s.workspace, "out.txt")), "seen");
+  const log = Deno.readTextFileSync(join(s.workspace, "session.jsonl")).trimEnd().split("\n");
+  assert.equal(log.length, 3);
+  assert.equal(JSON.parse(log[1]!).prev.length, 64, "a chained log");
+  // A script that runs out fails its process with replay_exhausted (exit 1).
+  const second = await task(s.workspace, s.state, "libos", "spawn", "--goal", "again", "--json");
+  const again = JSON.parse(second.stdout).process.pid as string;
+  Deno.writeTextFileSync(join(s.workspace, "short.jsonl"), "");
+  const short = await task(
+    s.workspace,
+    s.state,
+    "libos",
+    "run",
+    "--model",
+    "replay:short.jsonl",
+    "--json",
+  );
+  assert.equal(short.status, 1);
+  const failed =
+    (JSON.parse(short.stdout).processes as { pid: string; status: string; message: string }[])
+      .find((p) => p.pid === again)!;
+  assert.equal(failed.status, "failed");
+  assert.match(failed.message, /replay_exhausted/);
 });

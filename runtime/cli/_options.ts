@@ -71,6 +71,8 @@ export const OPTION_SPECS = {
   "allow-import": { type: "string", multiple: true },
   args: { type: "string" },
   human: { type: "string" },
+  model: { type: "string" },
+  record: { type: "string" },
 } as const;
 
 /** The name of an option. */

@@ -135,6 +135,13 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
       grant(facts.execPath, false);
     }
   }
+  // `run`/`step --model replay:FILE`: read on the script; `--record FILE`: write on the log.
+  const model = optionValue(facts.args, "model");
+  if (model?.startsWith("replay:") && model.length > "replay:".length) {
+    grant(resolve(facts.cwd, model.slice("replay:".length)), false);
+  }
+  const record = optionValue(facts.args, "record");
+  if (record !== undefined && record.trim() !== "") grant(resolve(facts.cwd, record));
   const db = optionValue(facts.args, "db");
   if (db !== undefined && db !== ":memory:" && db.trim() !== "") {
     const file = resolve(facts.cwd, db);

@@ -8,6 +8,12 @@
 import { LibosError, UsageError } from "../errors.ts";
 import { type AgentProcess, isFinal, ProcessStatus, Signal } from "../process.ts";
 import type { ProcessDriver } from "../scheduler.ts";
+import { resolve } from "node:path";
+import { executorFor } from "../executor.ts";
+import type { ModelClient } from "../model_client.ts";
+import type { Runtime } from "../runtime.ts";
+import { RecordingModel, ScriptedModel } from "../scripted_model.ts";
+import { SessionLogWriter } from "../session_log.ts";
 import {
   type CliIo,
   type Command,
@@ -16,7 +22,7 @@ import {
   type ParsedArgs,
   stringOption,
 } from "./_options.ts";
-import { EXIT_FAILED, field, printJson, say } from "./_output.ts";
+import { EXIT_FAILED, EXIT_OK, field, printJson, say } from "./_output.ts";
 import { openRuntime } from "./_workspace.ts";
 
 const DEFAULT_IMAGE = "base-agent:v0";
@@ -136,14 +142,39 @@ async function exit(parsed: ParsedArgs, io: CliIo): Promise<number> {
   );
 }
 
-/** Until the model executor exists there is no driver that can make a model turn. */
+/** Without `--model` there is no driver that can make a model turn. */
 const NO_MODEL: ProcessDriver = {
   runQuantum: () =>
     Promise.reject(new LibosError("no_model", "operator", "No model is configured")),
 };
 
-async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
+/**
+ * The model `--model` names: `replay:FILE.jsonl` (the scripted model), wrapped by `--record FILE`
+ * (each reply appended as a chained session-log record).
+ * @throws {UsageError} for another form (a real endpoint is configured by the launcher).
+ */
+function modelOf(parsed: ParsedArgs, io: CliIo): ModelClient | undefined {
+  const spec = stringOption(parsed, "model");
+  if (spec === undefined) return undefined;
+  if (!spec.startsWith("replay:") || spec.length === "replay:".length) {
+    throw new UsageError(
+      `--model must be replay:FILE.jsonl (a scripted model), not ${JSON.stringify(spec)}`,
+    );
+  }
+  const model = ScriptedModel.fromFile(resolve(io.cwd, spec.slice("replay:".length)));
+  const record = stringOption(parsed, "record");
+  if (record === undefined) return model;
+  const file = resolve(io.cwd, record);
+  return new RecordingModel(
+    model,
+    new SessionLogWriter((line) => Deno.writeTextFileSync(file, line, { append: true })),
+  );
+}
+
+async function run(parsed: ParsedArgs, io: CliIo, steps?: number): Promise<number> {
+  const model = modelOf(parsed, io);
   await using runtime = await openRuntime(parsed, io, "write");
+  if (model) return await drive(parsed, io, runtime, model, steps);
   using scheduler = runtime.scheduler(NO_MODEL);
   const recovery = scheduler.recover();
   const waiting = scheduler.ready;
@@ -160,7 +191,7 @@ async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
     }, [...lines, "Nothing is runnable."].join("\n"));
   }
   const message =
-    `${waiting.length} process(es) are runnable and need a model turn, but this build has no model executor (it arrives with the model-executor issue); nothing was run`;
+    `${waiting.length} process(es) are runnable and need a model turn; pass --model replay:FILE.jsonl to run them on a scripted model; nothing was run`;
   if (flagOption(parsed, "json")) {
     printJson(io, {
       db,
@@ -180,8 +211,37 @@ async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
 const RUN_NOTE =
   `Before running anything it recovers from a stopped runtime: actions left executing become
 outcome_unknown (reported to their process, never re-run), processes left running become
-runnable, sleepers whose time has come wake. Model turns need the model executor, which this
-build does not have yet: with runnable processes it says so and exits 1.`;
+runnable, sleepers whose time has come wake. Then each runnable process gets model turns from
+--model replay:FILE.jsonl (the scripted model: one model_turn record per turn; a script that runs
+out fails its process with replay_exhausted); --record LOG.jsonl appends each reply to a chained
+session log. Without --model, runnable processes are reported and it exits 1.`;
+
+/** Runs processes with a model until idle (or `steps` quanta) and reports where each stands. */
+async function drive(
+  parsed: ParsedArgs,
+  io: CliIo,
+  runtime: Runtime,
+  model: ModelClient,
+  steps: number | undefined,
+): Promise<number> {
+  using scheduler = runtime.scheduler(executorFor(runtime, model), { concurrency: 1 });
+  const recovery = scheduler.recover();
+  const report = await scheduler.runUntilIdle(steps === undefined ? {} : { maxQuanta: steps });
+  const processes = runtime.processes.list({ limit: 1000 }).map((p) => ({
+    pid: p.pid,
+    status: p.status,
+    message: p.message,
+  }));
+  const failed = processes.filter((p) => p.status === "failed");
+  const lines = [
+    `Recovered ${recovery.recovered.length} process(es); ran ${report.quanta} model turn(s).`,
+    ...processes.map((p) =>
+      `${p.pid}  ${p.status}${p.message ? `  ${field(p.message, 200)}` : ""}`
+    ),
+  ];
+  say(io, parsed, runtime.location.path, { ran: report.quanta, processes }, lines.join("\n"));
+  return failed.length ? EXIT_FAILED : EXIT_OK;
+}
 
 /** The `spawn` command. */
 export const spawnCommand: Command = {
@@ -252,16 +312,18 @@ Ends the process (and its live descendants). The result link is kept for its par
 export const runCommand: Command = {
   name: "run",
   summary: "recover and run runnable processes until idle",
-  usage: `Usage: libos run [--json]\n\n${RUN_NOTE}`,
-  options: [],
-  run,
+  usage:
+    `Usage: libos run [--model replay:FILE.jsonl [--record LOG.jsonl]] [--json]\n\n${RUN_NOTE}`,
+  options: ["model", "record"],
+  run: (parsed, io) => run(parsed, io),
 };
 
 /** The `step` command. */
 export const stepCommand: Command = {
   name: "step",
   summary: "recover and run one quantum",
-  usage: `Usage: libos step [--json]\n\n${RUN_NOTE}`,
-  options: [],
-  run,
+  usage:
+    `Usage: libos step [--model replay:FILE.jsonl [--record LOG.jsonl]] [--json]\n\n${RUN_NOTE}`,
+  options: ["model", "record"],
+  run: (parsed, io) => run(parsed, io, 1),
 };
