@@ -189,3 +189,64 @@ Deno.test("deno task libos run --model replay:FILE runs a process on the scripte
   assert.equal(failed.status, "failed");
   assert.match(failed.message, /replay_exhausted/);
 });
+
+Deno.test("deno task libos run --model openai:MODEL talks to the configured endpoint only, with the key from the environment", async () => {
+  using s = sandbox();
+  const bodies: Record<string, unknown>[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    bodies.push(await req.json());
+    return Response.json({
+      id: "c",
+      object: "chat.completion",
+      created: 1,
+      model: "local-model",
+      choices: [{
+        index: 0,
+        finish_reason: "stop",
+        message: { role: "assistant", content: "hello from the endpoint" },
+      }],
+      usage: { prompt_tokens: 40, completion_tokens: 5, total_tokens: 45 },
+    });
+  });
+  try {
+    const spawned = await task(s.workspace, s.state, "libos", "spawn", "--goal", "greet", "--json");
+    const pid = JSON.parse(spawned.stdout).process.pid as string;
+    Deno.env.set("OPENAI_API_KEY", "sk-local-test-key-123456");
+    Deno.env.set("OPENAI_BASE_URL", `http://127.0.0.1:${server.addr.port}/v1`);
+    const ran = await task(
+      s.workspace,
+      s.state,
+      "libos",
+      "run",
+      "--model",
+      "openai:local-model",
+      "--json",
+    );
+    assert.equal(ran.status, 0, ran.stderr);
+    assert.deepEqual(JSON.parse(ran.stdout).processes, [{
+      pid,
+      status: "exited",
+      message: "hello from the endpoint",
+    }]);
+    assert.equal(bodies.length, 1);
+    assert.equal(bodies[0]!.model, "local-model");
+    // An env file inside the workspace is refused before anything runs.
+    Deno.writeTextFileSync(join(s.workspace, ".env"), "OPENAI_API_KEY=sk-from-the-workspace\n");
+    const refused = await task(
+      s.workspace,
+      s.state,
+      "libos",
+      "run",
+      "--model",
+      "openai:local-model",
+      "--env-file",
+      ".env",
+    );
+    assert.equal(refused.status, 2, refused.stderr);
+    assert.match(refused.stderr, /inside the workspace/);
+  } finally {
+    Deno.env.delete("OPENAI_API_KEY");
+    Deno.env.delete("OPENAI_BASE_URL");
+    await server.shutdown();
+  }
+});

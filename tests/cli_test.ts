@@ -424,3 +424,36 @@ Deno.test("libos audit verify and query are read-only: an outdated database is r
   }
   assert.equal(sha256Hex(Deno.readFileSync(s.dbPath())), before, "nothing was migrated or written");
 });
+
+Deno.test("bootstrap permissionFlags() gives an OpenAI model its variables and the network to its endpoint only, and nothing without one", () => {
+  const env = (vars: Record<string, string>) => ({
+    get: (n: string) => ({ HOME: "/home/u", TMPDIR: "/tmp", ...vars } as Record<string, string>)[n],
+  });
+  const value = (flags: string[], name: string) =>
+    flags.find((f) => f.startsWith(`--allow-${name}=`))?.split("=")[1]?.split(",");
+  const openai = permissionFlags({
+    args: ["run", "--model", "openai:gpt-test"],
+    cwd: "/w",
+    env: env({ OPENAI_BASE_URL: "http://127.0.0.1:8089/v1" }),
+    realPath: (p) => p,
+  });
+  assert.deepEqual(value(openai, "net"), ["127.0.0.1:8089"]);
+  assert.ok(value(openai, "env")?.includes("OPENAI_API_KEY"));
+  const official = permissionFlags({
+    args: ["step", "--model=openai:gpt-test"],
+    cwd: "/w",
+    env: env({}),
+    realPath: (p) => p,
+  });
+  assert.deepEqual(value(official, "net"), ["api.openai.com:443"]);
+  const scripted = permissionFlags({
+    args: ["run", "--model", "replay:s.jsonl", "--record", "log.jsonl"],
+    cwd: "/w",
+    env: env({}),
+    realPath: (p) => p,
+  });
+  assert.equal(value(scripted, "net"), undefined, "a scripted model gets no network");
+  assert.ok(!value(scripted, "env")?.includes("OPENAI_API_KEY"), "nor the key");
+  assert.ok(value(scripted, "read")?.includes("/w/s.jsonl"));
+  assert.ok(value(scripted, "write")?.includes("/w/log.jsonl"));
+});

@@ -72,6 +72,7 @@ export const OPTION_SPECS = {
   args: { type: "string" },
   human: { type: "string" },
   model: { type: "string" },
+  "env-file": { type: "string" },
   record: { type: "string" },
 } as const;
 

@@ -66,7 +66,12 @@ export function openAudit(location: DatabaseLocation, access: Access): OpenedAud
  * Builds a runtime for a command from `--workspace` and `--db`.
  * @throws {UsageError} for `--db :memory:`, which would lose everything when the command ends.
  */
-export function openRuntime(parsed: ParsedArgs, io: CliIo, access: Access): Promise<Runtime> {
+export function openRuntime(
+  parsed: ParsedArgs,
+  io: CliIo,
+  access: Access,
+  extra: { readonly secrets?: readonly string[] } = {},
+): Promise<Runtime> {
   const workspace = stringOption(parsed, "workspace");
   const db = stringOption(parsed, "db");
   if (db === MEMORY_DB) {
@@ -90,5 +95,6 @@ export function openRuntime(parsed: ParsedArgs, io: CliIo, access: Access): Prom
     cwd: io.cwd,
     create: access === "create",
     readOnly: access === "read",
+    ...(extra.secrets === undefined ? {} : { secrets: extra.secrets }),
   });
 }

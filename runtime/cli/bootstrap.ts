@@ -9,6 +9,7 @@
  */
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { configEnvFile, endpointHost, MODEL_ENV, parseEnvFile } from "./model_config.ts";
 
 /** Environment variables the runtime reads. */
 export const RUNTIME_ENV = [
@@ -34,6 +35,8 @@ export interface BootstrapFacts {
   readonly realPath: (path: string) => string;
   /** The Deno executable (JIT sandboxes run it). */
   readonly execPath?: string;
+  /** `OPENAI_BASE_URL` from `--env-file` or `~/.config/libos/env`, when the environment has none. */
+  readonly baseURL?: string;
 }
 
 /**
@@ -142,6 +145,21 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   }
   const record = optionValue(facts.args, "record");
   if (record !== undefined && record.trim() !== "") grant(resolve(facts.cwd, record));
+  // An OpenAI-compatible model: its configuration variables, and the network to its endpoint only.
+  let net: string | undefined;
+  const envFile = optionValue(facts.args, "env-file");
+  if (envFile !== undefined && envFile.trim() !== "") grant(resolve(facts.cwd, envFile), false);
+  const wantsEndpoint = model?.startsWith("openai:") ||
+    (model === undefined && (words[0] === "run" || words[0] === "step") &&
+      Boolean(facts.env.get("OPENAI_MODEL")));
+  if (wantsEndpoint) {
+    const baseURL = facts.env.get("OPENAI_BASE_URL") ?? facts.baseURL;
+    try {
+      net = endpointHost(baseURL);
+    } catch {
+      net = undefined; // the runtime refuses the bad URL with a clear error
+    }
+  }
   const db = optionValue(facts.args, "db");
   if (db !== undefined && db !== ":memory:" && db.trim() !== "") {
     const file = resolve(facts.cwd, db);
@@ -158,8 +176,9 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
     "--no-prompt",
     `--allow-read=${[...read].join(",")}`,
     `--allow-write=${[...write].join(",")}`,
-    `--allow-env=${RUNTIME_ENV.join(",")}`,
+    `--allow-env=${[...RUNTIME_ENV, ...(wantsEndpoint ? MODEL_ENV : [])].join(",")}`,
     ...(run ? [`--allow-run=${run}`] : []),
+    ...(net ? [`--allow-net=${net}`] : []),
   ];
 }
 
@@ -180,12 +199,24 @@ if (import.meta.main) {
   const here = dirname(fileURLToPath(import.meta.url));
   let flags: string[];
   try {
+    // The endpoint's base URL may live in the env file rather than the environment.
+    const fileBaseURL = (): string | undefined => {
+      const named = optionValue(Deno.args, "env-file");
+      const file = named ? resolve(cwd, named) : configEnvFile(Deno.env);
+      try {
+        return file ? parseEnvFile(Deno.readTextFileSync(file), file).OPENAI_BASE_URL : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    const baseURL = fileBaseURL();
     flags = permissionFlags({
       args: Deno.args,
       cwd,
       env: Deno.env,
       realPath,
       execPath: Deno.execPath(),
+      ...(baseURL === undefined ? {} : { baseURL }),
     });
   } catch (error) {
     if (!(error instanceof UnlistablePathError)) throw error;

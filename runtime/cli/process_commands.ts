@@ -14,6 +14,8 @@ import type { ModelClient } from "../model_client.ts";
 import type { Runtime } from "../runtime.ts";
 import { RecordingModel, ScriptedModel } from "../scripted_model.ts";
 import { SessionLogWriter } from "../session_log.ts";
+import { OpenAIModel } from "../openai_model.ts";
+import { modelConfig } from "./model_config.ts";
 import {
   type CliIo,
   type Command,
@@ -149,32 +151,82 @@ const NO_MODEL: ProcessDriver = {
 };
 
 /**
- * The model `--model` names: `replay:FILE.jsonl` (the scripted model), wrapped by `--record FILE`
- * (each reply appended as a chained session-log record).
- * @throws {UsageError} for another form (a real endpoint is configured by the launcher).
+ * The model `--model` names: `replay:FILE.jsonl` (the scripted model) or `openai:MODEL` (an
+ * OpenAI-compatible endpoint configured by `OPENAI_*`; `OPENAI_MODEL` alone also selects one) —
+ * wrapped by `--record FILE` (each reply appended as a chained session-log record). Returns the
+ * model and the secrets to redact (the API key).
+ * @throws {UsageError} for another form, or an endpoint without a key.
  */
-function modelOf(parsed: ParsedArgs, io: CliIo): ModelClient | undefined {
-  const spec = stringOption(parsed, "model");
+function modelOf(
+  parsed: ParsedArgs,
+  io: CliIo,
+): { model: ModelClient; secrets: string[] } | undefined {
+  const workspace = resolve(io.cwd, stringOption(parsed, "workspace") ?? ".");
+  const envFile = stringOption(parsed, "env-file");
+  const config = () =>
+    modelConfig({
+      env: io.env,
+      workspace,
+      cwd: io.cwd,
+      ...(envFile === undefined ? {} : { envFile }),
+      read: (path) => {
+        try {
+          return Deno.readTextFileSync(path);
+        } catch {
+          return undefined;
+        }
+      },
+      realPath: (path) => {
+        try {
+          return Deno.realPathSync(path);
+        } catch {
+          return path;
+        }
+      },
+    });
+  const spec = stringOption(parsed, "model") ??
+    (config().model === undefined ? undefined : `openai:${config().model}`);
   if (spec === undefined) return undefined;
-  if (!spec.startsWith("replay:") || spec.length === "replay:".length) {
+  let model: ModelClient;
+  let secrets: string[] = [];
+  if (spec.startsWith("replay:") && spec.length > "replay:".length) {
+    model = ScriptedModel.fromFile(resolve(io.cwd, spec.slice("replay:".length)));
+  } else if (spec.startsWith("openai:") && spec.length > "openai:".length) {
+    const c = config();
+    if (!c.apiKey) {
+      throw new UsageError(
+        "No OPENAI_API_KEY: set it in the environment, in ~/.config/libos/env, or in a file given with --env-file (never a .env inside the workspace)",
+      );
+    }
+    model = new OpenAIModel({
+      apiKey: c.apiKey,
+      model: spec.slice("openai:".length),
+      ...(c.baseURL === undefined ? {} : { baseURL: c.baseURL }),
+      ...(c.api === undefined ? {} : { api: c.api }),
+    });
+    secrets = [c.apiKey];
+  } else {
     throw new UsageError(
-      `--model must be replay:FILE.jsonl (a scripted model), not ${JSON.stringify(spec)}`,
+      `--model must be replay:FILE.jsonl or openai:MODEL, not ${JSON.stringify(spec)}`,
     );
   }
-  const model = ScriptedModel.fromFile(resolve(io.cwd, spec.slice("replay:".length)));
   const record = stringOption(parsed, "record");
-  if (record === undefined) return model;
+  if (record === undefined) return { model, secrets };
   const file = resolve(io.cwd, record);
-  return new RecordingModel(
-    model,
-    new SessionLogWriter((line) => Deno.writeTextFileSync(file, line, { append: true })),
-  );
+  return {
+    model: new RecordingModel(
+      model,
+      new SessionLogWriter((line) => Deno.writeTextFileSync(file, line, { append: true })),
+    ),
+    secrets,
+  };
 }
 
 async function run(parsed: ParsedArgs, io: CliIo, steps?: number): Promise<number> {
-  const model = modelOf(parsed, io);
-  await using runtime = await openRuntime(parsed, io, "write");
-  if (model) return await drive(parsed, io, runtime, model, steps);
+  const chosen = modelOf(parsed, io);
+  // The API key is a known secret: redacted from every tool result.
+  await using runtime = await openRuntime(parsed, io, "write", { secrets: chosen?.secrets ?? [] });
+  if (chosen) return await drive(parsed, io, runtime, chosen.model, steps);
   using scheduler = runtime.scheduler(NO_MODEL);
   const recovery = scheduler.recover();
   const waiting = scheduler.ready;
@@ -213,8 +265,11 @@ const RUN_NOTE =
 outcome_unknown (reported to their process, never re-run), processes left running become
 runnable, sleepers whose time has come wake. Then each runnable process gets model turns from
 --model replay:FILE.jsonl (the scripted model: one model_turn record per turn; a script that runs
-out fails its process with replay_exhausted); --record LOG.jsonl appends each reply to a chained
-session log. Without --model, runnable processes are reported and it exits 1.`;
+out fails its process with replay_exhausted) or --model openai:MODEL (an OpenAI-compatible
+endpoint: OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_API from --env-file FILE, the environment or
+~/.config/libos/env — never a .env inside the workspace; OPENAI_MODEL alone also selects it);
+--record LOG.jsonl appends each reply to a chained session log. Without a model, runnable
+processes are reported and it exits 1.`;
 
 /** Runs processes with a model until idle (or `steps` quanta) and reports where each stands. */
 async function drive(
@@ -314,7 +369,7 @@ export const runCommand: Command = {
   summary: "recover and run runnable processes until idle",
   usage:
     `Usage: libos run [--model replay:FILE.jsonl [--record LOG.jsonl]] [--json]\n\n${RUN_NOTE}`,
-  options: ["model", "record"],
+  options: ["model", "record", "env-file"],
   run: (parsed, io) => run(parsed, io),
 };
 
@@ -323,7 +378,7 @@ export const stepCommand: Command = {
   name: "step",
   summary: "recover and run one quantum",
   usage:
-    `Usage: libos step [--model replay:FILE.jsonl [--record LOG.jsonl]] [--json]\n\n${RUN_NOTE}`,
-  options: ["model", "record"],
+    `Usage: libos step [--model replay:FILE.jsonl|openai:MODEL] [--env-file FILE] [--record LOG.jsonl] [--json]\n\n${RUN_NOTE}`,
+  options: ["model", "record", "env-file"],
   run: (parsed, io) => run(parsed, io, 1),
 };
