@@ -75,6 +75,13 @@ const TURN_TYPE = "model.turn";
 /** The runtime's bookkeeping, kept out of the model's context. */
 const BOOKKEEPING = Object.freeze(["model.turn", "jit.validation", "jit.registration"]);
 
+/** A context budget when the image names none (the materializer's default). */
+const DEFAULT_BUDGET = 32_000;
+/** What the last turn's calls and results may take of the budget, in tokens. */
+const EXCHANGE_TOKENS = 4_000;
+/** Memory's share never drops below this (a huge system prompt is the image's problem). */
+const MIN_MEMORY_TOKENS = 2_000;
+
 function estimateTokens(chars: number): number {
   return Math.ceil(chars / 4);
 }
@@ -102,8 +109,16 @@ export class ModelExecutor implements ProcessDriver {
     const { memory, tools, processes, model } = this.#o;
     const image = this.#o.images.get(IMAGE_OPERATOR, p.image);
     const last = this.turns(p.pid).at(-1);
+    const schemas = tools.schemas(p.pid);
+    // The whole prompt fits the image's budget: memory gets what the system prompt, the tools and
+    // an allowance for the last exchange leave of it.
+    const budget = image.contextPolicy?.budgetTokens ?? DEFAULT_BUDGET;
+    const fixed = estimateTokens(image.systemPrompt.length + JSON.stringify(schemas).length);
     const context = processContext(memory, p.pid, {
-      policy: image.contextPolicy,
+      policy: {
+        ...image.contextPolicy,
+        budgetTokens: Math.max(MIN_MEMORY_TOKENS, budget - fixed - EXCHANGE_TOKENS),
+      },
       previous: this.#states.get(p.pid),
       skipTypes: BOOKKEEPING,
     });
@@ -113,7 +128,7 @@ export class ModelExecutor implements ProcessDriver {
     const request = {
       system: image.systemPrompt,
       messages,
-      tools: tools.schemas(p.pid),
+      tools: schemas,
       maxTokens: this.#o.maxReplyTokens ?? 4_096,
     };
     let reply: ModelReply;
