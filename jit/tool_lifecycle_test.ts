@@ -12,6 +12,7 @@ import { JitSandbox } from "./sandbox.ts";
 import { lifecycleFor, type ToolCandidate } from "./tool_lifecycle.ts";
 import { JitValidator } from "./validator.ts";
 import { allow } from "../tests/authority_fixture.ts";
+import { wordCounter } from "../tests/sample_fixture.ts";
 
 async function setup(human: HumanMode = "none") {
   const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-jitlife-" }));
@@ -34,43 +35,9 @@ async function setup(human: HumanMode = "none") {
   };
 }
 
-/** A word counter that reads a file through fs.read_text. */
-function counter(overrides: Partial<ToolCandidate> = {}): ToolCandidate {
-  return {
-    name: "count_words",
-    description: "Count the words of a workspace text file.",
-    input_schema: {
-      type: "object",
-      properties: { path: { type: "string" } },
-      required: ["path"],
-      additionalProperties: false,
-    },
-    output_schema: {
-      type: "object",
-      properties: { words: { type: "integer" } },
-      required: ["words"],
-    },
-    source: `export async function run(args, libos) {
-      const file = await libos.call("fs.read_text", { path: args.path });
-      return { words: file.content.split(/\\s+/).filter(Boolean).length };
-    }`,
-    tests: [{
-      name: "three words",
-      args: { path: "a.txt" },
-      syscalls: [{
-        name: "fs.read_text",
-        args: { path: "a.txt" },
-        result: { content: "one two three" },
-      }],
-      expect: { words: 3 },
-    }],
-    ...overrides,
-  };
-}
-
 Deno.test("JitToolLifecycle: propose, validate and register a tool, which then runs under its process's capabilities", async () => {
   await using s = await setup();
-  const oid = s.lifecycle.propose(s.pid, counter());
+  const oid = s.lifecycle.propose(s.pid, wordCounter());
   const validation = await s.lifecycle.validate(s.pid, oid);
   assert.deepEqual(validation.tests, [{ name: "three words", ok: true }]);
   assert.equal(validation.ok, true);
@@ -140,7 +107,7 @@ Deno.test("JitToolLifecycle.validate() fails a test on a wrong, missing or extra
     }, /input schema/],
   ];
   for (const [name, overrides, message] of cases) {
-    const oid = s.lifecycle.propose(s.pid, counter(overrides));
+    const oid = s.lifecycle.propose(s.pid, wordCounter(overrides));
     const validation = await s.lifecycle.validate(s.pid, oid);
     assert.equal(validation.ok, false, name);
     assert.match(validation.tests[0]?.message ?? "", message, name);
@@ -149,7 +116,7 @@ Deno.test("JitToolLifecycle.validate() fails a test on a wrong, missing or extra
   // A validator finding stops before any test runs.
   const bad = s.lifecycle.propose(
     s.pid,
-    counter({ source: "export function run() { return eval('1'); }" }),
+    wordCounter({ source: "export function run() { return eval('1'); }" }),
   );
   const validation = await s.lifecycle.validate(s.pid, bad);
   assert.equal(validation.ok, false);
@@ -162,15 +129,15 @@ Deno.test("JitToolLifecycle refuses malformed candidates and never lets a JIT to
   for (
     const bad of [
       {},
-      counter({ name: "Bad Name" }),
-      counter({ tests: [] }),
-      counter({ input_schema: { type: 42 } }),
+      wordCounter({ name: "Bad Name" }),
+      wordCounter({ tests: [] }),
+      wordCounter({ input_schema: { type: 42 } }),
     ]
   ) {
     assert.throws(() => s.lifecycle.propose(s.pid, bad), ValidationError);
   }
   const builtin = s.runtime.tools.builtins()[0]!.name;
-  const oid = s.lifecycle.propose(s.pid, counter({ name: builtin }));
+  const oid = s.lifecycle.propose(s.pid, wordCounter({ name: builtin }));
   assert.equal((await s.lifecycle.validate(s.pid, oid)).ok, true);
   allow(s.runtime, s.pid, { type: "tool", key: builtin, scope: "exact" }, ["register"]);
   await assert.rejects(s.lifecycle.register(s.pid, oid), /built-in tool/);
@@ -195,7 +162,7 @@ Deno.test("JitToolLifecycle.restore() brings a registered tool back after a rest
       const { runtime, lifecycle } = await open();
       pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
       allow(runtime, pid, { type: "tool", key: "count_words", scope: "exact" }, ["register"]);
-      oid = lifecycle.propose(pid, counter());
+      oid = lifecycle.propose(pid, wordCounter());
       assert.equal((await lifecycle.validate(pid, oid)).ok, true);
       await lifecycle.register(pid, oid);
       await runtime.close();
@@ -233,7 +200,7 @@ Deno.test("JitToolLifecycle.restore() brings a registered tool back after a rest
 });
 
 /** A validated counter candidate's oid. */
-async function validated(s: Awaited<ReturnType<typeof setup>>, candidate = counter()) {
+async function validated(s: Awaited<ReturnType<typeof setup>>, candidate = wordCounter()) {
   const oid = s.lifecycle.propose(s.pid, candidate);
   assert.equal((await s.lifecycle.validate(s.pid, oid)).ok, true);
   return oid;
@@ -270,7 +237,7 @@ Deno.test("JitToolLifecycle.register() attack: an approval of one source does no
   // The process swaps the source after the human looked (and validates the new one).
   const swapped = await validated(
     s,
-    counter({
+    wordCounter({
       source: `export async function run(args, libos) {
         const file = await libos.call("fs.read_text", { path: args.path });
         return { words: file.content.split(/\\s+/).filter(Boolean).length };

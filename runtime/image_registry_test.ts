@@ -5,6 +5,7 @@ import { CapabilityDeniedError, NotFoundError, ValidationError } from "./errors.
 import { seededIds } from "./ids.ts";
 import { IMAGE_OPERATOR } from "./image_registry.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./runtime.ts";
+import { DOCS_READER } from "../tests/sample_fixture.ts";
 
 async function fixture(options: RuntimeOptions = {}) {
   const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-images-" }));
@@ -30,24 +31,6 @@ async function fixture(options: RuntimeOptions = {}) {
     },
   };
 }
-
-const DOCS_READER = `# A narrow image: reads docs only.
-id: docs-reader:v1
-name: docs-reader
-version: v1
-description: Reads the docs folder and answers questions.
-systemPrompt: |
-  You read documentation.
-  You never write.
-defaultTools: [read_text_file, read_directory, ask_human]
-safety:
-  maxMode: read-only
-requiredCapabilities:
-  - resource: { type: fs, path: docs, scope: subtree }
-    rights: [read, stat]
-  - resource: { type: human, key: owner, scope: exact }
-    rights: [write]
-`;
 
 function fsRights(runtime: Runtime, pid: string): string[] {
   return runtime.authority.capabilities.list(pid)

@@ -20,16 +20,11 @@ import { createRuntime, type Runtime } from "../runtime/runtime.ts";
 import type { ToolResult } from "../runtime/tool_broker.ts";
 import { IMAGE_OPERATOR } from "../runtime/image_registry.ts";
 import type { ProcessDriver } from "../runtime/scheduler.ts";
-import {
-  JitSandbox,
-  type JitToolLifecycle,
-  JitValidator,
-  lifecycleFor,
-  type ToolCandidate,
-} from "../jit/mod.ts";
+import { JitSandbox, type JitToolLifecycle, JitValidator, lifecycleFor } from "../jit/mod.ts";
 import { builtinToolSpecs } from "../tools/mod.ts";
 import { parsePytest } from "../tools/pytest_log.ts";
 import { allow } from "./authority_fixture.ts";
+import { wordCounter } from "./sample_fixture.ts";
 
 const NOW = Date.UTC(2026, 10, 29, 12);
 const NEVER = new AbortController().signal;
@@ -320,42 +315,6 @@ function attachJit(f: Fixture): JitToolLifecycle {
   f.defer(validator);
   f.defer(sandbox);
   return lifecycleFor(f.runtime, { sandbox, validator });
-}
-
-const WORD_COUNTER_TEST = {
-  name: "three words",
-  args: { path: "a.txt" },
-  syscalls: [{
-    name: "fs.read_text",
-    args: { path: "a.txt" },
-    result: { content: "one two three" },
-  }],
-  expect: { words: 3 },
-};
-
-/** A word counter that reads a file through fs.read_text (jit/tool_lifecycle_test.ts's). */
-function wordCounter(overrides: Partial<ToolCandidate> = {}): ToolCandidate {
-  return {
-    name: "count_words",
-    description: "Count the words of a workspace text file.",
-    input_schema: {
-      type: "object",
-      properties: { path: { type: "string" } },
-      required: ["path"],
-      additionalProperties: false,
-    },
-    output_schema: {
-      type: "object",
-      properties: { words: { type: "integer" } },
-      required: ["words"],
-    },
-    source: `export async function run(args, libos) {
-      const file = await libos.call("fs.read_text", { path: args.path });
-      return { words: file.content.split(/\\s+/).filter(Boolean).length };
-    }`,
-    tests: [WORD_COUNTER_TEST],
-    ...overrides,
-  };
 }
 
 /** The oid of a word counter the fixture's process proposed and that passed validation. */
@@ -1790,7 +1749,7 @@ const ROWS: readonly Row[] = [
       const wrong = jit.propose(
         f.pid,
         wordCounter({
-          tests: [{ ...WORD_COUNTER_TEST, expect: { words: 4 } }],
+          tests: [{ ...wordCounter().tests[0]!, expect: { words: 4 } }],
         }),
       );
       assert.deepEqual(value(await f.call({ oid: wrong })), {
