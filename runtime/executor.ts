@@ -133,17 +133,23 @@ export class ModelExecutor implements ProcessDriver {
     };
     let reply: ModelReply;
     try {
-      reply = await model.complete(request, ctx.signal);
+      reply = checkedReply(await model.complete(request, ctx.signal));
     } catch (error) {
       return this.#modelFailed(p.pid, last, error);
     }
-    const promptChars = request.system.length +
-      messages.reduce((n, m) => n + (m.content?.length ?? 0), 0);
+    const promptChars = request.system.length + JSON.stringify(schemas).length +
+      messages.reduce((n, m) => n + JSON.stringify(m).length, 0);
+    // What the reply itself holds is charged at least: a provider's figures are trusted only
+    // when they are plausible and no smaller than that.
+    const replyTokens = estimateTokens(
+      (reply.content?.length ?? 0) + JSON.stringify(reply.toolCalls).length,
+    );
+    const usage = plausible(reply.usage);
     processes.chargeTokens(
       p.pid,
-      reply.usage
-        ? reply.usage.promptTokens + reply.usage.completionTokens
-        : estimateTokens(promptChars + (reply.content?.length ?? 0)),
+      usage
+        ? Math.max(usage.promptTokens + usage.completionTokens, replyTokens)
+        : estimateTokens(promptChars) + replyTokens,
     );
     const seq = (last?.seq ?? 0) + 1;
     const keep = (turn: Omit<TurnRecord, "pid" | "seq" | "unavailable">) =>
@@ -222,7 +228,7 @@ export class ModelExecutor implements ProcessDriver {
         })`,
       };
     }
-    const results: Record<string, string> = {};
+    const results: Record<string, string> = Object.create(null);
     const keep = () =>
       this.#keep({
         pid,
@@ -342,7 +348,9 @@ export class ModelExecutor implements ProcessDriver {
         messages.push({
           role: "tool",
           toolCallId: call.id,
-          content: last.results[call.id] ?? this.#pendingResult(ctx, call),
+          content: Object.hasOwn(last.results, call.id)
+            ? String(last.results[call.id])
+            : this.#pendingResult(ctx, call),
         });
       }
       messages.push({ role: "user", content: "Continue." });
@@ -368,6 +376,37 @@ export class ModelExecutor implements ProcessDriver {
       },
     });
   }
+}
+
+/** Usage figures that are whole, non-negative and finite; anything else counts as absent. */
+function plausible(usage: ModelReply["usage"]): ModelReply["usage"] {
+  const ok = (n: unknown) => typeof n === "number" && Number.isSafeInteger(n) && n >= 0;
+  return usage && ok(usage.promptTokens) && ok(usage.completionTokens) ? usage : undefined;
+}
+
+/**
+ * A reply checked before anything of it runs: tool names are text (else the turn is a bad
+ * reply), and call ids are unique within the turn (a repeated id gets a suffix, so each call
+ * keeps its own result).
+ * @throws {ModelError} `model_bad_reply`.
+ */
+function checkedReply(reply: ModelReply): ModelReply {
+  const seen = new Set<string>();
+  const toolCalls = (Array.isArray(reply.toolCalls) ? reply.toolCalls : []).map((call, i) => {
+    if (typeof call?.name !== "string") {
+      throw new ModelError("model_bad_reply", `Tool call ${i + 1} of the reply has no name`);
+    }
+    let id = typeof call.id === "string" && call.id !== ""
+      ? call.id.slice(0, 256)
+      : `call_${i + 1}`;
+    while (seen.has(id)) id = `${id}#${i + 1}`;
+    seen.add(id);
+    return { ...call, id };
+  });
+  if (reply.content !== null && typeof reply.content !== "string") {
+    throw new ModelError("model_bad_reply", "The reply's content is not text");
+  }
+  return { ...reply, toolCalls };
 }
 
 /** Arguments a model sent as JSON text; text that is not JSON is passed on for the broker to refuse. */

@@ -12,11 +12,13 @@
  * @module
  */
 import OpenAI from "openai";
+import { type Redactor, redactor } from "./redaction.ts";
 import {
   type ChatMessage,
   type FinishReason,
   type ModelClient,
   ModelError,
+  type ModelErrorCode,
   type ModelReply,
   type ModelRequest,
   type ModelToolCall,
@@ -132,9 +134,11 @@ export class OpenAIModel implements ModelClient {
   /** Fallbacks learnt from this endpoint's refusals, kept for the rest of the run. */
   #noParallel = false;
   #legacyMaxTokens = false;
+  readonly #redactor: Redactor;
 
   constructor(options: OpenAIModelOptions) {
     this.#o = options;
+    this.#redactor = redactor([options.apiKey]);
     this.name = `openai:${options.model}`;
     this.#client = new OpenAI({
       apiKey: options.apiKey,
@@ -161,7 +165,12 @@ export class OpenAIModel implements ModelClient {
         ? await this.#responses(request, signal)
         : await this.#chat(request, signal);
     } catch (error) {
-      throw failure(error, this.name);
+      // A server may echo the key in its error ("Incorrect API key provided: sk-…").
+      const typed = failure(error, this.name);
+      const hidden = this.#redactor.text(typed.message);
+      return Promise.reject(
+        hidden === typed.message ? typed : new ModelError(typed.code as ModelErrorCode, hidden),
+      );
     }
   }
 
@@ -235,16 +244,50 @@ export class OpenAIModel implements ModelClient {
     body: OpenAI.Chat.ChatCompletionCreateParams,
     signal: AbortSignal,
   ): Promise<ModelReply> {
+    // The SDK's timeout covers the request, not a stream that keeps trickling: a stream that
+    // sends no data for the timeout is cut off too.
+    const idleMs = this.#o.timeoutMs ?? 120_000;
+    const idle = new AbortController();
+    let timer = setTimeout(() => idle.abort(), idleMs);
     const stream = await this.#client.chat.completions.create(
       { ...body, stream: true, stream_options: { include_usage: true } },
-      { signal },
+      { signal: AbortSignal.any([signal, idle.signal]) },
     );
+    try {
+      const reply = await this.#readStream(stream, () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => idle.abort(), idleMs);
+      });
+      // An aborted stream may simply end: what it gave is not a reply.
+      if (signal.aborted) throw signal.reason;
+      if (idle.signal.aborted) {
+        throw new ModelError("model_timeout", `${this.name} stopped streaming for ${idleMs} ms`);
+      }
+      return reply;
+    } catch (error) {
+      if (error instanceof ModelError) throw error;
+      if (idle.signal.aborted && !signal.aborted) {
+        throw new ModelError("model_timeout", `${this.name} stopped streaming for ${idleMs} ms`, {
+          cause: error,
+        });
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #readStream(
+    stream: AsyncIterable<OpenAI.Chat.ChatCompletionChunk>,
+    alive: () => void,
+  ): Promise<ModelReply> {
     let content = "";
     let reason: string | null = null;
     let model: string | undefined;
     let usage: ModelReply["usage"];
     const calls = new Map<number, { id: string; name: string; arguments: string }>();
     for await (const chunk of stream) {
+      alive();
       model ??= chunk.model;
       if (chunk.usage) {
         usage = {

@@ -26,7 +26,8 @@ function replyOf(turn: ModelTurnRecord, index: number): ModelReply {
   const toolCalls: ModelToolCall[] = (turn.tool_calls ?? []).map((call, i) => ({
     id: call.id ?? `call_${index + 1}_${i + 1}`,
     name: call.name,
-    arguments: call.arguments ?? {},
+    // Absent in a hand-written script: no arguments. A recorded null replays as null.
+    arguments: call.arguments === undefined ? {} : call.arguments,
   }));
   return {
     content: turn.content ?? null,

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { isAbsolute, join, relative, resolve } from "node:path";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { UsageError } from "../errors.ts";
 import type { EnvReader } from "../state_paths.ts";
 
@@ -73,7 +73,8 @@ export function modelConfig(sources: {
     const path = resolve(sources.cwd, sources.envFile);
     const real = sources.realPath ?? ((p: string) => p);
     const inside = relative(real(sources.workspace), real(path));
-    if (!inside.startsWith("..") && !isAbsolute(inside)) {
+    // `..env` is a name inside the workspace; only `..` as a whole segment leaves it.
+    if (inside !== ".." && !inside.startsWith(`..${sep}`) && !isAbsolute(inside)) {
       throw new UsageError(
         `--env-file ${
           JSON.stringify(sources.envFile)
@@ -113,5 +114,9 @@ export function modelConfig(sources: {
 export function endpointHost(baseURL: string | undefined): string {
   const url = new URL(baseURL ?? "https://api.openai.com/v1");
   const port = url.port || (url.protocol === "http:" ? "80" : "443");
+  if (url.hostname.includes(",")) {
+    // Deno's permission lists are comma-separated: such a host would grant several.
+    throw new UsageError(`The model endpoint's host ${JSON.stringify(url.hostname)} holds a comma`);
+  }
   return `${url.hostname}:${port}`;
 }
