@@ -484,6 +484,7 @@ export function lifecycleFor(
     propose: (pid, candidate) => lifecycle.propose(pid, candidate),
     validate: (pid, oid) => lifecycle.validate(pid, oid),
     register: (pid, oid) => lifecycle.register(pid, oid),
+    restore: (pid) => lifecycle.restore(pid),
   });
   // A fork passes on the JIT tools its child was granted.
   runtime.processes.onFork((child, parent) => lifecycle.inherit(parent.pid, child.pid));

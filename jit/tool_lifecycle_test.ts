@@ -13,6 +13,10 @@ import { lifecycleFor, type ToolCandidate } from "./tool_lifecycle.ts";
 import { JitValidator } from "./validator.ts";
 import { allow } from "../tests/authority_fixture.ts";
 import { wordCounter } from "../tests/sample_fixture.ts";
+import { executorFor } from "../runtime/executor.ts";
+import type { ModelClient } from "../runtime/model_client.ts";
+import { ScriptedModel } from "../runtime/scripted_model.ts";
+import { parseSessionLog } from "../runtime/session_log.ts";
 
 async function setup(human: HumanMode = "none") {
   const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-jitlife-" }));
@@ -363,4 +367,50 @@ Deno.test("A registered JIT tool that asks process.exit ends its process through
   assert.equal(p.status, "exited");
   assert.equal(p.message, "done by a JIT tool");
   assert.equal(calls, 1);
+});
+
+Deno.test("A registered JIT tool is back in its process's table when the executor runs it after a restart", async () => {
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-jit-exec-" }));
+  const workspace = join(root, "ws");
+  Deno.mkdirSync(workspace);
+  Deno.writeTextFileSync(join(workspace, "a.txt"), "one two three four");
+  const db = join(root, "libos.db");
+  const env = { get: (n: string) => (n === "XDG_STATE_HOME" ? join(root, "state") : undefined) };
+  await using sandbox = new JitSandbox({ limits: { wallMs: 5_000 } });
+  await using validator = new JitValidator();
+  try {
+    let pid: string;
+    {
+      await using runtime = await createRuntime({ workspace, db, env });
+      const lifecycle = lifecycleFor(runtime, { sandbox, validator });
+      pid = runtime.processes.spawn({ goal: "count", image: "base-agent:v0" }).pid;
+      allow(runtime, pid, { type: "tool", key: "count_words", scope: "exact" }, ["register"]);
+      const oid = lifecycle.propose(pid, wordCounter());
+      assert.equal((await lifecycle.validate(pid, oid)).ok, true);
+      await lifecycle.register(pid, oid);
+    }
+    await using runtime = await createRuntime({ workspace, db, env });
+    lifecycleFor(runtime, { sandbox, validator });
+    const seen: string[][] = [];
+    const inner = new ScriptedModel(parseSessionLog([
+      '{"type":"model_turn","tool_calls":[{"name":"count_words","arguments":{"path":"a.txt"}}]}',
+      '{"type":"model_turn","content":"counted"}',
+    ].join("\n")));
+    const model: ModelClient = {
+      name: "spy",
+      complete(request, signal) {
+        seen.push(request.tools.map((t) => t.name));
+        return inner.complete(request, signal);
+      },
+    };
+    using scheduler = runtime.scheduler(executorFor(runtime, model));
+    await scheduler.runUntilIdle();
+    assert.ok(seen[0]!.includes("count_words"), "the model was shown the restored tool");
+    const p = runtime.processes.get(pid);
+    assert.equal(p.status, "exited", p.message ?? "");
+    const invoked = runtime.audit.query({ pid, action: "jit.call", limit: 10 });
+    assert.deepEqual(invoked.map((r) => r.decision), ["allow"]);
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
 });

@@ -109,6 +109,8 @@ export class ModelExecutor implements ProcessDriver {
     const { memory, tools, processes, model } = this.#o;
     const image = this.#o.images.get(IMAGE_OPERATOR, p.image);
     const last = this.turns(p.pid).at(-1);
+    // A process's registered JIT tools are back in its table before it thinks (after a restart).
+    tools.restoreJit(p.pid);
     const schemas = tools.schemas(p.pid);
     // The whole prompt fits the image's budget: memory gets what the system prompt, the tools and
     // an allowance for the last exchange leave of it.

@@ -216,6 +216,8 @@ export interface JitHooks {
   propose(pid: string, candidate: unknown): string;
   validate(pid: string, oid: string): Promise<unknown>;
   register(pid: string, oid: string): Promise<string>;
+  /** Puts back the tools `pid` registered before (after a restart); returns their names. */
+  restore(pid: string): string[];
 }
 
 /** What a tool's `run` returns: JSON, handed to the model (capped) and stored as an object. */

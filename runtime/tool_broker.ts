@@ -149,6 +149,8 @@ export class ToolBroker {
   readonly #redactor: Redactor;
   /** The JIT tool lifecycle, when one is attached (`lifecycleFor`). */
   #jitHooks: JitHooks | undefined;
+  /** Processes whose registered JIT tools were restored by this broker. */
+  readonly #restored = new Set<string>();
 
   /** Binds the broker to a runtime. */
   constructor(core: RuntimeCore, options: ToolBrokerOptions) {
@@ -202,6 +204,16 @@ export class ToolBroker {
   /** Attaches the JIT tool lifecycle the `propose/validate/register_jit_tool` tools use. */
   attachJit(hooks: JitHooks): void {
     this.#jitHooks = hooks;
+  }
+
+  /**
+   * Makes sure process `pid`'s registered JIT tools are in its table: restored once per broker
+   * (after a restart they are stored, not loaded). Without an attached lifecycle, nothing.
+   */
+  restoreJit(pid: string): void {
+    if (!this.#jitHooks || this.#jit.has(pid) || this.#restored.has(pid)) return;
+    this.#restored.add(pid);
+    this.#jitHooks.restore(pid);
   }
 
   /** Forgets a process's JIT tools (its exec replaced its tool table, or it finished). */
