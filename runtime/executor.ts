@@ -73,7 +73,12 @@ export interface ExecutorOptions {
 
 const TURN_TYPE = "model.turn";
 /** The runtime's bookkeeping, kept out of the model's context. */
-const BOOKKEEPING = Object.freeze(["model.turn", "jit.validation", "jit.registration"]);
+const BOOKKEEPING = Object.freeze([
+  "model.turn",
+  "jit.validation",
+  "jit.registration",
+  "checkpoint",
+]);
 
 /** A context budget when the image names none (the materializer's default). */
 const DEFAULT_BUDGET = 32_000;

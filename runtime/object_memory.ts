@@ -74,6 +74,7 @@ export const RESERVED_TYPES: readonly string[] = Object.freeze([
   "jit.validation",
   "jit.registration",
   "model.turn",
+  "checkpoint",
 ]);
 /** What creating an object takes. */
 export interface CreateObject {

@@ -594,6 +594,43 @@ export class ProcessManager {
   }
 
   /**
+   * Puts back a process's image, tool table, working directory and goal as a checkpoint kept
+   * them (the operator's restore). Its ceiling stays as it is: a restore never widens what a
+   * process may ever do, and its capabilities are the checkpoint module's business.
+   * @throws {IllegalTransitionError} for a finished process.
+   */
+  restoreShape(
+    pid: string,
+    shape: {
+      readonly image: string;
+      readonly tools: readonly string[];
+      readonly cwd: string;
+      readonly goal: string;
+    },
+  ): AgentProcess {
+    const engine = this.#engine;
+    return engine.op(() => {
+      const p = this.get(pid);
+      refuseFinished(p, "restore");
+      const next: AgentProcess = {
+        ...p,
+        image: checkImage(shape.image),
+        tools: checkTools(shape.tools),
+        cwd: shape.cwd,
+        goal: checkGoal(shape.goal),
+        updatedAt: engine.clock.now(),
+      };
+      engine.save(next);
+      engine.record(OPERATOR, next, "process.restore", {
+        image: next.image,
+        tools: next.tools.length,
+        cwd: next.cwd,
+      });
+      return next;
+    });
+  }
+
+  /**
    * Changes a process's working directory, contained to the workspace. A process needs `stat`
    * on the target, checked before the filesystem is touched: without it the answer is the same
    * whether the directory exists or not (no existence oracle).

@@ -25,6 +25,7 @@ import { processNamespace } from "./memory_object.ts";
 import { type ObjectLimits, ObjectMemory } from "./object_memory.ts";
 import { builtinToolSpecs } from "../tools/mod.ts";
 import { defineTool } from "./tool.ts";
+import { Checkpoints } from "./checkpoints.ts";
 import { ToolBroker } from "./tool_broker.ts";
 import { ImageRegistry } from "./image_registry.ts";
 import { HardlineLayer } from "./policy_layers.ts";
@@ -121,6 +122,8 @@ export interface Runtime extends RuntimeCore, AsyncDisposable {
   readonly shellParser: ShellParser;
   readonly processes: ProcessManager;
   readonly ledger: ActionLedger;
+  /** Checkpoints of processes: create, list, diff, restore. */
+  readonly checkpoints: Checkpoints;
   /** A scheduler that runs this runtime's processes with `driver`. */
   scheduler(driver: ProcessDriver, options?: { readonly concurrency?: number }): Scheduler;
   /** Flushes, records the end of the session, and closes the store. Idempotent. */
@@ -301,7 +304,9 @@ function build(options: RuntimeOptions): Runtime {
     }),
     clock: new ClockPrimitive(core),
   };
+  const checkpoints = new Checkpoints({ core, processes, memory, authority });
   const tools = new ToolBroker(core, {
+    checkpoints,
     rules,
     processes,
     memory,
@@ -371,6 +376,7 @@ function build(options: RuntimeOptions): Runtime {
     rules,
     shellParser,
     ledger,
+    checkpoints,
     scheduler(driver, schedulerOptions = {}) {
       const scheduler = new Scheduler({
         processes,

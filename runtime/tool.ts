@@ -168,6 +168,8 @@ export interface ToolContext {
     ): JsonValue;
     /** Ends the quantum waiting for a child (or any): throws a `QuantumEnd`. */
     wait(child: string | null): never;
+    /** Takes a checkpoint of the process (its state, objects and capabilities). */
+    checkpoint(label: string): JsonValue;
     /** Ends the process (after this call): throws a `QuantumEnd`. */
     exit(options: { readonly result?: string; readonly message?: string }): never;
   };

@@ -34,6 +34,7 @@ import type { FilesystemPrimitive } from "./primitives/filesystem.ts";
 import type { ClockPrimitive } from "./primitives/clock.ts";
 import type { NetPrimitive } from "./primitives/net.ts";
 import type { ShellPrimitive } from "./primitives/shell.ts";
+import type { Checkpoints } from "./checkpoints.ts";
 import type { InheritScope } from "./delegation.ts";
 import type { ImageRegistry } from "./image_registry.ts";
 import { type Budgets, isFinal, processSummary } from "./process.ts";
@@ -93,6 +94,7 @@ export interface ToolBrokerOptions {
   readonly shell: Pick<ShellPrimitive, "run">;
   readonly net: Pick<NetPrimitive, "fetch">;
   readonly images: Pick<ImageRegistry, "loadYaml">;
+  readonly checkpoints?: Pick<Checkpoints, "create">;
   /** Characters of a result handed to the model before it is cut (default 8,000). */
   readonly modelChars?: number;
   /**
@@ -443,7 +445,7 @@ export class ToolBroker {
       }
       if (!tool.effects.includes(effect)) throw undeclared(tool.name, effect);
     };
-    const { fs, clock, memory, human, shell, net, processes, images } = this.#o;
+    const { fs, clock, memory, human, shell, net, processes, images, checkpoints } = this.#o;
     const json = (v: unknown) => v as JsonValue;
     const self = { kind: "process", pid } as const;
     const jitHooks = () => {
@@ -614,6 +616,14 @@ export class ToolBroker {
             type: "wait_child",
             pid: child,
           });
+        },
+        checkpoint(label) {
+          need("process");
+          if (!checkpoints) {
+            throw new ValidationError("Checkpoints are not enabled in this runtime");
+          }
+          const cp = checkpoints.create(pid, label);
+          return { id: cp.id, at: cp.at, objects: cp.objects.length };
         },
         exit(options) {
           need("process");

@@ -490,6 +490,26 @@ const ROWS: readonly Row[] = [
     bad: { field: "question", args: () => ({ question: "" }) },
   },
   {
+    tool: "checkpoint_create",
+    async happy() {
+      await using f = await fixture({ tool: "checkpoint_create" });
+      stored(f, f.pid, { type: "plan", payload: ["step"] });
+      const result = value(await f.call({ label: "before" })) as {
+        checkpoint: { id: string; objects: number };
+      };
+      const [cp] = f.runtime.checkpoints.list(f.pid);
+      assert.equal(result.checkpoint.id, cp?.id);
+      assert.equal(cp?.label, "before");
+      assert.equal(result.checkpoint.objects, cp?.objects.length);
+      assert.ok(cp!.objects.some((o) => o.type === "plan"), "the plan object is kept");
+    },
+    denied: {
+      skip:
+        "a process checkpoints only itself, which needs no capability; the checkpoint grants nothing",
+    },
+    bad: { field: "label", args: () => ({ label: 5 }) },
+  },
+  {
     tool: "create_memory_namespace",
     async happy() {
       await using f = await fixture({ tool: "create_memory_namespace" });

@@ -35,6 +35,7 @@ import {
   validateJitTool,
 } from "./jit_and_images.ts";
 import {
+  checkpointCreate,
   execProcess,
   forkChildProcess,
   getWorkingDirectory,
@@ -60,6 +61,7 @@ import {
 /** Every built-in tool's spec, in name order (the runtime defines and registers them). */
 export function builtinToolSpecs(): ToolSpec<z.ZodType>[] {
   const specs = [
+    checkpointCreate,
     execProcess,
     forkChildProcess,
     getWorkingDirectory,

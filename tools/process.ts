@@ -190,3 +190,17 @@ export const processExit: ToolSpec<typeof ExitArgs> = {
   effects: ["process"],
   run: (args, ctx) => ctx.process.exit(present({ result: args.result, message: args.message })),
 };
+
+const CheckpointArgs = z.object({
+  label: z.string().max(200).optional().describe("What this moment is, e.g. before refactoring"),
+}).strict();
+
+/** `checkpoint_create`: a checkpoint of the process (an operator can restore it later). */
+export const checkpointCreate: ToolSpec<typeof CheckpointArgs> = {
+  name: "checkpoint_create",
+  description:
+    "Save a checkpoint of yourself (state, memory objects, capabilities) before a risky step; your human can restore it. Effects outside memory (files written, commands run) are not undone by a restore.",
+  args: CheckpointArgs,
+  effects: ["process"],
+  run: (args, ctx) => ({ checkpoint: ctx.process.checkpoint(args.label ?? "") }),
+};
