@@ -250,3 +250,31 @@ Deno.test("deno task libos run --model openai:MODEL talks to the configured endp
     await server.shutdown();
   }
 });
+
+Deno.test("libos checkpoint create, list, diff and restore a process from the command line", async () => {
+  using s = sandbox();
+  const pid = ((await s.json("spawn", "--goal", "g")).doc.process as AgentProcess).pid;
+  Deno.mkdirSync(join(s.workspace, "src"));
+  const created = await s.json("checkpoint", "create", pid, "--label", "start");
+  assert.equal(created.status, 0, created.stderr);
+  const id = (created.doc.checkpoint as { id: string }).id;
+  const listed = await s.json("checkpoint", "list", pid);
+  assert.deepEqual(
+    (listed.doc.checkpoints as { id: string; label: string }[]).map((c) => [c.id, c.label]),
+    [[id, "start"]],
+  );
+  assert.equal((await s.cli("cd", pid, "src")).status, 0);
+  const diff = await s.json("checkpoint", "diff", pid, id);
+  assert.deepEqual((diff.doc.diff as { process: Record<string, unknown> }).process.cwd, {
+    then: ".",
+    now: "src",
+  });
+  const restored = await s.cli("checkpoint", "restore", pid, id);
+  assert.equal(restored.status, 0, restored.stderr);
+  assert.match(restored.stdout, /irreversible effects since: 0/);
+  const ps = (await s.json("ps")).doc.processes as AgentProcess[];
+  assert.equal(ps.find((p) => p.pid === pid)?.cwd, ".");
+  const unknown = await s.json("checkpoint", "diff", pid, "obj_000000000000");
+  assert.equal(unknown.status, 1);
+  assert.equal((unknown.doc.error as { code: string }).code, "not_found");
+});

@@ -73,6 +73,7 @@ export const OPTION_SPECS = {
   human: { type: "string" },
   model: { type: "string" },
   "env-file": { type: "string" },
+  label: { type: "string" },
   record: { type: "string" },
 } as const;
 

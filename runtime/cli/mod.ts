@@ -7,6 +7,12 @@
  */
 import { UsageError } from "../errors.ts";
 import { auditQueryCommand, auditVerifyCommand } from "./audit_command.ts";
+import {
+  checkpointCreateCommand,
+  checkpointDiffCommand,
+  checkpointListCommand,
+  checkpointRestoreCommand,
+} from "./checkpoint_commands.ts";
 import { demoCommand } from "./demo_command.ts";
 import { initCommand } from "./init_command.ts";
 import { capsCommand, grantCommand, revokeCommand } from "./capability_commands.ts";
@@ -64,6 +70,10 @@ const COMMANDS: readonly Command[] = [
   signalCommand,
   cdCommand,
   exitCommand,
+  checkpointCreateCommand,
+  checkpointListCommand,
+  checkpointDiffCommand,
+  checkpointRestoreCommand,
   capsCommand,
   grantCommand,
   revokeCommand,
