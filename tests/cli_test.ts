@@ -8,6 +8,7 @@ import { DatabaseSync } from "node:sqlite";
 import { sha256Hex } from "../runtime/canonical_json.ts";
 import { permissionFlags, UnlistablePathError } from "../runtime/cli/bootstrap.ts";
 import { sandbox, tamper, task } from "./_cli_sandbox.ts";
+import { DemoReport } from "../runtime/cli/demo_command.ts";
 
 Deno.test("libos init creates the workspace database (0600) and head file in the state directory, and is idempotent", async () => {
   using s = sandbox();
@@ -356,13 +357,52 @@ attempt("ffi", () => Deno.dlopen("libc.so.6", {}));
   }
 });
 
-Deno.test("deno task demo exits 0 and says what it will run", async () => {
+Deno.test("deno task demo runs the paper's scenario: --json is one schema-valid document, --seed is deterministic, nothing is left behind", async () => {
   using s = sandbox();
+  const before = [...Deno.readDirSync(s.workspace)].map((e) => e.name).sort();
   const run = await task(s.workspace, s.state, "demo");
   assert.equal(run.status, 0, run.stderr);
-  assert.match(run.stdout, /demo/);
-  const json = await task(s.workspace, s.state, "demo", "--json");
-  assert.equal(JSON.parse(json.stdout).version, 1);
+  assert.match(run.stdout, /\[human\] approve the edit \(the demo plays the human\)/);
+  assert.match(run.stdout, /chain verified/);
+  const first = await task(s.workspace, s.state, "demo", "--json", "--seed", "7");
+  assert.equal(first.status, 0, first.stderr);
+  const report = DemoReport.parse(JSON.parse(first.stdout));
+  assert.equal(report.status, "exited");
+  assert.deepEqual(report.failedTests, [
+    "tests/test_mathlib.py::test_add",
+    "tests/test_mathlib.py::test_add_negative",
+  ]);
+  assert.equal(report.denial.code, "capability_denied");
+  assert.equal(report.write.verified, true);
+  assert.equal(report.audit.verified, true);
+  const tools = report.steps.map((step) => step.tool).filter((t) => t !== null);
+  for (
+    const tool of [
+      "create_object_from_file",
+      "fork_child_process",
+      "wait_child_process",
+      "propose_jit_tool",
+      "validate_jit_tool",
+      "register_jit_tool",
+      "extract_failed_tests",
+      "checkpoint_create",
+      "edit_file",
+      "process_exit",
+    ]
+  ) {
+    assert.ok(tools.includes(tool), tool);
+  }
+  const second = DemoReport.parse(
+    JSON.parse((await task(s.workspace, s.state, "demo", "--json", "--seed", "7")).stdout),
+  );
+  assert.deepEqual([second.pids, second.trace, second.report], [
+    report.pids,
+    report.trace,
+    report.report,
+  ]);
+  // Never the user's workspace or state directory.
+  assert.deepEqual([...Deno.readDirSync(s.workspace)].map((e) => e.name).sort(), before);
+  assert.throws(() => Deno.statSync(join(s.state, "libos")), Deno.errors.NotFound);
 });
 
 Deno.test("deno task libos works with a symlinked state directory and a symlinked --db (both granted)", async () => {

@@ -160,6 +160,12 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
       net = undefined; // the runtime refuses the bad URL with a clear error
     }
   }
+  // The demo runs a JIT tool in the sandbox (in its own temporary workspace under TMPDIR).
+  if (words[0] === "demo" && facts.execPath) {
+    grant(fileURLToPath(new URL("../../jit", import.meta.url)), false);
+    run = "/usr/bin/setsid";
+    grant(facts.execPath, false);
+  }
   const db = optionValue(facts.args, "db");
   if (db !== undefined && db !== ":memory:" && db.trim() !== "") {
     const file = resolve(facts.cwd, db);
