@@ -42,7 +42,7 @@ import type { ToolBroker } from "./tool_broker.ts";
 export type TurnOutcome = "tool_calls" | "final" | "length_truncated" | "refused" | "error";
 
 /** One turn as the executor keeps it (the payload of a `model.turn` record). */
-interface TurnRecord {
+export interface TurnRecord {
   readonly pid: string;
   readonly seq: number;
   readonly outcome: TurnOutcome;
