@@ -1,7 +1,8 @@
 /**
  * Checkpoints of a process (issue 14): what it was at a moment — its row (cwd, image, tool
  * table, goal, status, budgets used, pending action), its capabilities, the objects of its own
- * namespace with their versions and payloads, and where the audit log stood. `create`, `list`,
+ * namespace with their versions and payloads (immutable records — tool results, turns — are
+ * history, kept as they are), and where the audit log stood. `create`, `list`,
  * `diff` against now, and `restore`: the process's cwd, image, tool table and goal, and its own
  * objects (changed ones rewritten to their checkpointed payload, new ones deleted, deleted ones
  * recreated), and capabilities granted to it since are revoked. A restore never pretends to undo
@@ -16,7 +17,7 @@
 import type { AuditLog } from "./audit_log.ts";
 import type { Authority } from "./authority.ts";
 import type { JsonValue } from "./canonical_json.ts";
-import { IllegalTransitionError, NotFoundError } from "./errors.ts";
+import { IllegalTransitionError, NotFoundError, ValidationError } from "./errors.ts";
 import { processNamespace } from "./memory_object.ts";
 import { type ObjectMemory, RUNTIME_ACTOR } from "./object_memory.ts";
 import { type AgentProcess, isFinal } from "./process.ts";
@@ -75,6 +76,9 @@ const EXTERNAL = Object.freeze(["fs.write", "fs.delete", "fs.mkdir", "shell.run"
 
 const TYPE = "checkpoint";
 
+/** The most objects a checkpoint keeps (a process holding more cannot be checkpointed). */
+const MAX_OBJECTS = 10_000;
+
 /** What checkpoints need. */
 export interface CheckpointOptions {
   readonly core: RuntimeCore;
@@ -98,7 +102,23 @@ export class Checkpoints {
   /** The objects of `pid`'s own namespace, as a checkpoint keeps them (its bookkeeping aside). */
   #objects(pid: string): KeptObject[] {
     const { memory } = this.#o;
-    return memory.list(RUNTIME_ACTOR, processNamespace(pid), { limit: 1000 })
+    // Every page: a checkpoint that missed an object would delete it on restore.
+    const infos: ReturnType<ObjectMemory["list"]> = [];
+    for (let after: string | undefined;;) {
+      const page = memory.list(RUNTIME_ACTOR, processNamespace(pid), {
+        limit: 1000,
+        ...(after === undefined ? {} : { after }),
+      });
+      infos.push(...page);
+      if (page.length < 1000) break;
+      if (infos.length >= MAX_OBJECTS) {
+        throw new ValidationError(
+          `Process ${pid} holds more than ${MAX_OBJECTS} objects: too many to checkpoint; release some first`,
+        );
+      }
+      after = page[page.length - 1]!.oid;
+    }
+    return infos
       .filter((info) => info.type !== TYPE && !info.immutable)
       .map((info) => {
         let payload: JsonValue | undefined;

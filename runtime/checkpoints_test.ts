@@ -108,3 +108,26 @@ Deno.test("checkpoint_create through the broker takes a checkpoint the operator 
   assert.equal(cp?.label, "before refactoring");
   assert.equal((result.value as { checkpoint: { id: string } }).checkpoint.id, cp?.id);
 });
+
+Deno.test("Checkpoints.restore() with more objects than a page deletes only what was added since", async () => {
+  await using f = await fixture();
+  const { runtime, pid } = f;
+  const provenance = { source: "model", label: "m", ref: null } as const;
+  for (let i = 0; i < 1_100; i++) {
+    runtime.memory.create(pid, { type: "note", payload: i, provenance });
+  }
+  const cp = runtime.checkpoints.create(pid);
+  assert.equal(cp.objects.length, 1_100, "every page was kept");
+  const added = runtime.memory.create(pid, { type: "note", payload: "late", provenance });
+  const diff = runtime.checkpoints.restore(pid, cp.id);
+  assert.deepEqual(diff.objects.added, [added.oid]);
+  const count = (after?: string): number => {
+    const page = runtime.memory.list("operator", `process:${pid}`, {
+      limit: 1000,
+      ...(after ? { after } : {}),
+    });
+    const notes = page.filter((o) => o.type === "note").length;
+    return notes + (page.length === 1000 ? count(page.at(-1)!.oid) : 0);
+  };
+  assert.equal(count(), 1_100);
+});
