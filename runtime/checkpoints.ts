@@ -104,7 +104,8 @@ export class Checkpoints {
     const { memory } = this.#o;
     // Every page: a checkpoint that missed an object would delete it on restore.
     const infos: ReturnType<ObjectMemory["list"]> = [];
-    for (let after: string | undefined;;) {
+    let after: string | undefined;
+    for (;;) {
       const page = memory.list(RUNTIME_ACTOR, processNamespace(pid), {
         limit: 1000,
         ...(after === undefined ? {} : { after }),
