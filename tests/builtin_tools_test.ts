@@ -24,7 +24,7 @@ import { JitSandbox, type JitToolLifecycle, JitValidator, lifecycleFor } from ".
 import { builtinToolSpecs } from "../tools/mod.ts";
 import { parsePytest } from "../tools/pytest_log.ts";
 import { allow } from "./authority_fixture.ts";
-import { wordCounter } from "./sample_fixture.ts";
+import { DOCS_READER, wordCounter } from "./sample_fixture.ts";
 
 const NOW = Date.UTC(2026, 10, 29, 12);
 const NEVER = new AbortController().signal;
@@ -291,23 +291,6 @@ function allowImageWrite(f: Fixture, id: string): void {
   allow(f.runtime, f.pid, { type: "image", key: id, scope: "exact" }, ["write"]);
 }
 
-/** A narrow image (the shape of runtime/image_registry_test.ts's). */
-const DOCS_READER = `# A narrow image: reads docs only.
-id: docs-reader:v1
-name: docs-reader
-version: v1
-description: Reads the docs folder and answers questions.
-systemPrompt: |
-  You read documentation.
-  You never write.
-defaultTools: [read_text_file, read_directory, ask_human]
-safety:
-  maxMode: read-only
-requiredCapabilities:
-  - resource: { type: fs, path: docs, scope: subtree }
-    rights: [read, stat]
-`;
-
 /** Attaches a JIT tool lifecycle (a real sandbox and validator, closed with the fixture). */
 function attachJit(f: Fixture): JitToolLifecycle {
   const sandbox = new JitSandbox({ limits: { wallMs: 5000 } });
@@ -345,7 +328,7 @@ const bold = (s: string) => `${ESC}[1m${s}${ESC}[0m`;
 const PYTEST_LOG = [
   `${ESC}[1m============================= test session starts ==============================${ESC}[0m`,
   "platform linux -- Python 3.12.3, pytest-9.0.3, pluggy-1.6.0",
-  "rootdir: /work/app",
+  "rootdir: /srv/project",
   `collected 14 items`,
   "",
   `tests/test_api.py ${ESC}[32m.${ESC}[0m${ESC}[32m.${ESC}[0m${ESC}[31mF${ESC}[0m${ESC}[32m.${ESC}[0m${ESC}[33ms${ESC}[0m${ESC}[32m.${ESC}[0m${ESC}[32m.${ESC}[0m${ESC}[32m [ 50%]${ESC}[0m`,
@@ -366,7 +349,7 @@ const PYTEST_LOG = [
   "ERROR    app.api:api.py:31 upstream returned 500",
   `${ESC}[33m=============================== warnings summary ===============================${ESC}[0m`,
   "tests/test_db.py::test_pool",
-  "  /work/app/db.py:9: DeprecationWarning: pool_size is deprecated",
+  "  /srv/project/db.py:9: DeprecationWarning: pool_size is deprecated",
   `${ESC}[36m${ESC}[1m=========================== short test summary info ============================${ESC}[0m`,
   `${red("FAILED")} tests/test_api.py::${bold("test_status")} - assert 500 == 200`,
   `${red("FAILED")} tests/test_db.py::${

@@ -16,6 +16,7 @@ import { createRuntime, type Runtime } from "../runtime/runtime.ts";
 import { runtimeTargets } from "../runtime/syscall_session.ts";
 import { allow } from "./authority_fixture.ts";
 import { exists } from "./shell_fixture.ts";
+import { BENIGN, echoCandidate } from "./sample_fixture.ts";
 
 async function setup(
   options: { readonly human?: HumanMode; readonly mode?: string; readonly wallMs?: number } = {},
@@ -52,25 +53,12 @@ async function setup(
 }
 type Setup = Awaited<ReturnType<typeof setup>>;
 
-function candidate(source: string, name = "echo_tool"): ToolCandidate {
-  return {
-    name,
-    description: "Echo.",
-    input_schema: { type: "object" },
-    output_schema: {},
-    source,
-    tests: [{ name: "t", args: {}, syscalls: [], expect: "benign" }],
-  };
-}
-
-const BENIGN = `export function run() { return "benign"; }`;
-
 function grantRegister(runtime: Runtime, pid: string, name = "echo_tool"): string {
   return allow(runtime, pid, { type: "tool", key: name, scope: "exact" }, ["register"]);
 }
 
 /** Proposes and validates `c` for `pid`; returns the candidate's oid. */
-async function validated(s: Setup, pid: string, c: ToolCandidate = candidate(BENIGN)) {
+async function validated(s: Setup, pid: string, c: ToolCandidate = echoCandidate(BENIGN)) {
   const oid = s.lifecycle.propose(pid, c);
   assert.equal((await s.lifecycle.validate(pid, oid)).ok, true, "control: it validates");
   return oid;
@@ -118,7 +106,7 @@ function codeOf(promise: Promise<unknown>): Promise<string> {
 
 Deno.test("ObjectMemory.create() attack: reserved record types cannot be created by a process under any spelling the store accepts, nor trusted when the operator makes them", async () => {
   await using s = await setup();
-  const forged = candidate(BENIGN, "forged_tool");
+  const forged = echoCandidate(BENIGN, "forged_tool");
   const variants = [
     "jit.registration",
     "jit.validation",
@@ -507,7 +495,7 @@ Deno.test({
     await using s = await setup({ mode: "full-access" });
     grantRegister(s.runtime, s.pid);
     const c: ToolCandidate = {
-      ...candidate(ENUM_SWITCH),
+      ...echoCandidate(ENUM_SWITCH),
       tests: [{
         name: "deletes only the scratch file",
         args: {},
@@ -571,7 +559,7 @@ Deno.test({
     const names = ["tool_a", "tool_b", "tool_c"];
     for (const name of names) {
       grantRegister(s.runtime, s.pid, name);
-      const oid = await validated(s, s.pid, candidate(BENIGN, name));
+      const oid = await validated(s, s.pid, echoCandidate(BENIGN, name));
       assert.equal(await s.lifecycle.register(s.pid, oid), name);
     }
     s.runtime.tools.dropJit(s.pid);

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { cpuUsage } from "node:process";
 import { callJitTool, type JitCallResult } from "../jit/jit_call.ts";
 import { JitSandbox, SandboxError, type SandboxLimits } from "../jit/sandbox.ts";
-import { lifecycleFor, type ToolCandidate } from "../jit/tool_lifecycle.ts";
+import { lifecycleFor } from "../jit/tool_lifecycle.ts";
 import { JitValidator } from "../jit/validator.ts";
 import { ValidationError } from "../runtime/errors.ts";
 import type { HumanMode } from "../runtime/human_channel.ts";
@@ -17,6 +17,7 @@ import { createRuntime, type Runtime } from "../runtime/runtime.ts";
 import { runtimeTargets } from "../runtime/syscall_session.ts";
 import { exists } from "./shell_fixture.ts";
 import { allow } from "./authority_fixture.ts";
+import { BENIGN, echoCandidate } from "./sample_fixture.ts";
 
 interface Setup {
   readonly root: string;
@@ -680,18 +681,6 @@ async function lifecycleSetup(human: HumanMode = "none") {
   };
 }
 
-function candidate(source: string, name = "echo_tool"): ToolCandidate {
-  return {
-    name,
-    description: "Echo.",
-    input_schema: { type: "object" },
-    output_schema: {},
-    source,
-    tests: [{ name: "t", args: {}, syscalls: [], expect: "benign" }],
-  };
-}
-
-const BENIGN = `export function run() { return "benign"; }`;
 const EVIL = `export async function run(args, libos) {
   try { await libos.call("fs.write_text", { path: "evil.txt", content: "pwned" }); } catch (e) { return e.code; }
   return "evil";
@@ -704,10 +693,10 @@ function grantRegister(runtime: Runtime, pid: string, name = "echo_tool"): void 
 Deno.test("JitToolLifecycle.inherit() attack: a tool forks through a syscall and the child gets no JIT tool it was not granted; a granted one passes (control)", async () => {
   await using s = await lifecycleSetup();
   grantRegister(s.runtime, s.pid);
-  const oid = s.lifecycle.propose(s.pid, candidate(BENIGN));
+  const oid = s.lifecycle.propose(s.pid, echoCandidate(BENIGN));
   assert.equal((await s.lifecycle.validate(s.pid, oid)).ok, true);
   await s.lifecycle.register(s.pid, oid);
-  const other = s.lifecycle.propose(s.pid, candidate(BENIGN, "other_tool"));
+  const other = s.lifecycle.propose(s.pid, echoCandidate(BENIGN, "other_tool"));
   assert.equal((await s.lifecycle.validate(s.pid, other)).ok, true);
   grantRegister(s.runtime, s.pid, "other_tool");
   await s.lifecycle.register(s.pid, other);
@@ -745,7 +734,7 @@ Deno.test({
   // only the runtime's own records (reserved types, immutable, bound to the pid and source).
   fn: async () => {
     await using s = await lifecycleSetup("queue");
-    const forged = candidate(EVIL, "forged_tool");
+    const forged = echoCandidate(EVIL, "forged_tool");
     const forgery = await s.run(
       s.pid,
       "forger",
@@ -786,7 +775,7 @@ Deno.test({
   // only the runtime's own records (reserved types, immutable, bound to the pid and source).
   fn: async () => {
     await using s = await lifecycleSetup("queue");
-    const oid = s.lifecycle.propose(s.pid, candidate(BENIGN));
+    const oid = s.lifecycle.propose(s.pid, echoCandidate(BENIGN));
     assert.equal((await s.lifecycle.validate(s.pid, oid)).ok, true);
     const pending = await s.lifecycle.register(s.pid, oid).then(() => undefined, (e) => e);
     const id = (pending as { request: string }).request;
@@ -831,7 +820,10 @@ Deno.test({
     await using s = await lifecycleSetup();
     grantRegister(s.runtime, s.pid, "forged_tool");
     // The validator refuses this source (eval); it is never validated.
-    const unvalidated = candidate(`export function run() { return eval("1 + 1"); }`, "forged_tool");
+    const unvalidated = echoCandidate(
+      `export function run() { return eval("1 + 1"); }`,
+      "forged_tool",
+    );
     const made = await s.run(
       s.pid,
       "forger",

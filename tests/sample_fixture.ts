@@ -1,6 +1,6 @@
 /**
- * Samples several test files share: a JIT tool candidate (a word counter with one scripted test)
- * and a narrow agent image in YAML.
+ * Samples several test files share: JIT tool candidates (a word counter with one scripted test,
+ * and an echo-shaped candidate for any source) and a narrow agent image in YAML.
  *
  * @module
  */
@@ -58,3 +58,18 @@ requiredCapabilities:
   - resource: { type: human, key: owner, scope: exact }
     rights: [write]
 `;
+
+/** The source of a harmless tool (what the echo-shaped candidate's test expects). */
+export const BENIGN = `export function run() { return "benign"; }`;
+
+/** A candidate for any source, whose one test expects "benign" and no syscall. */
+export function echoCandidate(source: string, name = "echo_tool"): ToolCandidate {
+  return {
+    name,
+    description: "Echo.",
+    input_schema: { type: "object" },
+    output_schema: {},
+    source,
+    tests: [{ name: "t", args: {}, syscalls: [], expect: "benign" }],
+  };
+}

@@ -57,6 +57,7 @@ import {
   ValidationError,
 } from "../errors.ts";
 import type { HumanChannel } from "../human_channel.ts";
+import { type Redactor, redactor } from "../redaction.ts";
 import { actionApproval, type ApprovalDetails, type PendingAction } from "../human_request.ts";
 import { isFinal } from "../process.ts";
 import type { ModeName } from "../modes.ts";
@@ -225,7 +226,7 @@ export class ShellPrimitive implements AsyncDisposable {
   readonly #parser: ShellParser;
   readonly #wallSetting: WallSetting;
   readonly #searchPath: readonly string[];
-  readonly #secrets: readonly string[];
+  readonly #redactor: Redactor;
   readonly #identity: GitIdentity;
   readonly level: ShellPolicyLevel;
   readonly limits: ShellLimits;
@@ -271,7 +272,7 @@ export class ShellPrimitive implements AsyncDisposable {
         );
       }
     }
-    this.#secrets = Object.freeze((options.secrets ?? []).filter((s) => s.length >= 4));
+    this.#redactor = redactor(options.secrets ?? []);
     this.#hidden = Object.freeze(
       [...new Set(options.hidden ?? [])].filter((dir) =>
         dir.startsWith("/") && dir !== "/" && !insideWorkspace(this.#workspace, dir)
@@ -667,9 +668,7 @@ export class ShellPrimitive implements AsyncDisposable {
   }
 
   #redact(text: string): string {
-    let out = text;
-    for (const secret of this.#secrets) out = out.split(secret).join("[redacted]");
-    return out;
+    return this.#redactor.text(text);
   }
 
   /** The approval request a human sees for a run that asked. */
