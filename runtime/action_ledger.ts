@@ -266,12 +266,14 @@ export class ActionLedger {
 
   /**
    * After a restart: every action still `executing` becomes `outcome_unknown`, is audited and
-   * evented, and waits to be reported to its process. Returns those actions.
+   * evented, and waits to be reported to its process. Returns those actions. `accept` limits it
+   * to some processes' actions (a launcher recovers only its own process tree).
    */
-  recover(): ActionRecord[] {
+  recover(accept: (pid: string) => boolean = () => true): ActionRecord[] {
     return this.#store.step(() => {
       const found: ActionRecord[] = [];
       for (const row of this.#store.listActions({ status: "executing", limit: 10_000 })) {
+        if (!accept(row.pid)) continue;
         const outcome: ActionOutcome = { ok: false, error: cutOff(row) };
         const updated: ActionRow = {
           ...row,

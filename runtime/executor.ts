@@ -69,7 +69,17 @@ export interface ExecutorOptions {
   readonly maxReplyTokens?: number;
   /** Turns in a row the model may be unreachable before the process fails (default 3). */
   readonly unavailableLimit?: number;
+  /** Told what a turn is doing as it happens (a launcher's status line); never changes it. */
+  readonly observer?: ExecutorObserver;
 }
+
+/** What a turn is doing, for a host to show (the status line of `libos agent`). */
+export type ExecutorEvent =
+  | { readonly kind: "model"; readonly pid: string; readonly seq: number }
+  | { readonly kind: "tool"; readonly pid: string; readonly seq: number; readonly name: string };
+
+/** Receives {@link ExecutorEvent}s; what it throws is ignored. */
+export type ExecutorObserver = (event: ExecutorEvent) => void;
 
 const TURN_TYPE = "model.turn";
 /** The runtime's bookkeeping, kept out of the model's context. */
@@ -139,6 +149,7 @@ export class ModelExecutor implements ProcessDriver {
       maxTokens: this.#o.maxReplyTokens ?? 4_096,
     };
     let reply: ModelReply;
+    this.#tell({ kind: "model", pid: p.pid, seq: (last?.seq ?? 0) + 1 });
     try {
       reply = checkedReply(await model.complete(request, ctx.signal));
     } catch (error) {
@@ -261,6 +272,7 @@ export class ModelExecutor implements ProcessDriver {
         });
         continue;
       }
+      this.#tell({ kind: "tool", pid, seq, name: call.name });
       try {
         const result = await this.#o.tools.invoke(pid, {
           id: call.id,
@@ -301,6 +313,14 @@ export class ModelExecutor implements ProcessDriver {
       return { type: "sleep", until: this.#o.clock.now() + 2_000 * unavailable };
     }
     return { type: "fail", reason: `${info.code}: ${info.message}`.slice(0, 1000) };
+  }
+
+  #tell(event: ExecutorEvent): void {
+    try {
+      this.#o.observer?.(event);
+    } catch {
+      // A host's display must not change what the process does.
+    }
   }
 
   #keep(turn: TurnRecord): void {
@@ -435,7 +455,7 @@ export function executorFor(
     readonly clock: { now(): number };
   },
   model: ModelClient,
-  options: { readonly maxReplyTokens?: number; readonly unavailableLimit?: number } = {},
+  options: Pick<ExecutorOptions, "maxReplyTokens" | "unavailableLimit" | "observer"> = {},
 ): ModelExecutor {
   return new ModelExecutor({
     processes: runtime.processes,

@@ -245,6 +245,13 @@ export {
   type SessionRecord,
 } from "./session_log.ts";
 export { RecordingModel, ScriptedModel } from "./scripted_model.ts";
-export { executorFor, type ExecutorOptions, ModelExecutor, type TurnOutcome } from "./executor.ts";
+export {
+  type ExecutorEvent,
+  executorFor,
+  type ExecutorObserver,
+  type ExecutorOptions,
+  ModelExecutor,
+  type TurnOutcome,
+} from "./executor.ts";
 export { REDACTED, type Redactor, redactor } from "./redaction.ts";
 export { RESERVED_TYPES } from "./object_memory.ts";

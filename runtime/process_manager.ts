@@ -942,13 +942,14 @@ export class ProcessManager {
 
   /**
    * After a restart: processes left `running` by a stopped runtime become runnable again.
-   * Returns the pids it recovered.
+   * Returns the pids it recovered; `accept` limits it to some processes.
    */
-  recoverRunning(): string[] {
+  recoverRunning(accept: (pid: string) => boolean = () => true): string[] {
     const engine = this.#engine;
     return engine.op(() => {
       const recovered: string[] = [];
       for (const row of engine.store.listProcesses({ statuses: ["running"], limit: 10_000 })) {
+        if (!accept(row.pid)) continue;
         const p = engine.must(row.pid);
         engine.save({
           ...p,

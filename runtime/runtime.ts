@@ -37,7 +37,7 @@ import { type IdSource, randomIds } from "./ids.ts";
 import type { Budgets } from "./process.ts";
 import { ProcessManager } from "./process_manager.ts";
 import { type FilesystemProvider, hostFilesystem } from "./providers/filesystem.ts";
-import { type ProcessDriver, Scheduler } from "./scheduler.ts";
+import { type ProcessDriver, Scheduler, type SchedulerOptions } from "./scheduler.ts";
 import { type EnvReader, stateDirectory } from "./state_paths.ts";
 import { dirname } from "node:path";
 import type { RuntimeCore } from "./runtime_core.ts";
@@ -125,7 +125,10 @@ export interface Runtime extends RuntimeCore, AsyncDisposable {
   /** Checkpoints of processes: create, list, diff, restore. */
   readonly checkpoints: Checkpoints;
   /** A scheduler that runs this runtime's processes with `driver`. */
-  scheduler(driver: ProcessDriver, options?: { readonly concurrency?: number }): Scheduler;
+  scheduler(
+    driver: ProcessDriver,
+    options?: Pick<SchedulerOptions, "concurrency" | "scope">,
+  ): Scheduler;
   /** Flushes, records the end of the session, and closes the store. Idempotent. */
   close(): Promise<void>;
 }

@@ -77,6 +77,12 @@ export interface SchedulerOptions {
   readonly concurrency?: number;
   /** The human channel: re-dispatches approved actions when a decision wakes a process. */
   readonly human?: HumanChannel;
+  /**
+   * The processes this scheduler runs (default: every one). The launcher runs one process tree:
+   * processes outside the scope are neither recovered, queued, nor woken by it, so another
+   * runner's work on the same database is left alone.
+   */
+  readonly scope?: (pid: string) => boolean;
 }
 
 /** Options of {@link Scheduler.runUntilIdle}. */
@@ -134,6 +140,7 @@ export class Scheduler implements Disposable {
   readonly #clock: Clock;
   readonly #concurrency: number;
   readonly #human: HumanChannel | undefined;
+  readonly #scope: (pid: string) => boolean;
   readonly #ready: string[] = [];
   readonly #queued = new Set<string>();
   readonly #inFlight = new Map<string, InFlight>();
@@ -153,6 +160,7 @@ export class Scheduler implements Disposable {
     this.#driver = options.driver;
     this.#clock = options.clock;
     this.#human = options.human;
+    this.#scope = options.scope ?? (() => true);
     const concurrency = options.concurrency ?? 4;
     if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1024) {
       throw new RangeError(
@@ -175,7 +183,7 @@ export class Scheduler implements Disposable {
   }
 
   #enqueue(pid: string): void {
-    if (this.#queued.has(pid)) return;
+    if (this.#queued.has(pid) || !this.#scope(pid)) return;
     this.#queued.add(pid);
     this.#ready.push(pid);
     this.#poke();
@@ -183,7 +191,7 @@ export class Scheduler implements Disposable {
 
   #arm(pid: string, until: number): void {
     this.#timers.get(pid)?.abort();
-    if (this.#closed) return;
+    if (this.#closed || !this.#scope(pid)) return;
     const controller = new AbortController();
     this.#timers.set(pid, controller);
     this.#clock.sleep(Math.max(0, until - this.#clock.now()), controller.signal).then(() => {
@@ -204,7 +212,7 @@ export class Scheduler implements Disposable {
   } {
     if (this.#recovered) return { outcomeUnknown: [], recovered: [] };
     this.#recovered = true;
-    const outcomeUnknown = this.#ledger.recover();
+    const outcomeUnknown = this.#ledger.recover(this.#scope);
     for (const action of outcomeUnknown) {
       // A JIT call blocked on a human when the runtime stopped: its approval is withdrawn.
       if (action.kind === "jit.call") {
@@ -215,7 +223,7 @@ export class Scheduler implements Disposable {
         );
       }
     }
-    const recovered = this.#processes.recoverRunning();
+    const recovered = this.#processes.recoverRunning(this.#scope);
     // Requests that expired while nothing ran are rejections: their processes wake now.
     this.#human?.expireDue();
     let after: string | undefined;
@@ -226,7 +234,7 @@ export class Scheduler implements Disposable {
         ...(after ? { afterPid: after } : {}),
       });
       for (const p of page) {
-        if (p.wait?.kind !== "sleep") continue;
+        if (p.wait?.kind !== "sleep" || !this.#scope(p.pid)) continue;
         // A sleep that ended while nothing ran wakes now; the rest get timers.
         if (p.wait.until > this.#clock.now() || !this.#processes.wakeIfDue(p.pid)) {
           this.#arm(p.pid, p.wait.until);
@@ -263,9 +271,19 @@ export class Scheduler implements Disposable {
     }
   }
 
+  /**
+   * Queues the processes that became runnable without this scheduler hearing of it: a decision
+   * made on another connection (`libos human approve` in another terminal).
+   */
+  refresh(): void {
+    this.#enqueueRunnable();
+  }
+
   /** Whether some process waits on a human right now. */
   #humansAwaited(): boolean {
-    return this.#processes.list({ statuses: ["waiting_human"], limit: 1 }).length > 0;
+    return this.#processes.list({ statuses: ["waiting_human"], limit: 10_000 }).some((p) =>
+      this.#scope(p.pid)
+    );
   }
 
   /** Pids waiting in the ready queue, in order. */

@@ -295,3 +295,38 @@ Deno.test("Scheduler: effects go through the ledger, and a process not runnable 
   assert.equal(f.runtime.ledger.list(a)[0]?.status, "done");
   assert.equal(pm.get(b).status, "paused");
 });
+
+Deno.test("Scheduler with a scope runs, recovers and wakes only the processes in it (a launcher's own tree); another runner's are left as they are", async () => {
+  await using f = await fixture();
+  const pm = f.runtime.processes;
+  const a = pm.spawn({ goal: "mine", image: "base-agent:v0" }).pid;
+  const b = pm.spawn({ goal: "another runner's, mid-quantum", image: "base-agent:v0" }).pid;
+  const c = pm.spawn({ goal: "another run's, waiting its turn", image: "base-agent:v0" }).pid;
+  assert.ok(pm.beginQuantum(b), "b is running in another runner");
+  let child: string | undefined;
+  const log: string[] = [];
+  const driver: ProcessDriver = {
+    runQuantum(ctx) {
+      log.push(ctx.process.pid);
+      if (ctx.process.pid === a && child === undefined) {
+        child = pm.fork(a, { goal: "my child" }).pid;
+        return Promise.resolve({ type: "yield" });
+      }
+      return Promise.resolve({ type: "exit" });
+    },
+  };
+  const scope = (pid: string) => pid === a || pm.get(pid).parent === a;
+  using scheduler = f.runtime.scheduler(driver, { concurrency: 1, scope });
+  const recovery = scheduler.recover();
+  assert.deepEqual(recovery.recovered, [], "b's quantum is not this scheduler's to recover");
+  await scheduler.runUntilIdle();
+  assert.ok(child);
+  assert.deepEqual(new Set(log), new Set([a, child]));
+  assert.equal(pm.get(a).status, "exited");
+  assert.equal(pm.get(child).status, "exited");
+  assert.equal(pm.get(b).status, "running");
+  assert.equal(pm.get(c).status, "runnable");
+  // refresh() picks up what became runnable elsewhere, still within the scope only.
+  scheduler.refresh();
+  assert.deepEqual(scheduler.ready, []);
+});

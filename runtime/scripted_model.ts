@@ -70,6 +70,20 @@ export class ScriptedModel implements ModelClient {
     return new ScriptedModel(parseSessionLog(text, path), `replay:${path}`);
   }
 
+  /**
+   * Skips the first `turns` turns: a resumed run's processes already took them (their replies
+   * are kept as `model.turn` records), so the script goes on where the stopped run left it.
+   * @throws {RangeError} for a count that is not a whole number from 0 to the turns left.
+   */
+  skip(turns: number): void {
+    if (!Number.isSafeInteger(turns) || turns < 0 || turns > this.remaining) {
+      throw new RangeError(
+        `Cannot skip ${turns} turn(s) of ${this.name}: it has ${this.remaining} left`,
+      );
+    }
+    this.#next += turns;
+  }
+
   /** How many turns are left. */
   get remaining(): number {
     return this.#turns.length - this.#next;

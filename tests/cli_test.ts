@@ -497,3 +497,39 @@ Deno.test("bootstrap permissionFlags() gives an OpenAI model its variables and t
   assert.ok(value(scripted, "read")?.includes("/w/s.jsonl"));
   assert.ok(value(scripted, "write")?.includes("/w/log.jsonl"));
 });
+
+Deno.test("bootstrap permissionFlags() for libos agent: the endpoint of its default model, setsid and the system directories for shell commands, nothing writable beyond the usual places", () => {
+  const env = (vars: Record<string, string>) => ({
+    get: (n: string) => ({ HOME: "/home/u", TMPDIR: "/tmp", ...vars } as Record<string, string>)[n],
+  });
+  const value = (flags: string[], name: string) =>
+    flags.find((f) => f.startsWith(`--allow-${name}=`))?.split("=")[1]?.split(",");
+  const byDefault = permissionFlags({
+    args: ["agent", "--goal", "fix it"],
+    cwd: "/w",
+    env: env({ OPENAI_BASE_URL: "https://llm.internal:8443/v1" }),
+    realPath: (p) => p,
+    execPath: "/opt/deno/bin/deno",
+  });
+  assert.deepEqual(value(byDefault, "net"), ["llm.internal:8443"], "the model's host only");
+  assert.deepEqual(value(byDefault, "run"), ["/usr/bin/setsid"], "setsid execs the rest");
+  const read = value(byDefault, "read") ?? [];
+  for (const dir of ["/usr/bin", "/bin", "/usr/local/bin", "/opt/deno/bin/deno"]) {
+    assert.ok(read.includes(dir), `read on ${dir}`);
+  }
+  assert.deepEqual(value(byDefault, "write"), ["/w", "/home/u/.local/state/libos", "/tmp"]);
+  const scripted = permissionFlags({
+    args: ["agent", "--goal", "fix it", "--model", "replay:/s/script.jsonl"],
+    cwd: "/w",
+    env: env({}),
+    realPath: (p) => p,
+    execPath: "/opt/deno/bin/deno",
+  });
+  assert.equal(value(scripted, "net"), undefined, "a scripted agent gets no network");
+  assert.ok(!value(scripted, "env")?.includes("OPENAI_API_KEY"));
+  assert.ok(value(scripted, "read")?.includes("/s/script.jsonl"));
+  // Other commands do not get the agent's grants.
+  const ps = permissionFlags({ args: ["ps"], cwd: "/w", env: env({}), realPath: (p) => p });
+  assert.equal(value(ps, "run"), undefined);
+  assert.ok(!value(ps, "read")?.includes("/usr/bin"));
+});

@@ -77,7 +77,10 @@ Deno.test("README libos commands all parse and run in a scratch workspace (no us
       const args = [...line.slice("deno task libos ".length).matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)]
         .map((m) => m[1] ?? m[2] ?? m[3]!)
         // Files of the repository are named from its root, where the README is read.
-        .map((a) => a.startsWith("jit/examples/") ? join(REPO, a) : a);
+        .map((a) => {
+          const file = /^(replay:)?((?:jit\/)?examples\/.*)$/.exec(a);
+          return file ? `${file[1] ?? ""}${join(REPO, file[2]!)}` : a;
+        });
       const output = await new Deno.Command(Deno.execPath(), {
         args: ["task", "--quiet", `--config=${join(REPO, "deno.json")}`, "libos", ...args],
         cwd: workspace,

@@ -7,6 +7,7 @@
 import { parseArgs } from "node:util";
 import { UsageError } from "../errors.ts";
 import type { EnvReader } from "../state_paths.ts";
+import type { TerminalIo } from "../tty_prompt.ts";
 
 /** Where a command writes and what it may read of its environment. */
 export interface CliIo {
@@ -19,6 +20,12 @@ export interface CliIo {
   readonly cwd: string;
   /** Reads standard input to its end (`--batch -`); absent where there is none. */
   readonly readStdin?: () => Promise<string>;
+  /** The terminal a human answers approvals on (`libos agent`); absent where there is none. */
+  readonly terminal?: TerminalIo;
+  /** Whether standard error is a terminal: `libos agent` draws its live status line there. */
+  readonly stderrIsTerminal?: boolean;
+  /** The terminal's width in columns, when it has one. */
+  readonly columns?: () => number | undefined;
 }
 
 /** Every option any command accepts, with its type. */
@@ -75,6 +82,9 @@ export const OPTION_SPECS = {
   "env-file": { type: "string" },
   label: { type: "string" },
   record: { type: "string" },
+  resume: { type: "string" },
+  preset: { type: "string" },
+  yes: { type: "boolean", short: "y" },
 } as const;
 
 /** The name of an option. */

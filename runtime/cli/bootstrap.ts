@@ -10,6 +10,7 @@
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { configEnvFile, endpointHost, MODEL_ENV, parseEnvFile } from "./model_config.ts";
+import { SYSTEM_PATH } from "../system_path.ts";
 
 /** Environment variables the runtime reads. */
 export const RUNTIME_ENV = [
@@ -149,7 +150,9 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   let net: string | undefined;
   const envFile = optionValue(facts.args, "env-file");
   if (envFile !== undefined && envFile.trim() !== "") grant(resolve(facts.cwd, envFile), false);
-  const wantsEndpoint = model?.startsWith("openai:") ||
+  // `agent` defaults to an OpenAI-compatible endpoint; `run` and `step` use one when configured.
+  const wantsEndpoint = model === "openai" || Boolean(model?.startsWith("openai:")) ||
+    (model === undefined && words[0] === "agent") ||
     (model === undefined && (words[0] === "run" || words[0] === "step") &&
       Boolean(facts.env.get("OPENAI_MODEL")));
   if (wantsEndpoint) {
@@ -160,12 +163,15 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
       net = undefined; // the runtime refuses the bad URL with a clear error
     }
   }
-  // The demo runs a JIT tool in the sandbox (in its own temporary workspace under TMPDIR).
-  if (words[0] === "demo" && facts.execPath) {
+  // The demo runs a JIT tool in the sandbox (in its own temporary workspace under TMPDIR); an
+  // agent's shell commands and JIT tools start the same way (setsid execs the rest in turn).
+  if ((words[0] === "demo" || words[0] === "agent") && facts.execPath) {
     grant(fileURLToPath(new URL("../../jit", import.meta.url)), false);
     run = "/usr/bin/setsid";
     grant(facts.execPath, false);
   }
+  // An agent's shell commands: the primitive looks bare names up in the system directories.
+  if (words[0] === "agent") { for (const dir of SYSTEM_PATH) grant(dir, false); }
   const db = optionValue(facts.args, "db");
   if (db !== undefined && db !== ":memory:" && db.trim() !== "") {
     const file = resolve(facts.cwd, db);

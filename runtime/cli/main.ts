@@ -28,6 +28,19 @@ if (import.meta.main) {
     stderr: (text) => write(Deno.stderr, text),
     env: Deno.env,
     cwd,
+    terminal: {
+      read: (buffer) => Deno.stdin.read(buffer),
+      isTerminal: () => Deno.stdin.isTerminal(),
+      write: (text) => write(Deno.stderr, text),
+    },
+    stderrIsTerminal: Deno.stderr.isTerminal(),
+    columns: () => {
+      try {
+        return Deno.consoleSize().columns;
+      } catch {
+        return undefined;
+      }
+    },
     readStdin: async () => {
       const chunks: Uint8Array[] = [];
       let size = 0;

@@ -13,6 +13,8 @@ import {
   checkpointListCommand,
   checkpointRestoreCommand,
 } from "./checkpoint_commands.ts";
+import { agentCommand } from "./agent_command.ts";
+import { sessionsCommand } from "./sessions_command.ts";
 import { demoCommand } from "./demo_command.ts";
 import { initCommand } from "./init_command.ts";
 import { capsCommand, grantCommand, revokeCommand } from "./capability_commands.ts";
@@ -99,6 +101,8 @@ const COMMANDS: readonly Command[] = [
   jitRunCommand,
   auditQueryCommand,
   auditVerifyCommand,
+  agentCommand,
+  sessionsCommand,
   demoCommand,
 ];
 

@@ -8,7 +8,6 @@ import { resolve } from "node:path";
 import { type ErrorInfo, errorInfo, UsageError, ValidationError } from "../errors.ts";
 import { parseRunDeny, type RunDeny } from "../decide.ts";
 import { type ModeName, parseMode } from "../modes.ts";
-import { loadPolicies } from "../policy_files.ts";
 import type { PolicyRules } from "../policy_rules.ts";
 import { ShellParser } from "../shell_script.ts";
 import {
@@ -26,6 +25,7 @@ import {
   stringOption,
 } from "./_options.ts";
 import { EXIT_FAILED, EXIT_OK, field, printJson } from "./_output.ts";
+import { policyRulesOf, shellPolicyOf } from "./_run_options.ts";
 
 interface Settings {
   readonly mode: ModeName;
@@ -77,44 +77,20 @@ function describe(decision: ShellDecision): string {
 
 async function settingsOf(parsed: ParsedArgs, io: CliIo): Promise<Settings> {
   const mode = parseMode(stringOption(parsed, "mode") ?? "workspace-write");
-  const levelText = stringOption(parsed, "shell-policy") ?? "allowlist_auto_else_ask";
-  const level = ShellPolicyLevel.safeParse(levelText);
-  if (!level.success) {
-    throw new UsageError(
-      `--shell-policy must be one of ${ShellPolicyLevel.options.join(", ")}, got ${
-        JSON.stringify(levelText)
-      }`,
-    );
-  }
+  const level = shellPolicyOf(parsed) ?? "allowlist_auto_else_ask";
   const wallText = stringOption(parsed, "wall") ?? "off";
   if (wallText !== "on" && wallText !== "off") {
     throw new UsageError(`--wall must be on or off, got ${JSON.stringify(wallText)}`);
   }
   const denies = listOption(parsed, "deny").map(parseRunDeny);
-  const workspace = resolve(io.cwd, stringOption(parsed, "workspace") ?? ".");
-  const policy = loadPolicies({
-    env: io.env,
-    cwd: io.cwd,
-    userConfig: !flagOption(parsed, "no-user-config"),
-    files: listOption(parsed, "policy"),
-    workspace,
-    trustWorkspace: flagOption(parsed, "trust-workspace-policy"),
-  });
-  if (policy.ignored) {
-    io.stderr(
-      `libos: ignoring the workspace policy ${
-        field(policy.ignored)
-      } (pass --trust-workspace-policy to use it)\n`,
-    );
-  }
   const scripts = new ShellParser();
   await scripts.load();
   return {
     mode,
-    level: level.data,
+    level,
     wall: wallText === "on",
     denies,
-    rules: policy.rules,
+    rules: policyRulesOf(parsed, io),
     scripts,
   };
 }

@@ -8,14 +8,9 @@
 import { LibosError, UsageError } from "../errors.ts";
 import { type AgentProcess, isFinal, ProcessStatus, Signal } from "../process.ts";
 import type { ProcessDriver } from "../scheduler.ts";
-import { resolve } from "node:path";
 import { executorFor } from "../executor.ts";
 import type { ModelClient } from "../model_client.ts";
 import type { Runtime } from "../runtime.ts";
-import { RecordingModel, ScriptedModel } from "../scripted_model.ts";
-import { SessionLogWriter } from "../session_log.ts";
-import { OpenAIModel } from "../openai_model.ts";
-import { modelConfig } from "./model_config.ts";
 import {
   type CliIo,
   type Command,
@@ -26,6 +21,7 @@ import {
 } from "./_options.ts";
 import { EXIT_FAILED, EXIT_OK, field, printJson, say } from "./_output.ts";
 import { openRuntime } from "./_workspace.ts";
+import { chooseModel } from "./_model_choice.ts";
 
 const DEFAULT_IMAGE = "base-agent:v0";
 
@@ -150,82 +146,12 @@ const NO_MODEL: ProcessDriver = {
     Promise.reject(new LibosError("no_model", "operator", "No model is configured")),
 };
 
-/**
- * The model `--model` names: `replay:FILE.jsonl` (the scripted model) or `openai:MODEL` (an
- * OpenAI-compatible endpoint configured by `OPENAI_*`; `OPENAI_MODEL` alone also selects one) —
- * wrapped by `--record FILE` (each reply appended as a chained session-log record). Returns the
- * model and the secrets to redact (the API key).
- * @throws {UsageError} for another form, or an endpoint without a key.
- */
-function modelOf(
-  parsed: ParsedArgs,
-  io: CliIo,
-): { model: ModelClient; secrets: string[] } | undefined {
-  const workspace = resolve(io.cwd, stringOption(parsed, "workspace") ?? ".");
-  const envFile = stringOption(parsed, "env-file");
-  const config = () =>
-    modelConfig({
-      env: io.env,
-      workspace,
-      cwd: io.cwd,
-      ...(envFile === undefined ? {} : { envFile }),
-      read: (path) => {
-        try {
-          return Deno.readTextFileSync(path);
-        } catch {
-          return undefined;
-        }
-      },
-      realPath: (path) => {
-        try {
-          return Deno.realPathSync(path);
-        } catch {
-          return path;
-        }
-      },
-    });
-  const spec = stringOption(parsed, "model") ??
-    (config().model === undefined ? undefined : `openai:${config().model}`);
-  if (spec === undefined) return undefined;
-  let model: ModelClient;
-  let secrets: string[] = [];
-  if (spec.startsWith("replay:") && spec.length > "replay:".length) {
-    model = ScriptedModel.fromFile(resolve(io.cwd, spec.slice("replay:".length)));
-  } else if (spec.startsWith("openai:") && spec.length > "openai:".length) {
-    const c = config();
-    if (!c.apiKey) {
-      throw new UsageError(
-        "No OPENAI_API_KEY: set it in the environment, in ~/.config/libos/env, or in a file given with --env-file (never a .env inside the workspace)",
-      );
-    }
-    model = new OpenAIModel({
-      apiKey: c.apiKey,
-      model: spec.slice("openai:".length),
-      ...(c.baseURL === undefined ? {} : { baseURL: c.baseURL }),
-      ...(c.api === undefined ? {} : { api: c.api }),
-    });
-    secrets = [c.apiKey];
-  } else {
-    throw new UsageError(
-      `--model must be replay:FILE.jsonl or openai:MODEL, not ${JSON.stringify(spec)}`,
-    );
-  }
-  const record = stringOption(parsed, "record");
-  if (record === undefined) return { model, secrets };
-  const file = resolve(io.cwd, record);
-  return {
-    model: new RecordingModel(
-      model,
-      new SessionLogWriter((line) => Deno.writeTextFileSync(file, line, { append: true })),
-    ),
-    secrets,
-  };
-}
-
 async function run(parsed: ParsedArgs, io: CliIo, steps?: number): Promise<number> {
-  const chosen = modelOf(parsed, io);
+  const chosen = chooseModel(parsed, io, "configured");
   // The API key is a known secret: redacted from every tool result.
-  await using runtime = await openRuntime(parsed, io, "write", { secrets: chosen?.secrets ?? [] });
+  await using runtime = await openRuntime(parsed, io, "write", {
+    secrets: chosen?.secrets ?? [],
+  });
   if (chosen) return await drive(parsed, io, runtime, chosen.model, steps);
   using scheduler = runtime.scheduler(NO_MODEL);
   const recovery = scheduler.recover();

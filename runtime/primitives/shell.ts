@@ -44,6 +44,7 @@
  *
  * @module
  */
+import { SYSTEM_PATH } from "../system_path.ts";
 import { join, relative, resolve } from "node:path";
 import type { ActionLedger } from "../action_ledger.ts";
 import type { Authority } from "../authority.ts";
@@ -86,15 +87,7 @@ import {
   repositoryKeys,
 } from "./_git_hardening.ts";
 
-/** The fixed system directories a bare program name is looked up in, in order. */
-export const SYSTEM_PATH: readonly string[] = Object.freeze([
-  "/usr/local/sbin",
-  "/usr/local/bin",
-  "/usr/sbin",
-  "/usr/bin",
-  "/sbin",
-  "/bin",
-]);
+export { SYSTEM_PATH };
 
 /** Bounds enforced inside the primitive. */
 export interface ShellLimits {

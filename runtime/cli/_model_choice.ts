@@ -1,0 +1,112 @@
+/**
+ * The model a command's `--model` names: `replay:FILE.jsonl` (the scripted model) or
+ * `openai[:MODEL]` (an OpenAI-compatible endpoint configured by `OPENAI_*` from `--env-file`,
+ * the environment or `~/.config/libos/env`), wrapped by `--record FILE` (each reply appended to
+ * a chained session log).
+ *
+ * @module
+ */
+import { resolve } from "node:path";
+import { UsageError } from "../errors.ts";
+import type { ModelClient } from "../model_client.ts";
+import { OpenAIModel } from "../openai_model.ts";
+import { RecordingModel, ScriptedModel } from "../scripted_model.ts";
+import { SessionLogWriter } from "../session_log.ts";
+import { type ModelConfig, modelConfig } from "./model_config.ts";
+import { type CliIo, type ParsedArgs, stringOption } from "./_options.ts";
+
+/** A chosen model and the secrets to redact while it runs (the API key). */
+export interface ModelChoice {
+  readonly model: ModelClient;
+  readonly secrets: readonly string[];
+  /** How the model was named, for reports: `replay:FILE` or `openai:MODEL`. */
+  readonly spec: string;
+  /** Scripted models are positioned per run: a resumed run skips the turns already taken. */
+  readonly scripted?: ScriptedModel;
+}
+
+function configOf(parsed: ParsedArgs, io: CliIo): ModelConfig {
+  const envFile = stringOption(parsed, "env-file");
+  return modelConfig({
+    env: io.env,
+    workspace: resolve(io.cwd, stringOption(parsed, "workspace") ?? "."),
+    cwd: io.cwd,
+    ...(envFile === undefined ? {} : { envFile }),
+    read: (path) => {
+      try {
+        return Deno.readTextFileSync(path);
+      } catch {
+        return undefined;
+      }
+    },
+    realPath: (path) => {
+      try {
+        return Deno.realPathSync(path);
+      } catch {
+        return path;
+      }
+    },
+  });
+}
+
+/**
+ * The model of `--model`, or of `fallback` when it is absent (`libos agent` falls back to
+ * `openai`; `run` and `step` to `OPENAI_MODEL` when it is configured, else none).
+ * @throws {UsageError} for another form, an endpoint without a model name or a key.
+ */
+export function chooseModel(
+  parsed: ParsedArgs,
+  io: CliIo,
+  fallback: "openai" | "configured",
+): ModelChoice | undefined {
+  let spec = stringOption(parsed, "model");
+  if (spec === undefined) {
+    if (fallback === "openai") spec = "openai";
+    else if (configOf(parsed, io).model !== undefined) spec = "openai";
+    else return undefined;
+  }
+  let model: ModelClient;
+  let scripted: ScriptedModel | undefined;
+  let secrets: string[] = [];
+  let name = spec;
+  if (spec.startsWith("replay:") && spec.length > "replay:".length) {
+    scripted = ScriptedModel.fromFile(resolve(io.cwd, spec.slice("replay:".length)));
+    model = scripted;
+  } else if (spec === "openai" || (spec.startsWith("openai:") && spec.length > "openai:".length)) {
+    const c = configOf(parsed, io);
+    const modelName = spec === "openai" ? c.model : spec.slice("openai:".length);
+    if (modelName === undefined || modelName.trim() === "") {
+      throw new UsageError(
+        "No model is configured: pass --model openai:MODEL (with OPENAI_API_KEY, and OPENAI_BASE_URL for an endpoint other than OpenAI's) or set OPENAI_MODEL in the environment, in ~/.config/libos/env or in a file given with --env-file; --model replay:FILE.jsonl runs a scripted model offline",
+      );
+    }
+    if (!c.apiKey) {
+      throw new UsageError(
+        "No OPENAI_API_KEY: set it in the environment, in ~/.config/libos/env, or in a file given with --env-file (never a .env inside the workspace)",
+      );
+    }
+    model = new OpenAIModel({
+      apiKey: c.apiKey,
+      model: modelName,
+      ...(c.baseURL === undefined ? {} : { baseURL: c.baseURL }),
+      ...(c.api === undefined ? {} : { api: c.api }),
+    });
+    secrets = [c.apiKey];
+    name = `openai:${modelName}`;
+  } else {
+    throw new UsageError(
+      `--model must be replay:FILE.jsonl, openai or openai:MODEL, not ${JSON.stringify(spec)}`,
+    );
+  }
+  const record = stringOption(parsed, "record");
+  const base = { secrets, spec: name, ...(scripted ? { scripted } : {}) };
+  if (record === undefined) return { model, ...base };
+  const file = resolve(io.cwd, record);
+  return {
+    model: new RecordingModel(
+      model,
+      new SessionLogWriter((line) => Deno.writeTextFileSync(file, line, { append: true })),
+    ),
+    ...base,
+  };
+}

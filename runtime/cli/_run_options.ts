@@ -1,0 +1,55 @@
+/**
+ * Options that shape a run's policy, shared by `libos policy check` and `libos agent`: the shell
+ * policy level (`--shell-policy`) and the policy files (the user's, `--policy FILE`..., and the
+ * workspace's only with `--trust-workspace-policy`).
+ *
+ * @module
+ */
+import { resolve } from "node:path";
+import { UsageError } from "../errors.ts";
+import { loadPolicies } from "../policy_files.ts";
+import type { PolicyRules } from "../policy_rules.ts";
+import { ShellPolicyLevel } from "../shell_policy.ts";
+import { type CliIo, flagOption, listOption, type ParsedArgs, stringOption } from "./_options.ts";
+import { field } from "./_output.ts";
+
+/**
+ * The `--shell-policy` level, or undefined when not given.
+ * @throws {UsageError} for an unknown level.
+ */
+export function shellPolicyOf(parsed: ParsedArgs): ShellPolicyLevel | undefined {
+  const text = stringOption(parsed, "shell-policy");
+  if (text === undefined) return undefined;
+  const level = ShellPolicyLevel.safeParse(text);
+  if (!level.success) {
+    throw new UsageError(
+      `--shell-policy must be one of ${ShellPolicyLevel.options.join(", ")}, got ${
+        JSON.stringify(text)
+      }`,
+    );
+  }
+  return level.data;
+}
+
+/**
+ * The policy rules in force; says on stderr when a workspace policy file is ignored.
+ * @throws {ValidationError} naming the file, line and column of a bad rule, or a missing file.
+ */
+export function policyRulesOf(parsed: ParsedArgs, io: CliIo): PolicyRules {
+  const policy = loadPolicies({
+    env: io.env,
+    cwd: io.cwd,
+    userConfig: !flagOption(parsed, "no-user-config"),
+    files: listOption(parsed, "policy"),
+    workspace: resolve(io.cwd, stringOption(parsed, "workspace") ?? "."),
+    trustWorkspace: flagOption(parsed, "trust-workspace-policy"),
+  });
+  if (policy.ignored) {
+    io.stderr(
+      `libos: ignoring the workspace policy ${
+        field(policy.ignored)
+      } (pass --trust-workspace-policy to use it)\n`,
+    );
+  }
+  return policy.rules;
+}

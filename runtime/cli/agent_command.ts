@@ -1,0 +1,505 @@
+/**
+ * `libos agent`: the coding-agent launcher. It spawns one top-level process for a goal (or takes
+ * up a stopped one with `--resume PID`) and runs that process tree — and only it — on a model
+ * until the process ends or waits on a human nobody here can answer.
+ *
+ * The runtime underneath always parks an action that needs a human (the `queue` human mode),
+ * so what a human decides is durable: the launcher then answers the parked request itself — at
+ * the terminal (`interactive`, the request rendered with every value escaped and the diff shown)
+ * or automatically (`--yes`: each action once) — or, with `--human queue`, stops with exit 3 for
+ * `libos human approve` and a later `--resume`. A launcher killed at any point leaves a process
+ * that `--resume` continues: a request it was showing is still pending and is shown again.
+ *
+ * Exit status: 0 the process exited, 1 it failed or was killed (or stopped elsewhere), 2 usage,
+ * 3 it waits on a human (`--human queue`).
+ *
+ * @module
+ */
+import type { JsonValue } from "../canonical_json.ts";
+import { UsageError, ValidationError } from "../errors.ts";
+import { executorFor } from "../executor.ts";
+import type { HumanRequest } from "../human_request.ts";
+import { parseMode } from "../modes.ts";
+import { OPERATOR_ACTOR } from "../object_memory.ts";
+import { type AgentProcess, isFinal } from "../process.ts";
+import { createRuntime, type Runtime } from "../runtime.ts";
+import { MEMORY_DB } from "../state_paths.ts";
+import { type LauncherHuman, progress, terminalHuman, yesHuman } from "./_agent_terminal.ts";
+import { chooseModel } from "./_model_choice.ts";
+import {
+  type CliIo,
+  type Command,
+  flagOption,
+  listOption,
+  type ParsedArgs,
+  stringOption,
+} from "./_options.ts";
+import { EXIT_FAILED, EXIT_OK, field, printJson } from "./_output.ts";
+import { policyRulesOf, shellPolicyOf } from "./_run_options.ts";
+
+/** Exit status: the process waits on a human (`--human queue`). */
+export const EXIT_PARKED = 3;
+
+const DEFAULT_IMAGE = "coding-agent:v0";
+const PRESETS: Readonly<Record<string, string>> = Object.freeze({
+  "read-only": "read-only",
+  edit: "workspace-write",
+  full: "full-access",
+});
+/** A launched process's wall time (the human channel's default request lifetime). */
+const AGENT_WALL_TIME_MS = 24 * 60 * 60 * 1000;
+/** How much of a result object the final report shows. */
+const RESULT_CHARS = 8_000;
+
+/** What a launch was started with (kept in its `agent.start` / `agent.resume` audit record). */
+interface LaunchSettings {
+  readonly image: string;
+  readonly mode: string;
+  readonly model: string;
+  readonly human: string;
+}
+
+/** The launcher's settings from the command line, checked before anything is opened. */
+interface Invocation {
+  readonly goal: string | undefined;
+  readonly resume: string | undefined;
+  readonly mode: string | undefined;
+  readonly human: "interactive" | "queue" | "none" | "yes";
+}
+
+function invocation(parsed: ParsedArgs, io: CliIo): Invocation {
+  const goal = stringOption(parsed, "goal");
+  const resume = stringOption(parsed, "resume");
+  if ((goal === undefined) === (resume === undefined)) {
+    throw new UsageError(
+      `"libos agent" needs exactly one of --goal TEXT (a new run) or --resume PID (a stopped one); run "libos agent --help"`,
+    );
+  }
+  if (goal !== undefined && goal.trim() === "") throw new UsageError("--goal must not be empty");
+  if (resume !== undefined && stringOption(parsed, "image") !== undefined) {
+    throw new UsageError("--image applies to a new run; a resumed process keeps its image");
+  }
+  if (resume !== undefined && stringOption(parsed, "db") === MEMORY_DB) {
+    throw new UsageError("--resume needs the database the run was kept in; --db :memory: has none");
+  }
+  const modeText = stringOption(parsed, "mode");
+  const preset = stringOption(parsed, "preset");
+  if (modeText !== undefined && preset !== undefined) {
+    throw new UsageError("Give --mode or --preset, not both (a preset is a name for a mode)");
+  }
+  let mode: string | undefined;
+  if (preset !== undefined) {
+    if (!Object.hasOwn(PRESETS, preset)) {
+      throw new UsageError(
+        `--preset must be read-only, edit or full, not ${JSON.stringify(preset)}`,
+      );
+    }
+    mode = PRESETS[preset];
+  } else if (modeText !== undefined) {
+    try {
+      mode = parseMode(modeText);
+    } catch (error) {
+      throw new UsageError(`--mode: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  const humanText = stringOption(parsed, "human");
+  if (humanText !== undefined && flagOption(parsed, "yes")) {
+    throw new UsageError("Give --human or --yes, not both (--yes is the human who approves)");
+  }
+  let human: Invocation["human"];
+  if (flagOption(parsed, "yes")) human = "yes";
+  else if (humanText === undefined) human = io.terminal?.isTerminal() ? "interactive" : "none";
+  else if (humanText === "interactive" || humanText === "queue" || humanText === "none") {
+    human = humanText;
+  } else {
+    throw new UsageError(
+      `--human must be interactive, queue or none, not ${JSON.stringify(humanText)}`,
+    );
+  }
+  return { goal, resume, mode, human };
+}
+
+/** Whether `pid` belongs to the tree rooted at `root` (cached: a parent never changes). */
+function treeOf(runtime: Runtime, root: string): (pid: string) => boolean {
+  const known = new Map<string, boolean>([[root, true]]);
+  const inTree = (pid: string): boolean => {
+    const seen = known.get(pid);
+    if (seen !== undefined) return seen;
+    let answer = false;
+    try {
+      const parent = runtime.processes.get(pid).parent;
+      answer = parent !== null && inTree(parent);
+    } catch {
+      answer = false;
+    }
+    known.set(pid, answer);
+    return answer;
+  };
+  return inTree;
+}
+
+function treeProcesses(runtime: Runtime, inTree: (pid: string) => boolean): AgentProcess[] {
+  return runtime.processes.list({ limit: 10_000 }).filter((p) => inTree(p.pid));
+}
+
+/** The settings of the last launch of `pid`, from its audit records. */
+function lastLaunch(runtime: Runtime, pid: string): { readonly mode?: string } {
+  for (const action of ["agent.resume", "agent.start"]) {
+    const [record] = runtime.audit.query({ pid, action, order: "desc", limit: 1 });
+    const detail = record?.detail;
+    if (detail) {
+      const mode = detail.mode;
+      return typeof mode === "string" ? { mode } : {};
+    }
+  }
+  return {};
+}
+
+/** A request a process of the tree is parked on, when there is one still pending. */
+function parkedRequest(runtime: Runtime, processes: readonly AgentProcess[]): HumanRequest | null {
+  for (const p of processes) {
+    if (p.status !== "waiting_human" || p.wait?.kind !== "human") continue;
+    const request = runtime.human.get(p.wait.request);
+    if (request.status === "pending") return request;
+  }
+  return null;
+}
+
+/** Applies a human's decision to a parked request; false when it was decided elsewhere first. */
+async function answer(
+  runtime: Runtime,
+  human: LauncherHuman,
+  request: HumanRequest,
+): Promise<boolean> {
+  const decision = await human.decide(request, runtime.human.alwaysOptions(request));
+  const by = human.name === "yes" ? "human:yes" : "human:terminal";
+  const current = runtime.human.get(request.id);
+  if (current.status !== "pending") return false;
+  if (decision.type === "approve") {
+    runtime.human.approve(request.id, {
+      by,
+      ...(decision.always === undefined ? {} : { always: decision.always }),
+    });
+  } else if (decision.type === "answer" && request.kind === "question") {
+    runtime.human.answer(request.id, { by, text: decision.text });
+  } else {
+    runtime.human.reject(request.id, {
+      by,
+      ...(decision.type === "reject" && decision.reason ? { reason: decision.reason } : {}),
+    });
+  }
+  return true;
+}
+
+/** What the audit log holds for the run's processes. */
+function auditSummary(runtime: Runtime, pids: readonly string[]) {
+  let records = 0;
+  const decisions = { allow: 0, ask: 0, deny: 0 };
+  let toolCalls = 0;
+  let humanDecisions = 0;
+  for (const pid of pids) {
+    let after = 0;
+    for (;;) {
+      const page = runtime.audit.query({ pid, afterSeq: after, limit: 1000 });
+      for (const r of page) {
+        records++;
+        if (r.decision === "allow" || r.decision === "ask" || r.decision === "deny") {
+          decisions[r.decision]++;
+        }
+        if (r.action === "tool.invoke") toolCalls++;
+        if (
+          r.action === "human.approve" || r.action === "human.reject" ||
+          r.action === "human.answer"
+        ) humanDecisions++;
+      }
+      if (page.length < 1000) break;
+      after = page[page.length - 1]!.seq;
+    }
+  }
+  const verification = runtime.audit.verify({ head: runtime.location.headPath !== null });
+  return {
+    records,
+    allowed: decisions.allow,
+    asked: decisions.ask,
+    denied: decisions.deny,
+    tool_calls: toolCalls,
+    human_decisions: humanDecisions,
+    chain_verified: verification.ok,
+  };
+}
+
+/** The result object a finished process names, as text. */
+function resultOf(runtime: Runtime, p: AgentProcess): { ref: string; content: string } | null {
+  if (!p.result) return null;
+  try {
+    const payload: JsonValue = runtime.memory.read(OPERATOR_ACTOR, p.result).payload;
+    return {
+      ref: p.result,
+      content: typeof payload === "string" ? payload : JSON.stringify(payload, null, 2),
+    };
+  } catch {
+    return { ref: p.result, content: "" };
+  }
+}
+
+/** The command's exit status for where the root process stands. */
+function exitStatus(root: AgentProcess, parked: HumanRequest | null): number {
+  if (root.status === "exited") return EXIT_OK;
+  if (parked) return EXIT_PARKED;
+  return EXIT_FAILED;
+}
+
+async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const call = invocation(parsed, io);
+  // Everything that can be refused is refused before the database is touched.
+  const chosen = chooseModel(parsed, io, "openai")!;
+  const shellPolicy = shellPolicyOf(parsed);
+  const rules = policyRulesOf(parsed, io);
+  const json = flagOption(parsed, "json");
+  using shown = progress(io, { quiet: json });
+  const human: LauncherHuman | null = call.human === "interactive"
+    ? terminalHuman(io)
+    : call.human === "yes"
+    ? yesHuman((text) => shown.note(text))
+    : null;
+  const workspace = stringOption(parsed, "workspace");
+  const db = stringOption(parsed, "db");
+  const denies = listOption(parsed, "deny");
+  // The run's mode: as given, else (resuming) the one the run was launched with.
+  let mode = call.mode;
+  if (mode === undefined && call.resume !== undefined) {
+    await using peek = await createRuntime({
+      ...(workspace === undefined ? {} : { workspace }),
+      ...(db === undefined ? {} : { db }),
+      env: io.env,
+      cwd: io.cwd,
+      create: false,
+      readOnly: true,
+    });
+    mode = lastLaunch(peek, call.resume).mode;
+  }
+  mode ??= "workspace-write";
+  await using runtime = await createRuntime({
+    ...(workspace === undefined ? {} : { workspace }),
+    ...(db === undefined ? {} : { db }),
+    mode,
+    ...(denies.length === 0 ? {} : { denies }),
+    rules,
+    ...(shellPolicy === undefined ? {} : { shellPolicy }),
+    // Asks park durably; this launcher (or a later one, or `libos human`) answers them.
+    human: call.human === "none" ? "none" : "queue",
+    env: io.env,
+    cwd: io.cwd,
+    create: call.resume === undefined,
+    secrets: chosen.secrets,
+  });
+  const settings = (image: string): LaunchSettings => ({
+    image,
+    mode,
+    model: chosen.spec,
+    human: call.human,
+  });
+  let root: AgentProcess;
+  if (call.goal !== undefined) {
+    const image = stringOption(parsed, "image") ?? DEFAULT_IMAGE;
+    // A day of wall time: as long as a request stays answerable, so a run parked on a human
+    // overnight can still be resumed (the runtime's default is an hour).
+    root = runtime.processes.spawn({
+      goal: call.goal,
+      image,
+      budgets: { maxWallTimeMs: AGENT_WALL_TIME_MS },
+    });
+    runtime.audit.append({
+      actor: "operator",
+      pid: root.pid,
+      action: "agent.start",
+      resource: `process:${root.pid}`,
+      decision: "none",
+      authority: "operator",
+      detail: { ...settings(image) },
+    });
+  } else {
+    root = runtime.processes.get(call.resume!);
+    if (root.parent !== null) {
+      throw new ValidationError(
+        `Process ${root.pid} is a child of ${root.parent}; resume the top-level process of its tree (libos sessions lists them)`,
+      );
+    }
+    runtime.audit.append({
+      actor: "operator",
+      pid: root.pid,
+      action: "agent.resume",
+      resource: `process:${root.pid}`,
+      decision: "none",
+      authority: "operator",
+      detail: { ...settings(root.image), from: root.status },
+    });
+  }
+  const pid = root.pid;
+  const inTree = treeOf(runtime, pid);
+  if (chosen.scripted) {
+    // A scripted model goes on where the stopped run left it: after the turns already taken.
+    const executor = executorFor(runtime, chosen.model);
+    const taken = treeProcesses(runtime, inTree).reduce(
+      (n, p) => n + executor.turns(p.pid).length,
+      0,
+    );
+    try {
+      chosen.scripted.skip(taken);
+    } catch {
+      throw new UsageError(
+        `The script ${chosen.spec} has fewer turns than the ${taken} this run already took; give the script of this run`,
+      );
+    }
+  }
+  if (!json) {
+    io.stderr(
+      `libos agent: ${call.goal !== undefined ? "started" : "resuming"} ${pid} (image ${
+        field(root.image)
+      }, mode ${mode}, model ${field(chosen.spec)}, human ${call.human}); database ${
+        field(runtime.location.path, 4096)
+      }\n`,
+    );
+  }
+  const seenMessages = new Set<string>();
+  const showMessages = () => {
+    for (const p of treeProcesses(runtime, inTree)) {
+      for (const m of runtime.human.list({ pid: p.pid, statuses: ["delivered"], limit: 1000 })) {
+        if (m.kind !== "output" || seenMessages.has(m.id)) continue;
+        seenMessages.add(m.id);
+        if (!json) shown.note(`[${m.pid}] ${field(m.text ?? "", 4000)}`);
+      }
+    }
+  };
+  showMessages();
+  const executor = executorFor(runtime, chosen.model, {
+    observer: (event) => {
+      showMessages();
+      shown.step(event);
+    },
+  });
+  using scheduler = runtime.scheduler(executor, { concurrency: 1, scope: inTree });
+  let parked: HumanRequest | null = null;
+  for (;;) {
+    await scheduler.runUntilIdle();
+    showMessages();
+    root = runtime.processes.get(pid);
+    if (isFinal(root.status)) break;
+    parked = parkedRequest(runtime, treeProcesses(runtime, inTree));
+    if (!parked || !human) break;
+    const request = parked;
+    await shown.hold(() => answer(runtime, human, request));
+    parked = null;
+    // The decision (this one, or one made first in another terminal) made a process runnable.
+    scheduler.refresh();
+  }
+  shown[Symbol.dispose]();
+  root = runtime.processes.get(pid);
+  const summary = auditSummary(runtime, treeProcesses(runtime, inTree).map((p) => p.pid));
+  const result = resultOf(runtime, root);
+  const status = exitStatus(root, parked);
+  runtime.audit.append({
+    actor: "operator",
+    pid,
+    action: "agent.stop",
+    resource: `process:${pid}`,
+    decision: "none",
+    authority: "operator",
+    detail: { status: root.status, exit: status, ...(parked ? { waiting: parked.id } : {}) },
+  });
+  const dbPath = runtime.location.path;
+  if (json) {
+    printJson(io, {
+      pid,
+      status: root.status,
+      message: root.message,
+      result,
+      waiting: parked ? { request: parked.id, kind: parked.kind } : null,
+      db: dbPath,
+      audit_summary: summary,
+    });
+    return status;
+  }
+  const lines = [
+    "",
+    `Agent ${pid}: ${root.status}${root.message ? ` — ${field(root.message, 500)}` : ""}`,
+  ];
+  if (result) {
+    lines.push(
+      `Result ${result.ref}:`,
+      field(result.content, RESULT_CHARS).split("\\n").map((l) => `  ${l}`).join("\n"),
+    );
+  }
+  if (parked) {
+    lines.push(
+      `Waiting on a human: ${parked.kind} ${parked.id}. Decide with "libos human show ${parked.id}" and "libos human approve|reject${
+        parked.kind === "question" ? "|answer" : ""
+      } ${parked.id}", then continue with "libos agent --resume ${pid}".`,
+    );
+  } else if (!isFinal(root.status)) {
+    lines.push(`It stopped while ${root.status}; continue with "libos agent --resume ${pid}".`);
+  }
+  lines.push(
+    `Audit: ${summary.records} records for this run (${summary.tool_calls} tool calls, ${summary.denied} denied, ${summary.asked} asked, ${summary.human_decisions} human decisions); chain ${
+      summary.chain_verified ? "verified" : "NOT verified (run libos audit verify)"
+    }.`,
+    `Database: ${field(dbPath, 4096)}`,
+  );
+  io.stdout(lines.join("\n") + "\n");
+  return status;
+}
+
+/** The `agent` command. */
+export const agentCommand: Command = {
+  name: "agent",
+  summary: "run the coding agent on a goal (or --resume a stopped run) until it ends",
+  usage: `Usage: libos agent (--goal TEXT | --resume PID) [--workspace DIR] [--image ID]
+         [--mode read-only|plan|workspace-write|full-access | --preset read-only|edit|full]
+         [--shell-policy LEVEL] [--policy FILE]... [--trust-workspace-policy] [--deny RULE]...
+         [--model replay:FILE.jsonl | openai[:MODEL]] [--env-file FILE] [--record LOG.jsonl]
+         [--db FILE] [--human interactive|queue|none | --yes] [--json]
+
+Spawns a top-level process for the goal (image ${DEFAULT_IMAGE} unless --image) in the
+workspace (default: the current directory; the host's cwd is never changed) and runs it, and
+the children it makes, until it ends. --resume PID takes up a stopped run (a killed launcher, a
+process waiting on a human) with the mode it was launched with unless --mode is given.
+
+The mode (default workspace-write; presets read-only, edit, full) is the run's ceiling and the
+process's default grants; --deny RULE adds run denies; --policy files and the shell policy
+(default allowlist_auto_else_ask) decide shell commands.
+
+The model: openai (OPENAI_MODEL, OPENAI_API_KEY and OPENAI_BASE_URL from --env-file, the
+environment or ~/.config/libos/env — never a .env inside the workspace) or openai:MODEL, the
+default; replay:FILE.jsonl runs a scripted model offline. --record appends each reply to a
+session log.
+
+The human (default: interactive when standard input is a terminal, else none): interactive
+shows each request in the terminal — escaped, with the diff for edits — and reads y, n [REASON]
+or an "allow always" choice; queue stops with exit 3, to be decided with "libos human approve"
+and continued with --resume; none refuses whatever needs a human; --yes approves each action
+once (never a standing permission or an answer).
+
+A live status line (on a terminal) shows the process, turn and tool. It ends with the final
+report: status, result, an audit summary. --json prints one document:
+{pid, status, message, result, waiting, db, audit_summary}.
+
+Exit status: 0 the process exited, 1 it failed or was killed, 2 usage, 3 it waits on a human.`,
+  options: [
+    "goal",
+    "resume",
+    "image",
+    "mode",
+    "preset",
+    "shell-policy",
+    "policy",
+    "no-user-config",
+    "trust-workspace-policy",
+    "deny",
+    "model",
+    "env-file",
+    "record",
+    "human",
+    "yes",
+  ],
+  run: agent,
+};

@@ -1,0 +1,583 @@
+/**
+ * `libos agent` (issue 14): the coding-agent launcher on the scripted model, in process and
+ * through the real bootstrap — defaults and usage errors, the human answering in the terminal
+ * (escaped request, the diff of an edit), `--yes`, `--human queue` exiting 3 and a later
+ * `libos human approve` + `--resume` finishing, a launcher killed at its prompt and resumed, the
+ * run kept to its own process tree, and `libos sessions`.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { runCli } from "../runtime/cli/mod.ts";
+import type { TerminalIo } from "../runtime/tty_prompt.ts";
+import { createRuntime } from "../runtime/runtime.ts";
+import { REPO, type Run, sandbox, task } from "./_cli_sandbox.ts";
+import { processesWith } from "./shell_fixture.ts";
+
+const TEST = `import os, sys, unittest
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from src.mathlib import add
+
+class MathTest(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 2), 4)
+
+if __name__ == "__main__":
+    unittest.main()
+`;
+const BROKEN = "def add(a, b):\n    return a + b + 1\n";
+const FIXED = "def add(a, b):\n    return a + b\n";
+
+const turn = (value: Record<string, unknown>) => JSON.stringify({ type: "model_turn", ...value });
+const RUN_TESTS = {
+  name: "run_shell_command",
+  arguments: { argv: ["python3", "tests/test_mathlib.py"] },
+};
+/** The scripted model: read the test, run it (asks), edit, run it again (asks), report. */
+const SCRIPT = [
+  turn({ tool_calls: [{ name: "read_text_file", arguments: { path: "tests/test_mathlib.py" } }] }),
+  turn({ tool_calls: [RUN_TESTS] }),
+  turn({
+    tool_calls: [{
+      name: "edit_file",
+      arguments: {
+        path: "src/mathlib.py",
+        old_string: "return a + b + 1",
+        new_string: "return a + b",
+      },
+    }],
+  }),
+  turn({ tool_calls: [RUN_TESTS] }),
+  turn({ content: "Fixed add() in src/mathlib.py; tests/test_mathlib.py passes." }),
+].join("\n") + "\n";
+
+/** A workspace holding the failing fixture repository and the script (outside the workspace). */
+function fixture(workspace: string): string {
+  Deno.mkdirSync(join(workspace, "src"));
+  Deno.mkdirSync(join(workspace, "tests"));
+  Deno.writeTextFileSync(join(workspace, "src", "mathlib.py"), BROKEN);
+  Deno.writeTextFileSync(join(workspace, "tests", "test_mathlib.py"), TEST);
+  const script = join(workspace, "..", "script.jsonl");
+  Deno.writeTextFileSync(script, SCRIPT);
+  return script;
+}
+
+/** A terminal that types `answers`, one per read, and records what was written to it. */
+function fakeTerminal(answers: string[]): TerminalIo & { readonly screen: () => string } {
+  let screen = "";
+  return {
+    read(buffer) {
+      const next = answers.shift();
+      if (next === undefined) return Promise.resolve(null);
+      const bytes = new TextEncoder().encode(next);
+      buffer.set(bytes);
+      return Promise.resolve(bytes.length);
+    },
+    isTerminal: () => true,
+    write(text) {
+      screen += text;
+    },
+    screen: () => screen,
+  };
+}
+
+/** Runs the CLI in process with a terminal. */
+async function cliOn(
+  s: { workspace: string; state: string },
+  terminal: TerminalIo | undefined,
+  ...args: string[]
+): Promise<Run> {
+  return await cliWith(s, {}, terminal, ...args);
+}
+
+/** Runs the CLI in process with more environment variables (and maybe a terminal). */
+async function cliWith(
+  s: { workspace: string; state: string },
+  more: Record<string, string>,
+  terminal: TerminalIo | undefined,
+  ...args: string[]
+): Promise<Run> {
+  let stdout = "";
+  let stderr = "";
+  const env: Record<string, string> = {
+    XDG_STATE_HOME: s.state,
+    HOME: join(s.state, "home"),
+    ...more,
+  };
+  const status = await runCli(args, {
+    stdout: (t) => stdout += t,
+    stderr: (t) => stderr += t,
+    env: { get: (n) => env[n] },
+    cwd: s.workspace,
+    ...(terminal ? { terminal } : {}),
+  });
+  return { status, stdout, stderr };
+}
+
+Deno.test("libos agent: usage errors exit 2 with a message that says what to do, and touch no database", async () => {
+  using s = sandbox();
+  const script = fixture(s.workspace);
+  const model = `replay:${script}`;
+  const cases: [string[], RegExp][] = [
+    [["agent", "--model", model], /exactly one of --goal TEXT .* or --resume PID/],
+    [["agent", "--goal", "x", "--resume", "pid_000000000000", "--model", model], /exactly one/],
+    [["agent", "--goal", "  ", "--model", model], /--goal must not be empty/],
+    [
+      ["agent", "--goal", "x", "--mode", "full-access", "--preset", "full", "--model", model],
+      /--mode or --preset, not both/,
+    ],
+    [
+      ["agent", "--goal", "x", "--preset", "workspace-write", "--model", model],
+      /--preset must be read-only, edit or full/,
+    ],
+    [["agent", "--goal", "x", "--mode", "root", "--model", model], /--mode: Unknown mode "root"/],
+    [
+      ["agent", "--goal", "x", "--human", "robot", "--model", model],
+      /--human must be interactive, queue or none/,
+    ],
+    [
+      ["agent", "--goal", "x", "--human", "queue", "--yes", "--model", model],
+      /--human or --yes, not both/,
+    ],
+    [
+      ["agent", "--goal", "x", "--human", "interactive", "--model", model],
+      /needs a terminal on standard input/,
+    ],
+    [
+      ["agent", "--resume", "pid_000000000000", "--image", "base-agent:v0", "--model", model],
+      /keeps its image/,
+    ],
+    [
+      ["agent", "--resume", "pid_000000000000", "--db", ":memory:", "--model", model],
+      /--db :memory: has none/,
+    ],
+    [
+      ["agent", "--goal", "x", "--shell-policy", "yolo", "--model", model],
+      /--shell-policy must be one of/,
+    ],
+    [
+      ["agent", "--goal", "x", "--model", "claude:opus"],
+      /--model must be replay:FILE.jsonl, openai or openai:MODEL/,
+    ],
+    // The default model is an OpenAI-compatible endpoint: unconfigured, it says how to configure it.
+    [["agent", "--goal", "x"], /No model is configured: pass --model openai:MODEL .* OPENAI_MODEL/],
+    [["agent", "--goal", "x", "--model", "openai:gpt-test"], /No OPENAI_API_KEY/],
+  ];
+  for (const [args, message] of cases) {
+    const run = await s.json(...args);
+    assert.equal(run.status, 2, `${args.join(" ")}: ${run.stdout}`);
+    const error = run.doc.error as { code: string; message: string };
+    assert.equal(error.code, "usage", args.join(" "));
+    assert.match(error.message, message, args.join(" "));
+  }
+  assert.throws(() => Deno.statSync(s.dbPath()), Deno.errors.NotFound, "no database was made");
+  assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), BROKEN);
+});
+
+Deno.test("libos agent --yes: the coding agent fixes the fixture; --json prints {pid, status, result, db, audit_summary}; libos sessions lists the run", async () => {
+  using s = sandbox();
+  const script = fixture(s.workspace);
+  const run = await s.json(
+    "agent",
+    "--goal",
+    "Make the test pass",
+    "--model",
+    `replay:${script}`,
+    "--yes",
+  );
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  const doc = run.doc as {
+    pid: string;
+    status: string;
+    result: { ref: string; content: string };
+    db: string;
+    audit_summary: Record<string, number | boolean>;
+    waiting: unknown;
+  };
+  assert.equal(doc.status, "exited");
+  assert.match(doc.result.content, /passes/);
+  assert.match(doc.result.ref, /^obj_[0-9a-f]{12}$/);
+  assert.equal(doc.db, s.dbPath());
+  assert.equal(doc.waiting, null);
+  assert.equal(doc.audit_summary.tool_calls, 4);
+  assert.equal(doc.audit_summary.human_decisions, 2, "two shell runs approved by --yes");
+  assert.equal(doc.audit_summary.chain_verified, true);
+  assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), FIXED);
+  // Each automatic approval is said on stderr, once per action.
+  assert.equal(run.stderr.match(/--yes approved shell\.run/g)?.length, 2, run.stderr);
+  const sessions = await s.json("sessions");
+  assert.equal(sessions.status, 0);
+  const [session] = sessions.doc.sessions as Record<string, unknown>[];
+  assert.equal(session?.pid, doc.pid);
+  assert.equal(session?.status, "exited");
+  assert.equal(session?.mode, "workspace-write");
+  assert.equal(session?.model, `replay:${script}`);
+  assert.equal(session?.lastExit, 0);
+  assert.equal(session?.launches, 1);
+  const text = await s.cli("sessions");
+  assert.match(text.stdout, new RegExp(`${doc.pid}\\s+exited`));
+  // A day of wall time, so a run parked on a human can be resumed the next morning.
+  await using runtime = await createRuntime({
+    workspace: s.workspace,
+    db: s.dbPath(),
+    create: false,
+  });
+  assert.equal(runtime.processes.get(doc.pid).budgets.maxWallTimeMs, 24 * 60 * 60 * 1000);
+});
+
+Deno.test("libos agent --human queue exits 3; libos human approve + --resume finishes the run, each approved action run once", async () => {
+  using s = sandbox();
+  const script = fixture(s.workspace);
+  const model = `replay:${script}`;
+  const first = await s.json(
+    "agent",
+    "--goal",
+    "Make the test pass",
+    "--model",
+    model,
+    "--human",
+    "queue",
+  );
+  assert.equal(first.status, 3, first.stdout + first.stderr);
+  const pid = first.doc.pid as string;
+  assert.equal(first.doc.status, "waiting_human");
+  const waiting = first.doc.waiting as { request: string; kind: string };
+  assert.equal(waiting.kind, "approval");
+  // Nothing ran past the ask: the fixture is untouched.
+  assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), BROKEN);
+  const decided: string[] = [];
+  let last = first;
+  for (let round = 0; round < 4 && last.status === 3; round++) {
+    const request = (last.doc.waiting as { request: string }).request;
+    const approve = await s.cli("human", "approve", request);
+    assert.equal(approve.status, 0, approve.stderr);
+    decided.push(request);
+    last = await s.json("agent", "--resume", pid, "--model", model, "--human", "queue");
+  }
+  assert.equal(last.status, 0, last.stdout + last.stderr);
+  assert.equal(last.doc.status, "exited");
+  assert.equal(decided.length, 2, "two shell runs, each asked once");
+  assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), FIXED);
+  await using runtime = await createRuntime({
+    workspace: s.workspace,
+    db: s.dbPath(),
+    create: false,
+  });
+  const requests = runtime.human.list({ statuses: ["dispatched", "pending", "approved"] });
+  assert.deepEqual(requests.map((r) => r.status), ["dispatched", "dispatched"]);
+  const runs = runtime.audit.query({ pid, action: "action.done", limit: 100 });
+  assert.equal(runs.length, 3, "two shell runs and one edit, each done once");
+  const sessions = await s.json("sessions");
+  const [session] = sessions.doc.sessions as Record<string, unknown>[];
+  assert.equal(session?.launches, 3);
+  assert.equal(session?.lastExit, 0);
+});
+
+Deno.test("libos agent in a terminal: the human sees each request escaped, an edit's diff, and answers y or n; a refusal reaches the model and the run goes on", async () => {
+  using s = sandbox();
+  const script = fixture(s.workspace);
+  // Hostile text in the file being edited: it tries to clear the screen on the human's terminal.
+  Deno.writeTextFileSync(
+    join(s.workspace, "src", "mathlib.py"),
+    "def add(a, b):\n    return a + b + 1  # \x1b[2J\x1b[HAPPROVED\n",
+  );
+  Deno.writeTextFileSync(
+    script,
+    SCRIPT.replace("return a + b + 1", "return a + b + 1  # \\u001b[2J\\u001b[HAPPROVED"),
+  );
+  const policy = join(s.workspace, "..", "policy.jsonc");
+  Deno.writeTextFileSync(
+    policy,
+    JSON.stringify({ version: 1, rules: [{ effect: "ask", path: "src/**", rights: ["write"] }] }),
+  );
+  // The first run of the tests: refused with a reason; the edit: approved; the second run: approved.
+  const terminal = fakeTerminal(["n not yet\n", "y\n", "y\n"]);
+  const run = await cliOn(
+    s,
+    terminal,
+    "agent",
+    "--goal",
+    "Make the test pass",
+    "--model",
+    `replay:${script}`,
+    "--policy",
+    policy,
+    "--json",
+  );
+  assert.equal(run.status, 0, run.stdout + run.stderr + terminal.screen());
+  const screen = terminal.screen();
+  assert.equal(screen.match(/Approval request hreq_[0-9a-f]{12} \(pending\)/g)?.length, 3);
+  assert.match(screen, /argv\[1\]: tests\/test_mathlib\.py/);
+  // The diff of the edit, and the hostile bytes only as visible escapes.
+  assert.match(screen, /-\s+return a \+ b \+ 1/);
+  assert.match(screen, /\+\s+return a \+ b$/m);
+  assert.ok(!screen.includes("\x1b[2J"), "no raw escape reached the terminal");
+  assert.ok(screen.includes(String.raw`\x1B[2J\x1B[HAPPROVED`), "shown escaped");
+  assert.equal(
+    Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")),
+    "def add(a, b):\n    return a + b\n",
+  );
+  const doc = JSON.parse(run.stdout) as { audit_summary: { human_decisions: number } };
+  assert.equal(doc.audit_summary.human_decisions, 3);
+});
+
+Deno.test("libos agent runs only its own process tree: another run's runnable process is left alone, and a child cannot be resumed on its own", async () => {
+  using s = sandbox();
+  const script = fixture(s.workspace);
+  const other = await s.json("spawn", "--goal", "someone else's work");
+  const otherPid = (other.doc.process as { pid: string }).pid;
+  const run = await s.json(
+    "agent",
+    "--goal",
+    "Make the test pass",
+    "--model",
+    `replay:${script}`,
+    "--yes",
+  );
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  const ps = await s.json("ps", "--all");
+  const processes = ps.doc.processes as { pid: string; status: string }[];
+  assert.equal(processes.find((p) => p.pid === otherPid)?.status, "runnable", "not run");
+  // A child process is resumed through its top-level process.
+  await using runtime = await createRuntime({
+    workspace: s.workspace,
+    db: s.dbPath(),
+    create: false,
+  });
+  const parent = runtime.processes.spawn({ goal: "parent", image: "base-agent:v0" });
+  const child = runtime.processes.fork(parent.pid, { goal: "child" });
+  await runtime.close();
+  const resumed = await s.json("agent", "--resume", child.pid, "--model", `replay:${script}`);
+  assert.equal(resumed.status, 1);
+  assert.match(
+    (resumed.doc.error as { message: string }).message,
+    new RegExp(`is a child of ${parent.pid}; resume the top-level process`),
+  );
+  const missing = await s.json(
+    "agent",
+    "--resume",
+    "pid_00000000000f",
+    "--model",
+    `replay:${script}`,
+  );
+  assert.equal(missing.status, 1);
+  assert.equal((missing.doc.error as { code: string }).code, "not_found");
+});
+
+Deno.test("libos agent killed at its terminal prompt: --resume shows the same request again, and the approved action runs once (real bootstrap, real terminal)", async () => {
+  using s = sandbox();
+  const script = fixture(s.workspace);
+  const temp = Deno.makeTempDirSync({ prefix: "libos-agent-tmp-" });
+  const marker = s.workspace;
+  const quote = (w: string) => `'${w.replaceAll("'", `'\\''`)}'`;
+  const command = [
+    Deno.execPath(),
+    "task",
+    "--quiet",
+    `--config=${join(REPO, "deno.json")}`,
+    "libos",
+    "agent",
+    "--goal",
+    "Make the test pass",
+    "--workspace",
+    s.workspace,
+    "--model",
+    `replay:${script}`,
+  ].map(quote).join(" ");
+  const child = new Deno.Command("script", {
+    args: ["--quiet", "--command", command, "/dev/null"],
+    cwd: s.workspace,
+    clearEnv: true,
+    env: {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      HOME: Deno.env.get("HOME") ?? "/root",
+      XDG_STATE_HOME: s.state,
+      TMPDIR: temp,
+      DENO_NO_UPDATE_CHECK: "1",
+      NO_COLOR: "1",
+      TERM: "dumb",
+    },
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  let screen = "";
+  const reader = child.stdout.getReader();
+  const decoder = new TextDecoder();
+  try {
+    const deadline = Date.now() + 60_000;
+    while (!/approve this action, once[^\n]*\n[^]*> /.test(screen) && Date.now() < deadline) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      screen += decoder.decode(value, { stream: true });
+    }
+    assert.match(screen, /Approval request hreq_[0-9a-f]{12} \(pending\)/, screen);
+    // Killed while the human reads the request.
+    for (const pid of processesWith(marker)) {
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch { /* already gone */ }
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+    await child.stdin.close().catch(() => {});
+    await child.status;
+    Deno.removeSync(temp, { recursive: true });
+  }
+  const request = /Approval request (hreq_[0-9a-f]{12})/.exec(screen)![1]!;
+  const sessions = await s.json("sessions");
+  const [session] = sessions.doc.sessions as { pid: string; status: string }[];
+  assert.equal(session?.status, "waiting_human", "parked on the request it was showing");
+  // A later launcher (here: the real bootstrap again, answering with --yes) takes it up.
+  const resumed = await task(
+    s.workspace,
+    s.state,
+    "libos",
+    "agent",
+    "--resume",
+    session!.pid,
+    "--model",
+    `replay:${script}`,
+    "--yes",
+    "--json",
+  );
+  assert.equal(resumed.status, 0, resumed.stdout + resumed.stderr);
+  assert.match(resumed.stderr, new RegExp(`--yes approved shell\\.run .*request ${request}`));
+  assert.equal(JSON.parse(resumed.stdout).status, "exited");
+  assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), FIXED);
+  await using runtime = await createRuntime({
+    workspace: s.workspace,
+    db: s.dbPath(),
+    create: false,
+  });
+  const all = runtime.human.list({ statuses: ["pending", "approved", "dispatched", "cancelled"] });
+  assert.equal(all.length, 2, "the shown request was answered, not asked again");
+  assert.equal(runtime.human.get(request).status, "dispatched");
+});
+
+Deno.test("libos agent with its default model: an OpenAI-compatible endpoint from OPENAI_* (a local server speaking chat completions); the key never reaches the database", async () => {
+  using s = sandbox();
+  fixture(s.workspace);
+  const KEY = "sk-test-launcher-0123456789abcdef";
+  const bodies: Record<string, unknown>[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    assert.equal(req.headers.get("authorization"), `Bearer ${KEY}`);
+    bodies.push(await req.json() as Record<string, unknown>);
+    const message = bodies.length === 1
+      ? {
+        content: null,
+        tool_calls: [{
+          id: "call_1",
+          type: "function",
+          function: { name: "read_text_file", arguments: '{"path":"src/mathlib.py"}' },
+        }],
+      }
+      : { content: "add() adds one too many." };
+    return Response.json({
+      id: "chatcmpl-1",
+      object: "chat.completion",
+      created: 1,
+      model: "local-model",
+      choices: [{
+        index: 0,
+        finish_reason: bodies.length === 1 ? "tool_calls" : "stop",
+        message: { role: "assistant", ...message },
+      }],
+      usage: { prompt_tokens: 50, completion_tokens: 7, total_tokens: 57 },
+    });
+  });
+  try {
+    const run = await cliWith(
+      s,
+      {
+        OPENAI_API_KEY: KEY,
+        OPENAI_MODEL: "local-model",
+        OPENAI_BASE_URL: `http://127.0.0.1:${server.addr.port}/v1`,
+      },
+      undefined,
+      "agent",
+      "--goal",
+      "Find the bug",
+      "--json",
+    );
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    const doc = JSON.parse(run.stdout) as { status: string; result: { content: string } };
+    assert.equal(doc.status, "exited");
+    assert.equal(doc.result.content, "add() adds one too many.");
+    assert.equal(bodies.length, 2);
+    assert.equal(bodies[0]!.model, "local-model");
+    // The second request carries the tool's result: the file the model asked for.
+    assert.match(JSON.stringify(bodies[1]!.messages), /return a \+ b \+ 1/);
+    const sessions = await s.json("sessions");
+    assert.equal((sessions.doc.sessions as { model: string }[])[0]?.model, "openai:local-model");
+  } finally {
+    await server.shutdown();
+  }
+  for (const file of [s.dbPath(), `${s.dbPath()}-wal`]) {
+    let bytes: Uint8Array;
+    try {
+      bytes = Deno.readFileSync(file);
+    } catch {
+      continue;
+    }
+    assert.ok(!new TextDecoder("latin1").decode(bytes).includes(KEY), `the key is not in ${file}`);
+  }
+});
+
+Deno.test("libos agent on a terminal: a live status line (process, turn, tool) cut to the terminal's width, cleared before each prompt and never drawn over it", async () => {
+  using s = sandbox();
+  const script = fixture(s.workspace);
+  // One transcript of what stderr and the prompt write, as a terminal would show them.
+  let transcript = "";
+  const atRead: string[] = [];
+  const answers = ["y\n", "y\n"];
+  const terminal: TerminalIo = {
+    read(buffer) {
+      // Nothing was drawn after the prompt: the screen ends with it.
+      atRead.push(transcript.slice(-2));
+      const next = answers.shift();
+      if (next === undefined) return Promise.resolve(null);
+      const bytes = new TextEncoder().encode(next);
+      buffer.set(bytes);
+      return Promise.resolve(bytes.length);
+    },
+    isTerminal: () => true,
+    write(text) {
+      transcript += text;
+    },
+  };
+  let stdout = "";
+  const env: Record<string, string> = { XDG_STATE_HOME: s.state, HOME: join(s.state, "home") };
+  const status = await runCli(
+    ["agent", "--goal", "Make the test pass", "--model", `replay:${script}`],
+    {
+      stdout: (t) => stdout += t,
+      stderr: (t) => transcript += t,
+      env: { get: (n) => env[n] },
+      cwd: s.workspace,
+      terminal,
+      stderrIsTerminal: true,
+      columns: () => 40,
+    },
+  );
+  assert.equal(status, 0, stdout + transcript);
+  const draws = transcript.split("\r\x1b[2K").slice(1).map((d) => d.split("\n")[0]!)
+    .filter((d) => d !== "");
+  assert.ok(draws.some((d) => /^libos ▸ pid_[0-9a-f]{6}/.test(d)), JSON.stringify(draws));
+  assert.ok(draws.every((d) => [...d].length <= 39), `cut to the width: ${JSON.stringify(draws)}`);
+  // A wide terminal shows the whole line: process, turn, tool, time.
+  using wide = sandbox();
+  const wideScript = fixture(wide.workspace);
+  let full = "";
+  const wideEnv: Record<string, string> = { XDG_STATE_HOME: wide.state };
+  await runCli(["agent", "--goal", "g", "--model", `replay:${wideScript}`, "--yes"], {
+    stdout: () => {},
+    stderr: (t) => full += t,
+    env: { get: (n) => wideEnv[n] },
+    cwd: wide.workspace,
+    stderrIsTerminal: true,
+    columns: () => 200,
+  });
+  assert.match(full, /libos ▸ pid_[0-9a-f]{12} · turn 2 · run_shell_command · \d+s/);
+  assert.deepEqual(atRead, ["> ", "> "], "the prompt was the last thing on the screen");
+  assert.match(stdout, /Agent pid_[0-9a-f]{12}: exited/);
+});
