@@ -363,11 +363,22 @@ Deno.test("libos agent runs only its own process tree: another run's runnable pr
   assert.equal((missing.doc.error as { code: string }).code, "not_found");
 });
 
-Deno.test("libos agent killed at its terminal prompt: --resume shows the same request again, and the approved action runs once (real bootstrap, real terminal)", async () => {
-  using s = sandbox();
-  const script = fixture(s.workspace);
+/** A launcher started through the real bootstrap on a pseudo-terminal (`script`). */
+interface TerminalLauncher {
+  /** What the terminal showed up to the first prompt for an approval. */
+  readonly screen: string;
+  /** SIGKILLs the launcher (every process whose arguments name the workspace). */
+  kill(): void;
+  /** Waits for the terminal to close. */
+  close(): Promise<void>;
+}
+
+/** Starts `libos agent --goal … --model replay:SCRIPT` on a terminal and waits for its first prompt. */
+async function onTerminal(
+  s: { workspace: string; state: string },
+  script: string,
+): Promise<TerminalLauncher> {
   const temp = Deno.makeTempDirSync({ prefix: "libos-agent-tmp-" });
-  const marker = s.workspace;
   const quote = (w: string) => `'${w.replaceAll("'", `'\\''`)}'`;
   const command = [
     Deno.execPath(),
@@ -403,25 +414,47 @@ Deno.test("libos agent killed at its terminal prompt: --resume shows the same re
   let screen = "";
   const reader = child.stdout.getReader();
   const decoder = new TextDecoder();
-  try {
-    const deadline = Date.now() + 60_000;
-    while (!/approve this action, once[^\n]*\n[^]*> /.test(screen) && Date.now() < deadline) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      screen += decoder.decode(value, { stream: true });
-    }
-    assert.match(screen, /Approval request hreq_[0-9a-f]{12} \(pending\)/, screen);
-    // Killed while the human reads the request.
-    for (const pid of processesWith(marker)) {
+  const deadline = Date.now() + 60_000;
+  while (!/approve this action, once[^\n]*\n[^]*> /.test(screen) && Date.now() < deadline) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    screen += decoder.decode(value, { stream: true });
+  }
+  let closed = false;
+  const kill = () => {
+    for (const pid of processesWith(s.workspace)) {
       try {
         Deno.kill(pid, "SIGKILL");
       } catch { /* already gone */ }
     }
+  };
+  return {
+    screen,
+    kill,
+    async close() {
+      if (closed) return;
+      closed = true;
+      kill();
+      await reader.cancel().catch(() => {});
+      await child.stdin.close().catch(() => {});
+      await child.status;
+      Deno.removeSync(temp, { recursive: true });
+    },
+  };
+}
+
+Deno.test("libos agent killed at its terminal prompt: --resume shows the same request again, and the approved action runs once (real bootstrap, real terminal)", async () => {
+  using s = sandbox();
+  const script = fixture(s.workspace);
+  const launcher = await onTerminal(s, script);
+  let screen: string;
+  try {
+    screen = launcher.screen;
+    assert.match(screen, /Approval request hreq_[0-9a-f]{12} \(pending\)/, screen);
+    // Killed while the human reads the request.
+    launcher.kill();
   } finally {
-    await reader.cancel().catch(() => {});
-    await child.stdin.close().catch(() => {});
-    await child.status;
-    Deno.removeSync(temp, { recursive: true });
+    await launcher.close();
   }
   const request = /Approval request (hreq_[0-9a-f]{12})/.exec(screen)![1]!;
   const sessions = await s.json("sessions");
@@ -580,4 +613,130 @@ Deno.test("libos agent on a terminal: a live status line (process, turn, tool) c
   assert.match(full, /libos ▸ pid_[0-9a-f]{12} · turn 2 · run_shell_command · \d+s/);
   assert.deepEqual(atRead, ["> ", "> "], "the prompt was the last thing on the screen");
   assert.match(stdout, /Agent pid_[0-9a-f]{12}: exited/);
+});
+
+Deno.test("libos agent: a second launcher on a run another launcher is running is refused (run_busy) and changes nothing; once the first is gone, --resume works (real bootstrap)", async () => {
+  using s = sandbox();
+  const script = fixture(s.workspace);
+  const launcher = await onTerminal(s, script);
+  try {
+    assert.match(launcher.screen, /Approval request hreq_[0-9a-f]{12} \(pending\)/);
+    const pid = ((await s.json("sessions")).doc.sessions as { pid: string }[])[0]!.pid;
+    const before = (await s.json("human", "list")).doc.requests;
+    const second = await task(
+      s.workspace,
+      s.state,
+      "libos",
+      "agent",
+      "--resume",
+      pid,
+      "--model",
+      `replay:${script}`,
+      "--yes",
+      "--json",
+    );
+    assert.equal(second.status, 1, second.stdout + second.stderr);
+    const error = JSON.parse(second.stdout).error as { code: string; message: string };
+    assert.equal(error.code, "run_busy");
+    assert.match(error.message, /being run by another libos agent right now/);
+    assert.deepEqual((await s.json("human", "list")).doc.requests, before, "nothing decided");
+    assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), BROKEN);
+    // Meanwhile the database stays usable from another terminal.
+    assert.equal((await task(s.workspace, s.state, "libos", "spawn", "--goal", "x")).status, 0);
+    launcher.kill();
+    await launcher.close();
+    // The kernel dropped the dead launcher's lock: the run can be taken up.
+    const again = await task(
+      s.workspace,
+      s.state,
+      "libos",
+      "agent",
+      "--resume",
+      pid,
+      "--model",
+      `replay:${script}`,
+      "--yes",
+    );
+    assert.equal(again.status, 0, again.stdout + again.stderr);
+  } finally {
+    await launcher.close();
+  }
+});
+
+Deno.test("libos run leaves a tree a launcher is running to that launcher: it neither recovers nor runs its process mid-quantum (real bootstrap)", async () => {
+  using s = sandbox();
+  fixture(s.workspace);
+  const script = join(s.workspace, "..", "slow.jsonl");
+  Deno.writeTextFileSync(
+    script,
+    [
+      turn({
+        tool_calls: [{ name: "run_shell_command", arguments: { argv: ["sleep", "3"] } }],
+      }),
+      turn({ content: "Slept." }),
+    ].join("\n") + "\n",
+  );
+  const temp = Deno.makeTempDirSync({ prefix: "libos-agent-tmp-" });
+  const launcher = new Deno.Command(Deno.execPath(), {
+    args: [
+      "task",
+      "--quiet",
+      `--config=${join(REPO, "deno.json")}`,
+      "libos",
+      "agent",
+      "--goal",
+      "sleep a while",
+      "--workspace",
+      s.workspace,
+      "--model",
+      `replay:${script}`,
+      "--shell-policy",
+      "always_allow",
+      "--yes",
+      "--json",
+    ],
+    cwd: s.workspace,
+    clearEnv: true,
+    env: {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      XDG_STATE_HOME: s.state,
+      TMPDIR: temp,
+      DENO_NO_UPDATE_CHECK: "1",
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  try {
+    // Wait until its process is mid-quantum (the shell command runs).
+    let pid: string | undefined;
+    for (let i = 0; i < 200 && pid === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      const ps = await s.json("ps", "--status", "running");
+      if (ps.status !== 0) continue;
+      pid = (ps.doc.processes as { pid: string }[])[0]?.pid;
+    }
+    assert.ok(pid, "the launcher's process was seen running");
+    const run = await task(s.workspace, s.state, "libos", "run", "--model", `replay:${script}`);
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    assert.match(run.stdout, /Recovered 0 process\(es\); ran 0 model turn\(s\)/);
+    assert.match(run.stdout, new RegExp(`Left to the runner that holds them: .*${pid}`));
+    const out = await launcher.output();
+    const doc = JSON.parse(new TextDecoder().decode(out.stdout)) as { status: string; pid: string };
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    assert.equal(doc.pid, pid);
+    assert.equal(doc.status, "exited");
+    await using runtime = await createRuntime({
+      workspace: s.workspace,
+      db: s.dbPath(),
+      create: false,
+    });
+    assert.equal(runtime.audit.query({ pid, action: "action.done", limit: 10 }).length, 1);
+    assert.equal(
+      runtime.audit.query({ pid, action: "action.outcome_unknown", limit: 10 }).length,
+      0,
+    );
+  } finally {
+    await launcher.status.catch(() => {});
+    Deno.removeSync(temp, { recursive: true });
+  }
 });

@@ -17,6 +17,7 @@
  */
 import type { JsonValue } from "../canonical_json.ts";
 import { UsageError, ValidationError } from "../errors.ts";
+import { escapePreview } from "../escape_preview.ts";
 import { executorFor } from "../executor.ts";
 import type { HumanRequest } from "../human_request.ts";
 import { parseMode } from "../modes.ts";
@@ -26,6 +27,7 @@ import { createRuntime, type Runtime } from "../runtime.ts";
 import { MEMORY_DB } from "../state_paths.ts";
 import { type LauncherHuman, progress, terminalHuman, yesHuman } from "./_agent_terminal.ts";
 import { chooseModel } from "./_model_choice.ts";
+import { runLock, treeOf } from "./_run_lock.ts";
 import {
   type CliIo,
   type Command,
@@ -117,25 +119,6 @@ function invocation(parsed: ParsedArgs, io: CliIo): Invocation {
     );
   }
   return { goal, resume, mode, human };
-}
-
-/** Whether `pid` belongs to the tree rooted at `root` (cached: a parent never changes). */
-function treeOf(runtime: Runtime, root: string): (pid: string) => boolean {
-  const known = new Map<string, boolean>([[root, true]]);
-  const inTree = (pid: string): boolean => {
-    const seen = known.get(pid);
-    if (seen !== undefined) return seen;
-    let answer = false;
-    try {
-      const parent = runtime.processes.get(pid).parent;
-      answer = parent !== null && inTree(parent);
-    } catch {
-      answer = false;
-    }
-    known.set(pid, answer);
-    return answer;
-  };
-  return inTree;
 }
 
 function treeProcesses(runtime: Runtime, inTree: (pid: string) => boolean): AgentProcess[] {
@@ -299,6 +282,8 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
     model: chosen.spec,
     human: call.human,
   });
+  // Released when the command ends, however it ends.
+  using held = new DisposableStack();
   let root: AgentProcess;
   if (call.goal !== undefined) {
     const image = stringOption(parsed, "image") ?? DEFAULT_IMAGE;
@@ -309,6 +294,7 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
       image,
       budgets: { maxWallTimeMs: AGENT_WALL_TIME_MS },
     });
+    held.use(runLock(runtime, root.pid));
     runtime.audit.append({
       actor: "operator",
       pid: root.pid,
@@ -325,6 +311,7 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
         `Process ${root.pid} is a child of ${root.parent}; resume the top-level process of its tree (libos sessions lists them)`,
       );
     }
+    held.use(runLock(runtime, root.pid));
     runtime.audit.append({
       actor: "operator",
       pid: root.pid,
@@ -388,6 +375,9 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
     parked = parkedRequest(runtime, treeProcesses(runtime, inTree));
     if (!parked || !human) break;
     const request = parked;
+    // Durable before a human sees it: a launcher killed at its prompt leaves the process parked
+    // on this very request, and another terminal can decide it.
+    runtime.store.flush();
     await shown.hold(() => answer(runtime, human, request));
     parked = null;
     // The decision (this one, or one made first in another terminal) made a process runnable.
@@ -427,7 +417,8 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
   if (result) {
     lines.push(
       `Result ${result.ref}:`,
-      field(result.content, RESULT_CHARS).split("\\n").map((l) => `  ${l}`).join("\n"),
+      escapePreview(result.content, { maxChars: RESULT_CHARS, multiline: true }).split("\n")
+        .map((l) => `  ${l}`).join("\n"),
     );
   }
   if (parked) {

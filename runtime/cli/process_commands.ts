@@ -22,6 +22,7 @@ import {
 import { EXIT_FAILED, EXIT_OK, field, printJson, say } from "./_output.ts";
 import { openRuntime } from "./_workspace.ts";
 import { chooseModel } from "./_model_choice.ts";
+import { unlockedTrees } from "./_run_lock.ts";
 
 const DEFAULT_IMAGE = "base-agent:v0";
 
@@ -153,7 +154,8 @@ async function run(parsed: ParsedArgs, io: CliIo, steps?: number): Promise<numbe
     secrets: chosen?.secrets ?? [],
   });
   if (chosen) return await drive(parsed, io, runtime, chosen.model, steps);
-  using scheduler = runtime.scheduler(NO_MODEL);
+  using trees = unlockedTrees(runtime);
+  using scheduler = runtime.scheduler(NO_MODEL, { scope: trees.scope });
   const recovery = scheduler.recover();
   const waiting = scheduler.ready;
   const db = runtime.location.path;
@@ -205,7 +207,12 @@ async function drive(
   model: ModelClient,
   steps: number | undefined,
 ): Promise<number> {
-  using scheduler = runtime.scheduler(executorFor(runtime, model), { concurrency: 1 });
+  // Trees a launcher (or another `libos run`) is running are left to it.
+  using trees = unlockedTrees(runtime);
+  using scheduler = runtime.scheduler(executorFor(runtime, model), {
+    concurrency: 1,
+    scope: trees.scope,
+  });
   const recovery = scheduler.recover();
   const report = await scheduler.runUntilIdle(steps === undefined ? {} : { maxQuanta: steps });
   const processes = runtime.processes.list({ limit: 1000 }).map((p) => ({
@@ -214,13 +221,23 @@ async function drive(
     message: p.message,
   }));
   const failed = processes.filter((p) => p.status === "failed");
+  const busy = [...trees.busy];
   const lines = [
     `Recovered ${recovery.recovered.length} process(es); ran ${report.quanta} model turn(s).`,
+    ...(busy.length
+      ? [`Left to the runner that holds them: the process tree(s) of ${busy.join(", ")}.`]
+      : []),
     ...processes.map((p) =>
       `${p.pid}  ${p.status}${p.message ? `  ${field(p.message, 200)}` : ""}`
     ),
   ];
-  say(io, parsed, runtime.location.path, { ran: report.quanta, processes }, lines.join("\n"));
+  say(
+    io,
+    parsed,
+    runtime.location.path,
+    { ran: report.quanta, processes, busy },
+    lines.join("\n"),
+  );
   return failed.length ? EXIT_FAILED : EXIT_OK;
 }
 

@@ -1,0 +1,106 @@
+/**
+ * One runner per process tree. A launcher (`libos agent`) holds its run's lock while it runs the
+ * run's processes, and `libos run`/`step` take the lock of every tree they run, so neither
+ * recovers — and so steals — a quantum another runner still has in flight. The lock is an
+ * advisory `flock` on a file in the state directory's `locks/` folder, which the kernel drops
+ * however its holder ends; a `:memory:` database needs none (nothing else can open it).
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import { LibosError } from "../errors.ts";
+import type { Runtime } from "../runtime.ts";
+
+function lockFile(runtime: Runtime, root: string): string | null {
+  const base = runtime.location.lockPath;
+  return base === null ? null : `${base.replace(/\.lock$/, "")}.${root}.agent.lock`;
+}
+
+/** The run lock of the tree rooted at `root`, or null when another runner holds it. */
+export function tryRunLock(runtime: Runtime, root: string): Disposable | null {
+  const path = lockFile(runtime, root);
+  if (path === null) return { [Symbol.dispose]() {} };
+  Deno.mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
+  if (!file.tryLockSync(true)) {
+    file.close();
+    return null;
+  }
+  return {
+    [Symbol.dispose]() {
+      file.close();
+    },
+  };
+}
+
+/**
+ * The run lock of the tree rooted at `root`.
+ * @throws {LibosError} `run_busy` when another runner holds it.
+ */
+export function runLock(runtime: Runtime, root: string): Disposable {
+  const held = tryRunLock(runtime, root);
+  if (held) return held;
+  throw new LibosError(
+    "run_busy",
+    "operator",
+    `Process ${root} is being run by another libos agent right now (lock ${
+      lockFile(runtime, root)
+    }); wait for it to finish, or stop it and run "libos agent --resume ${root}" again`,
+  );
+}
+
+/** The top-level process of `pid`'s tree (cached: a parent never changes), or null if unknown. */
+export function rootFinder(runtime: Runtime): (pid: string) => string | null {
+  const known = new Map<string, string | null>();
+  const rootOf = (pid: string): string | null => {
+    if (known.has(pid)) return known.get(pid)!;
+    let answer: string | null;
+    try {
+      const parent = runtime.processes.get(pid).parent;
+      answer = parent === null ? pid : rootOf(parent);
+    } catch {
+      answer = null;
+    }
+    known.set(pid, answer);
+    return answer;
+  };
+  return rootOf;
+}
+
+/** Whether `pid` belongs to the tree rooted at `root`. */
+export function treeOf(runtime: Runtime, root: string): (pid: string) => boolean {
+  const rootOf = rootFinder(runtime);
+  return (pid) => rootOf(pid) === root;
+}
+
+/**
+ * A scheduler scope for `libos run`/`step`: every tree whose lock it can take (holding each lock
+ * it took until `dispose`), none that another runner holds.
+ */
+export function unlockedTrees(
+  runtime: Runtime,
+): { readonly scope: (pid: string) => boolean; readonly busy: ReadonlySet<string> } & Disposable {
+  const rootOf = rootFinder(runtime);
+  const held = new DisposableStack();
+  const taken = new Map<string, boolean>();
+  const busy = new Set<string>();
+  return {
+    busy,
+    scope(pid) {
+      const root = rootOf(pid);
+      if (root === null) return false;
+      let ours = taken.get(root);
+      if (ours === undefined) {
+        const lock = tryRunLock(runtime, root);
+        ours = lock !== null;
+        if (lock) held.use(lock);
+        else busy.add(root);
+        taken.set(root, ours);
+      }
+      return ours;
+    },
+    [Symbol.dispose]() {
+      held.dispose();
+    },
+  };
+}
