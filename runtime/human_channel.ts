@@ -274,6 +274,15 @@ export class HumanChannel {
   // ------------------------------------------------------------------ from processes
 
   /**
+   * Shows a request to the interactive human once it is on disk: a runtime killed while the
+   * human reads it leaves the request pending, decidable with `libos human` from elsewhere.
+   */
+  #showToHuman<T>(prompt: () => Promise<T>): Promise<T> {
+    this.#core.store.flush();
+    return prompt();
+  }
+
+  /**
    * A primitive's `decide()` said ask: resolves when the action may now run (interactive
    * approval), or throws.
    * @throws {HumanPendingError} in `queue` mode: the process should park on the request.
@@ -307,10 +316,12 @@ export class HumanChannel {
         { request: request.id },
       );
     }
-    const decision = await this.#prompt!.decide(
-      request,
-      renderApprovalRequest(request),
-      this.alwaysOptions(request),
+    const decision = await this.#showToHuman(() =>
+      this.#prompt!.decide(
+        request,
+        renderApprovalRequest(request),
+        this.alwaysOptions(request),
+      )
     );
     if (decision.type === "approve") {
       this.approve(request.id, {
@@ -350,7 +361,9 @@ export class HumanChannel {
         { request: request.id },
       );
     }
-    const decision = await this.#prompt!.decide(request, renderApprovalRequest(request), []);
+    const decision = await this.#showToHuman(() =>
+      this.#prompt!.decide(request, renderApprovalRequest(request), [])
+    );
     if (decision.type !== "answer") {
       this.reject(request.id, { by: "human:terminal" });
       throw new HumanDecisionError("approval_rejected", "The human declined to answer", {
@@ -393,7 +406,9 @@ export class HumanChannel {
         { request: request.id },
       );
     }
-    const decision = await this.#prompt!.decide(request, renderApprovalRequest(request), []);
+    const decision = await this.#showToHuman(() =>
+      this.#prompt!.decide(request, renderApprovalRequest(request), [])
+    );
     if (decision.type !== "approve") {
       this.reject(request.id, {
         by: "human:terminal",

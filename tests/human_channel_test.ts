@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import type { ActionOutcome } from "../runtime/action_ledger.ts";
 import { FakeClock } from "../runtime/clock.ts";
 import {
@@ -404,4 +405,33 @@ Deno.test("HumanChannel: a process cancelled or killed while it waits withdraws 
   assert.equal(fileText(s), null);
   const audited = runtime.audit.query({ action: "human.cancel", limit: 10 });
   assert.deepEqual(audited.map((r) => r.correlation), [first.id, second.id]);
+});
+
+Deno.test("HumanChannel (interactive): the request is on disk before the human sees it, so a runtime killed at the prompt leaves it pending and decidable elsewhere", async () => {
+  using s = sandbox();
+  const onDisk: (string | undefined)[] = [];
+  await using runtime = await open(s, {
+    human: "interactive",
+    prompt: {
+      decide(request) {
+        // What another OS process (libos human list) would read right now.
+        const raw = new DatabaseSync(s.dbPath(), { readOnly: true });
+        try {
+          const row = raw.prepare("SELECT status FROM human_requests WHERE id = ?").get(
+            request.id,
+          );
+          onDisk.push(row ? String(row.status) : undefined);
+        } finally {
+          raw.close();
+        }
+        return Promise.resolve({ type: "reject", reason: "not now" });
+      },
+    },
+  });
+  const pid = runtime.processes.spawn({ goal: "write", image: "base-agent:v0" }).pid;
+  await assert.rejects(
+    () => runtime.primitives.fs.writeText(pid, { path: TARGET, content: CONTENT }),
+    HumanDecisionError,
+  );
+  assert.deepEqual(onDisk, ["pending"]);
 });
