@@ -7,110 +7,22 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { runCli } from "../runtime/cli/mod.ts";
-import type { TerminalIo } from "../runtime/tty_prompt.ts";
 import { createRuntime } from "../runtime/runtime.ts";
-import { REPO, type Run, sandbox, task } from "./_cli_sandbox.ts";
-import { processesWith } from "./shell_fixture.ts";
+import { REPO, type Sandbox, sandbox, task } from "./_cli_sandbox.ts";
+import {
+  BROKEN,
+  cli,
+  fakeTerminal,
+  FIXED,
+  fixture,
+  onTerminal,
+  SCRIPT,
+  turn,
+} from "./agent_fixture.ts";
 
-const TEST = `import os, sys, unittest
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from src.mathlib import add
-
-class MathTest(unittest.TestCase):
-    def test_add(self):
-        self.assertEqual(add(2, 2), 4)
-
-if __name__ == "__main__":
-    unittest.main()
-`;
-const BROKEN = "def add(a, b):\n    return a + b + 1\n";
-const FIXED = "def add(a, b):\n    return a + b\n";
-
-const turn = (value: Record<string, unknown>) => JSON.stringify({ type: "model_turn", ...value });
-const RUN_TESTS = {
-  name: "run_shell_command",
-  arguments: { argv: ["python3", "tests/test_mathlib.py"] },
-};
-/** The scripted model: read the test, run it (asks), edit, run it again (asks), report. */
-const SCRIPT = [
-  turn({ tool_calls: [{ name: "read_text_file", arguments: { path: "tests/test_mathlib.py" } }] }),
-  turn({ tool_calls: [RUN_TESTS] }),
-  turn({
-    tool_calls: [{
-      name: "edit_file",
-      arguments: {
-        path: "src/mathlib.py",
-        old_string: "return a + b + 1",
-        new_string: "return a + b",
-      },
-    }],
-  }),
-  turn({ tool_calls: [RUN_TESTS] }),
-  turn({ content: "Fixed add() in src/mathlib.py; tests/test_mathlib.py passes." }),
-].join("\n") + "\n";
-
-/** A workspace holding the failing fixture repository and the script (outside the workspace). */
-function fixture(workspace: string): string {
-  Deno.mkdirSync(join(workspace, "src"));
-  Deno.mkdirSync(join(workspace, "tests"));
-  Deno.writeTextFileSync(join(workspace, "src", "mathlib.py"), BROKEN);
-  Deno.writeTextFileSync(join(workspace, "tests", "test_mathlib.py"), TEST);
-  const script = join(workspace, "..", "script.jsonl");
-  Deno.writeTextFileSync(script, SCRIPT);
-  return script;
-}
-
-/** A terminal that types `answers`, one per read, and records what was written to it. */
-function fakeTerminal(answers: string[]): TerminalIo & { readonly screen: () => string } {
-  let screen = "";
-  return {
-    read(buffer) {
-      const next = answers.shift();
-      if (next === undefined) return Promise.resolve(null);
-      const bytes = new TextEncoder().encode(next);
-      buffer.set(bytes);
-      return Promise.resolve(bytes.length);
-    },
-    isTerminal: () => true,
-    write(text) {
-      screen += text;
-    },
-    screen: () => screen,
-  };
-}
-
-/** Runs the CLI in process with a terminal. */
-async function cliOn(
-  s: { workspace: string; state: string },
-  terminal: TerminalIo | undefined,
-  ...args: string[]
-): Promise<Run> {
-  return await cliWith(s, {}, terminal, ...args);
-}
-
-/** Runs the CLI in process with more environment variables (and maybe a terminal). */
-async function cliWith(
-  s: { workspace: string; state: string },
-  more: Record<string, string>,
-  terminal: TerminalIo | undefined,
-  ...args: string[]
-): Promise<Run> {
-  let stdout = "";
-  let stderr = "";
-  const env: Record<string, string> = {
-    XDG_STATE_HOME: s.state,
-    HOME: join(s.state, "home"),
-    ...more,
-  };
-  const status = await runCli(args, {
-    stdout: (t) => stdout += t,
-    stderr: (t) => stderr += t,
-    env: { get: (n) => env[n] },
-    cwd: s.workspace,
-    ...(terminal ? { terminal } : {}),
-  });
-  return { status, stdout, stderr };
+/** `libos agent --goal "Make the test pass" --model replay:SCRIPT …MORE --json` in process. */
+function fixRun(s: Sandbox, script: string, ...more: string[]) {
+  return s.json("agent", "--goal", "Make the test pass", "--model", `replay:${script}`, ...more);
 }
 
 Deno.test("libos agent: usage errors exit 2 with a message that says what to do, and touch no database", async () => {
@@ -176,14 +88,7 @@ Deno.test("libos agent: usage errors exit 2 with a message that says what to do,
 Deno.test("libos agent --yes: the coding agent fixes the fixture; --json prints {pid, status, result, db, audit_summary}; libos sessions lists the run", async () => {
   using s = sandbox();
   const script = fixture(s.workspace);
-  const run = await s.json(
-    "agent",
-    "--goal",
-    "Make the test pass",
-    "--model",
-    `replay:${script}`,
-    "--yes",
-  );
+  const run = await fixRun(s, script, "--yes");
   assert.equal(run.status, 0, run.stdout + run.stderr);
   const doc = run.doc as {
     pid: string;
@@ -228,15 +133,7 @@ Deno.test("libos agent --human queue exits 3; libos human approve + --resume fin
   using s = sandbox();
   const script = fixture(s.workspace);
   const model = `replay:${script}`;
-  const first = await s.json(
-    "agent",
-    "--goal",
-    "Make the test pass",
-    "--model",
-    model,
-    "--human",
-    "queue",
-  );
+  const first = await fixRun(s, script, "--human", "queue");
   assert.equal(first.status, 3, first.stdout + first.stderr);
   const pid = first.doc.pid as string;
   assert.equal(first.doc.status, "waiting_human");
@@ -291,9 +188,9 @@ Deno.test("libos agent in a terminal: the human sees each request escaped, an ed
   );
   // The first run of the tests: refused with a reason; the edit: approved; the second run: approved.
   const terminal = fakeTerminal(["n not yet\n", "y\n", "y\n"]);
-  const run = await cliOn(
+  const run = await cli(
     s,
-    terminal,
+    { terminal },
     "agent",
     "--goal",
     "Make the test pass",
@@ -325,14 +222,7 @@ Deno.test("libos agent runs only its own process tree: another run's runnable pr
   const script = fixture(s.workspace);
   const other = await s.json("spawn", "--goal", "someone else's work");
   const otherPid = (other.doc.process as { pid: string }).pid;
-  const run = await s.json(
-    "agent",
-    "--goal",
-    "Make the test pass",
-    "--model",
-    `replay:${script}`,
-    "--yes",
-  );
+  const run = await fixRun(s, script, "--yes");
   assert.equal(run.status, 0, run.stdout + run.stderr);
   const ps = await s.json("ps", "--all");
   const processes = ps.doc.processes as { pid: string; status: string }[];
@@ -362,86 +252,6 @@ Deno.test("libos agent runs only its own process tree: another run's runnable pr
   assert.equal(missing.status, 1);
   assert.equal((missing.doc.error as { code: string }).code, "not_found");
 });
-
-/** A launcher started through the real bootstrap on a pseudo-terminal (`script`). */
-interface TerminalLauncher {
-  /** What the terminal showed up to the first prompt for an approval. */
-  readonly screen: string;
-  /** SIGKILLs the launcher (every process whose arguments name the workspace). */
-  kill(): void;
-  /** Waits for the terminal to close. */
-  close(): Promise<void>;
-}
-
-/** Starts `libos agent --goal … --model replay:SCRIPT` on a terminal and waits for its first prompt. */
-async function onTerminal(
-  s: { workspace: string; state: string },
-  script: string,
-): Promise<TerminalLauncher> {
-  const temp = Deno.makeTempDirSync({ prefix: "libos-agent-tmp-" });
-  const quote = (w: string) => `'${w.replaceAll("'", `'\\''`)}'`;
-  const command = [
-    Deno.execPath(),
-    "task",
-    "--quiet",
-    `--config=${join(REPO, "deno.json")}`,
-    "libos",
-    "agent",
-    "--goal",
-    "Make the test pass",
-    "--workspace",
-    s.workspace,
-    "--model",
-    `replay:${script}`,
-  ].map(quote).join(" ");
-  const child = new Deno.Command("script", {
-    args: ["--quiet", "--command", command, "/dev/null"],
-    cwd: s.workspace,
-    clearEnv: true,
-    env: {
-      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-      HOME: Deno.env.get("HOME") ?? "/root",
-      XDG_STATE_HOME: s.state,
-      TMPDIR: temp,
-      DENO_NO_UPDATE_CHECK: "1",
-      NO_COLOR: "1",
-      TERM: "dumb",
-    },
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
-  let screen = "";
-  const reader = child.stdout.getReader();
-  const decoder = new TextDecoder();
-  const deadline = Date.now() + 60_000;
-  while (!/approve this action, once[^\n]*\n[^]*> /.test(screen) && Date.now() < deadline) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    screen += decoder.decode(value, { stream: true });
-  }
-  let closed = false;
-  const kill = () => {
-    for (const pid of processesWith(s.workspace)) {
-      try {
-        Deno.kill(pid, "SIGKILL");
-      } catch { /* already gone */ }
-    }
-  };
-  return {
-    screen,
-    kill,
-    async close() {
-      if (closed) return;
-      closed = true;
-      kill();
-      await reader.cancel().catch(() => {});
-      await child.stdin.close().catch(() => {});
-      await child.status;
-      Deno.removeSync(temp, { recursive: true });
-    },
-  };
-}
 
 Deno.test("libos agent killed at its terminal prompt: --resume shows the same request again, and the approved action runs once (real bootstrap, real terminal)", async () => {
   using s = sandbox();
@@ -519,14 +329,15 @@ Deno.test("libos agent with its default model: an OpenAI-compatible endpoint fro
     });
   });
   try {
-    const run = await cliWith(
+    const run = await cli(
       s,
       {
-        OPENAI_API_KEY: KEY,
-        OPENAI_MODEL: "local-model",
-        OPENAI_BASE_URL: `http://127.0.0.1:${server.addr.port}/v1`,
+        env: {
+          OPENAI_API_KEY: KEY,
+          OPENAI_MODEL: "local-model",
+          OPENAI_BASE_URL: `http://127.0.0.1:${server.addr.port}/v1`,
+        },
       },
-      undefined,
       "agent",
       "--goal",
       "Find the bug",
@@ -562,35 +373,19 @@ Deno.test("libos agent on a terminal: a live status line (process, turn, tool) c
   // One transcript of what stderr and the prompt write, as a terminal would show them.
   let transcript = "";
   const atRead: string[] = [];
-  const answers = ["y\n", "y\n"];
-  const terminal: TerminalIo = {
-    read(buffer) {
-      // Nothing was drawn after the prompt: the screen ends with it.
-      atRead.push(transcript.slice(-2));
-      const next = answers.shift();
-      if (next === undefined) return Promise.resolve(null);
-      const bytes = new TextEncoder().encode(next);
-      buffer.set(bytes);
-      return Promise.resolve(bytes.length);
-    },
-    isTerminal: () => true,
-    write(text) {
-      transcript += text;
-    },
-  };
-  let stdout = "";
-  const env: Record<string, string> = { XDG_STATE_HOME: s.state, HOME: join(s.state, "home") };
-  const status = await runCli(
-    ["agent", "--goal", "Make the test pass", "--model", `replay:${script}`],
-    {
-      stdout: (t) => stdout += t,
-      stderr: (t) => transcript += t,
-      env: { get: (n) => env[n] },
-      cwd: s.workspace,
-      terminal,
-      stderrIsTerminal: true,
-      columns: () => 40,
-    },
+  const terminal = fakeTerminal(["y\n", "y\n"], {
+    // Nothing was drawn after the prompt: the screen ends with it.
+    onRead: () => atRead.push(transcript.slice(-2)),
+    onWrite: (text) => transcript += text,
+  });
+  const { status, stdout } = await cli(
+    s,
+    { terminal, stderrIsTerminal: true, columns: 40, onStderr: (t) => transcript += t },
+    "agent",
+    "--goal",
+    "Make the test pass",
+    "--model",
+    `replay:${script}`,
   );
   assert.equal(status, 0, stdout + transcript);
   const draws = transcript.split("\r\x1b[2K").slice(1).map((d) => d.split("\n")[0]!)
@@ -600,16 +395,16 @@ Deno.test("libos agent on a terminal: a live status line (process, turn, tool) c
   // A wide terminal shows the whole line: process, turn, tool, time.
   using wide = sandbox();
   const wideScript = fixture(wide.workspace);
-  let full = "";
-  const wideEnv: Record<string, string> = { XDG_STATE_HOME: wide.state };
-  await runCli(["agent", "--goal", "g", "--model", `replay:${wideScript}`, "--yes"], {
-    stdout: () => {},
-    stderr: (t) => full += t,
-    env: { get: (n) => wideEnv[n] },
-    cwd: wide.workspace,
-    stderrIsTerminal: true,
-    columns: () => 200,
-  });
+  const { stderr: full } = await cli(
+    wide,
+    { stderrIsTerminal: true, columns: 200 },
+    "agent",
+    "--goal",
+    "g",
+    "--model",
+    `replay:${wideScript}`,
+    "--yes",
+  );
   assert.match(full, /libos ▸ pid_[0-9a-f]{12} · turn 2 · run_shell_command · \d+s/);
   assert.deepEqual(atRead, ["> ", "> "], "the prompt was the last thing on the screen");
   assert.match(stdout, /Agent pid_[0-9a-f]{12}: exited/);

@@ -12,32 +12,12 @@ import type { ModelClient } from "../runtime/model_client.ts";
 import { createRuntime } from "../runtime/runtime.ts";
 import { ScriptedModel } from "../runtime/scripted_model.ts";
 import { parseSessionLog } from "../runtime/session_log.ts";
-
-const TEST = `import os, sys, unittest
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from src.mathlib import add
-
-class MathTest(unittest.TestCase):
-    def test_add(self):
-        self.assertEqual(add(2, 2), 4)
-
-if __name__ == "__main__":
-    unittest.main()
-`;
-
-const turn = (value: Record<string, unknown>) => JSON.stringify({ type: "model_turn", ...value });
-const RUN_TESTS = {
-  name: "run_shell_command",
-  arguments: { argv: ["python3", "tests/test_mathlib.py"] },
-};
+import { FIX_EDIT, FIXED, fixRepository, RUN_TESTS, turn } from "./agent_fixture.ts";
 
 Deno.test("The coding agent on the scripted model fixes a failing test: read, run the test (asked), edit under approval with a diff, run again, report", async () => {
   const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-fix-" }));
   try {
-    Deno.mkdirSync(join(ws, "src"));
-    Deno.mkdirSync(join(ws, "tests"));
-    Deno.writeTextFileSync(join(ws, "src", "mathlib.py"), "def add(a, b):\n    return a + b + 1\n");
-    Deno.writeTextFileSync(join(ws, "tests", "test_mathlib.py"), TEST);
+    fixRepository(ws);
     await using runtime = await createRuntime({
       workspace: ws,
       db: ":memory:",
@@ -63,16 +43,7 @@ Deno.test("The coding agent on the scripted model fixes a failing test: read, ru
       }),
       turn({ tool_calls: [RUN_TESTS] }),
       turn({ tool_calls: [{ name: "read_text_file", arguments: { path: "src/mathlib.py" } }] }),
-      turn({
-        tool_calls: [{
-          name: "edit_file",
-          arguments: {
-            path: "src/mathlib.py",
-            old_string: "return a + b + 1",
-            new_string: "return a + b",
-          },
-        }],
-      }),
+      turn({ tool_calls: [FIX_EDIT] }),
       turn({ tool_calls: [RUN_TESTS] }),
       turn({
         content: "Fixed add() in src/mathlib.py (it added 1); tests/test_mathlib.py passes.",
@@ -109,10 +80,7 @@ Deno.test("The coding agent on the scripted model fixes a failing test: read, ru
     const p = runtime.processes.get(pid);
     assert.equal(p.status, "exited", p.message ?? "");
     assert.match(p.message ?? "", /Fixed add\(\)/);
-    assert.equal(
-      Deno.readTextFileSync(join(ws, "src", "mathlib.py")),
-      "def add(a, b):\n    return a + b\n",
-    );
+    assert.equal(Deno.readTextFileSync(join(ws, "src", "mathlib.py")), FIXED);
     assert.deepEqual(shown, ["shell.run", "fs.write", "shell.run"], "three human decisions");
     // The two runs, as the model was shown them: failing, then passing.
     const exits = [...new Set(runsShown)].map((content) => {

@@ -16,12 +16,53 @@ function lockFile(runtime: Runtime, root: string): string | null {
   return base === null ? null : `${base.replace(/\.lock$/, "")}.${root}.agent.lock`;
 }
 
-/** The run lock of the tree rooted at `root`, or null when another runner holds it. */
+function unsafeLock(path: string): LibosError {
+  return new LibosError(
+    "lock_unsafe",
+    "operator",
+    `The run lock ${path} is not a plain file (a symlink or something else was put there); remove it and run the command again`,
+  );
+}
+
+/**
+ * The lock file's identity when it is a plain file, undefined when there is none.
+ * @throws {LibosError} `lock_unsafe` for a symlink or anything else.
+ */
+function plainFileOrNothing(path: string): Deno.FileInfo | undefined {
+  let info: Deno.FileInfo;
+  try {
+    info = Deno.lstatSync(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
+  }
+  if (!info.isFile) throw unsafeLock(path);
+  return info;
+}
+
+/**
+ * The run lock of the tree rooted at `root`, or null when another runner holds it.
+ * @throws {LibosError} `lock_unsafe` when the lock file is a symlink or not a file.
+ */
 export function tryRunLock(runtime: Runtime, root: string): Disposable | null {
   const path = lockFile(runtime, root);
   if (path === null) return { [Symbol.dispose]() {} };
   Deno.mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const before = plainFileOrNothing(path);
   const file = Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
+  try {
+    // What was opened is what was checked (or a file this call made): not a swapped-in link.
+    const opened = file.statSync();
+    const after = plainFileOrNothing(path);
+    const same = (info: Deno.FileInfo | undefined) =>
+      info !== undefined && info.ino === opened.ino && info.dev === opened.dev;
+    if (!opened.isFile || !same(after) || (before !== undefined && !same(before))) {
+      throw unsafeLock(path);
+    }
+  } catch (error) {
+    file.close();
+    throw error;
+  }
   if (!file.tryLockSync(true)) {
     file.close();
     return null;

@@ -11,7 +11,7 @@
  * that `--resume` continues: a request it was showing is still pending and is shown again.
  *
  * Exit status: 0 the process exited, 1 it failed or was killed (or stopped elsewhere), 2 usage,
- * 3 it waits on a human (`--human queue`).
+ * 3 it waits on a human nobody here answers (`--human queue`, or `none` on a run already parked).
  *
  * @module
  */
@@ -26,7 +26,7 @@ import { type AgentProcess, isFinal } from "../process.ts";
 import { createRuntime, type Runtime } from "../runtime.ts";
 import { MEMORY_DB } from "../state_paths.ts";
 import { type LauncherHuman, progress, terminalHuman, yesHuman } from "./_agent_terminal.ts";
-import { chooseModel } from "./_model_choice.ts";
+import { chooseModel, type ModelChoice } from "./_model_choice.ts";
 import { runLock, treeOf } from "./_run_lock.ts";
 import {
   type CliIo,
@@ -199,6 +199,8 @@ function auditSummary(runtime: Runtime, pids: readonly string[]) {
       after = page[page.length - 1]!.seq;
     }
   }
+  // The head file advances at commit: a run shorter than one group-commit window has none yet.
+  runtime.store.flush();
   const verification = runtime.audit.verify({ head: runtime.location.headPath !== null });
   return {
     records,
@@ -222,6 +224,25 @@ function resultOf(runtime: Runtime, p: AgentProcess): { ref: string; content: st
     };
   } catch {
     return { ref: p.result, content: "" };
+  }
+}
+
+/**
+ * Positions a scripted model after the turns the run's processes already took.
+ * @throws {UsageError} when the script holds fewer turns than that.
+ */
+function skipTaken(runtime: Runtime, chosen: ModelChoice, root: string): void {
+  const executor = executorFor(runtime, chosen.model);
+  const taken = treeProcesses(runtime, treeOf(runtime, root)).reduce(
+    (n, p) => n + executor.turns(p.pid).length,
+    0,
+  );
+  try {
+    chosen.scripted?.skip(taken);
+  } catch {
+    throw new UsageError(
+      `The script ${chosen.spec} has fewer turns than the ${taken} this run already took; give the script of this run`,
+    );
   }
 }
 
@@ -312,6 +333,9 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
       );
     }
     held.use(runLock(runtime, root.pid));
+    // A scripted model goes on where the stopped run left it: after the turns already taken.
+    // Checked before anything is recorded: a refused resume leaves no trace to be resumed from.
+    if (chosen.scripted) skipTaken(runtime, chosen, root.pid);
     runtime.audit.append({
       actor: "operator",
       pid: root.pid,
@@ -324,21 +348,6 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
   }
   const pid = root.pid;
   const inTree = treeOf(runtime, pid);
-  if (chosen.scripted) {
-    // A scripted model goes on where the stopped run left it: after the turns already taken.
-    const executor = executorFor(runtime, chosen.model);
-    const taken = treeProcesses(runtime, inTree).reduce(
-      (n, p) => n + executor.turns(p.pid).length,
-      0,
-    );
-    try {
-      chosen.scripted.skip(taken);
-    } catch {
-      throw new UsageError(
-        `The script ${chosen.spec} has fewer turns than the ${taken} this run already took; give the script of this run`,
-      );
-    }
-  }
   if (!json) {
     io.stderr(
       `libos agent: ${call.goal !== undefined ? "started" : "resuming"} ${pid} (image ${

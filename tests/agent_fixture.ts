@@ -1,0 +1,233 @@
+/**
+ * What the `libos agent` tests share: a small Python repository with a failing test and the
+ * scripted model that fixes it, script-writing shorthands, the CLI run in process with a chosen
+ * terminal, a typing fake terminal, and the real launcher on a pseudo-terminal (`script(1)`).
+ */
+import { join } from "node:path";
+import { runCli } from "../runtime/cli/mod.ts";
+import type { TerminalIo } from "../runtime/tty_prompt.ts";
+import { REPO, type Run } from "./_cli_sandbox.ts";
+import { processesWith } from "./shell_fixture.ts";
+
+/** The fixture repository's test: `add(2, 2)` must be 4. */
+export const TEST = `import os, sys, unittest
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from src.mathlib import add
+
+class MathTest(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 2), 4)
+
+if __name__ == "__main__":
+    unittest.main()
+`;
+/** The code under test, with its bug. */
+export const BROKEN = "def add(a, b):\n    return a + b + 1\n";
+/** The code once fixed. */
+export const FIXED = "def add(a, b):\n    return a + b\n";
+
+/** One scripted model turn (a `model_turn` session-log line). */
+export const turn = (value: Record<string, unknown>): string =>
+  JSON.stringify({ type: "model_turn", ...value });
+/** A turn that calls one tool. */
+export const call = (name: string, args: Record<string, unknown> = {}): string =>
+  turn({ tool_calls: [{ name, arguments: args }] });
+/** A turn that answers (the process exits with it). */
+export const final = (content: string): string => turn({ content });
+
+/** The tool call that runs the fixture's test. */
+export const RUN_TESTS = {
+  name: "run_shell_command",
+  arguments: { argv: ["python3", "tests/test_mathlib.py"] },
+};
+/** The edit that fixes the bug. */
+export const FIX_EDIT = {
+  name: "edit_file",
+  arguments: { path: "src/mathlib.py", old_string: "return a + b + 1", new_string: "return a + b" },
+};
+/** The scripted model: read the test, run it (asks), edit, run it again (asks), report. */
+export const SCRIPT = [
+  call("read_text_file", { path: "tests/test_mathlib.py" }),
+  turn({ tool_calls: [RUN_TESTS] }),
+  turn({ tool_calls: [FIX_EDIT] }),
+  turn({ tool_calls: [RUN_TESTS] }),
+  final("Fixed add() in src/mathlib.py; tests/test_mathlib.py passes."),
+].join("\n") + "\n";
+
+/** Writes the failing repository into `workspace`. */
+export function fixRepository(workspace: string): void {
+  Deno.mkdirSync(join(workspace, "src"));
+  Deno.mkdirSync(join(workspace, "tests"));
+  Deno.writeTextFileSync(join(workspace, "src", "mathlib.py"), BROKEN);
+  Deno.writeTextFileSync(join(workspace, "tests", "test_mathlib.py"), TEST);
+}
+
+/** The repository in `workspace` and {@link SCRIPT} beside it (outside it); returns the script. */
+export function fixture(workspace: string): string {
+  fixRepository(workspace);
+  const script = join(workspace, "..", "script.jsonl");
+  Deno.writeTextFileSync(script, SCRIPT);
+  return script;
+}
+
+/** How the in-process CLI sees its terminal and environment. */
+export interface IoOptions {
+  readonly terminal?: TerminalIo;
+  readonly stderrIsTerminal?: boolean;
+  readonly columns?: number;
+  readonly env?: Record<string, string>;
+  /** Where stderr goes besides the returned text (a shared transcript). */
+  readonly onStderr?: (text: string) => void;
+}
+
+/** Runs the CLI in process in the sandbox, with a chosen terminal setup. */
+export async function cli(
+  s: { readonly workspace: string; readonly state: string },
+  options: IoOptions,
+  ...args: string[]
+): Promise<Run> {
+  let stdout = "";
+  let stderr = "";
+  const env: Record<string, string> = {
+    XDG_STATE_HOME: s.state,
+    HOME: join(s.state, "home"),
+    ...options.env,
+  };
+  const status = await runCli(args, {
+    stdout: (t) => stdout += t,
+    stderr: (t) => {
+      stderr += t;
+      options.onStderr?.(t);
+    },
+    env: { get: (n) => env[n] },
+    cwd: s.workspace,
+    ...(options.terminal ? { terminal: options.terminal } : {}),
+    ...(options.stderrIsTerminal === undefined
+      ? {}
+      : { stderrIsTerminal: options.stderrIsTerminal }),
+    ...(options.columns === undefined ? {} : { columns: () => options.columns }),
+  });
+  return { status, stdout, stderr };
+}
+
+/**
+ * A terminal that types `answers`, one per read (then closes), and records what was written to
+ * it; `onRead` is told before each read, `onWrite` of each write.
+ */
+export function fakeTerminal(
+  answers: string[],
+  hooks: { readonly onRead?: () => void; readonly onWrite?: (text: string) => void } = {},
+): TerminalIo & { readonly screen: () => string } {
+  let screen = "";
+  return {
+    read(buffer) {
+      hooks.onRead?.();
+      const next = answers.shift();
+      if (next === undefined) return Promise.resolve(null);
+      const bytes = new TextEncoder().encode(next);
+      buffer.set(bytes);
+      return Promise.resolve(bytes.length);
+    },
+    isTerminal: () => true,
+    write(text) {
+      screen += text;
+      hooks.onWrite?.(text);
+    },
+    screen: () => screen,
+  };
+}
+
+/**
+ * `libos …ARGS --workspace WS` through the real bootstrap on a pseudo-terminal (`script(1)`), with
+ * a clean environment whose TMPDIR is `temp`; its stdout is the terminal's screen.
+ */
+export function terminalCommand(
+  s: { readonly workspace: string; readonly state: string },
+  temp: string,
+  args: readonly string[],
+  options: { readonly stdin: "piped" | "null" },
+): Deno.Command {
+  const quote = (w: string) => `'${w.replaceAll("'", `'\\''`)}'`;
+  const command = [
+    Deno.execPath(),
+    "task",
+    "--quiet",
+    `--config=${join(REPO, "deno.json")}`,
+    "libos",
+    ...args,
+    "--workspace",
+    s.workspace,
+  ].map(quote).join(" ");
+  return new Deno.Command("script", {
+    args: ["--quiet", "--return", "--command", command, "/dev/null"],
+    cwd: s.workspace,
+    clearEnv: true,
+    env: {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      HOME: Deno.env.get("HOME") ?? "/root",
+      XDG_STATE_HOME: s.state,
+      TMPDIR: temp,
+      DENO_NO_UPDATE_CHECK: "1",
+      NO_COLOR: "1",
+      TERM: "dumb",
+    },
+    stdin: options.stdin,
+    stdout: "piped",
+    stderr: "null",
+  });
+}
+
+/** A launcher started through the real bootstrap on a pseudo-terminal (`script`). */
+export interface TerminalLauncher {
+  /** What the terminal showed up to the first prompt for an approval. */
+  readonly screen: string;
+  /** SIGKILLs the launcher (every process whose arguments name the workspace). */
+  kill(): void;
+  /** Waits for the terminal to close. */
+  close(): Promise<void>;
+}
+
+/** Starts `libos agent --goal … --model replay:SCRIPT` on a terminal and waits for its first prompt. */
+export async function onTerminal(
+  s: { workspace: string; state: string },
+  script: string,
+): Promise<TerminalLauncher> {
+  const temp = Deno.makeTempDirSync({ prefix: "libos-agent-tmp-" });
+  const child = terminalCommand(s, temp, [
+    "agent",
+    "--goal",
+    "Make the test pass",
+    "--model",
+    `replay:${script}`,
+  ], { stdin: "piped" }).spawn();
+  let screen = "";
+  const reader = child.stdout.getReader();
+  const decoder = new TextDecoder();
+  const deadline = Date.now() + 60_000;
+  while (!/approve this action, once[^\n]*\n[^]*> /.test(screen) && Date.now() < deadline) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    screen += decoder.decode(value, { stream: true });
+  }
+  let closed = false;
+  const kill = () => {
+    for (const pid of processesWith(s.workspace)) {
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch { /* already gone */ }
+    }
+  };
+  return {
+    screen,
+    kill,
+    async close() {
+      if (closed) return;
+      closed = true;
+      kill();
+      await reader.cancel().catch(() => {});
+      await child.stdin.close().catch(() => {});
+      await child.status;
+      Deno.removeSync(temp, { recursive: true });
+    },
+  };
+}
