@@ -374,7 +374,13 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
       shown.step(event);
     },
   });
-  using scheduler = runtime.scheduler(executor, { concurrency: 1, scope: inTree });
+  // A scripted model answers in script order, so its processes take turns one at a time; a real
+  // model lets a process and the children it forked think at once (and a JIT tool blocked in a
+  // process.wait syscall does not hold the only slot its child needs).
+  using scheduler = runtime.scheduler(executor, {
+    concurrency: chosen.scripted ? 1 : 4,
+    scope: inTree,
+  });
   let parked: HumanRequest | null = null;
   for (;;) {
     await scheduler.runUntilIdle();
