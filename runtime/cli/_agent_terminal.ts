@@ -9,7 +9,7 @@ import { renderApprovalRequest } from "../approval_render.ts";
 import { UsageError } from "../errors.ts";
 import type { ExecutorEvent } from "../executor.ts";
 import type { AlwaysOption, HumanDecision } from "../human_channel.ts";
-import type { HumanRequest } from "../human_request.ts";
+import type { ApprovalDetails, HumanRequest } from "../human_request.ts";
 import { terminalPrompt } from "../tty_prompt.ts";
 import type { CliIo } from "./_options.ts";
 import { field } from "./_output.ts";
@@ -103,16 +103,32 @@ export function terminalHuman(io: CliIo): LauncherHuman {
   };
 }
 
+/** Whether a protected path (DESIGN §3) is why the action asks. */
+function isProtected(a: ApprovalDetails): boolean {
+  return a.reason.startsWith("protected:") || (a.ceiling ?? "").startsWith("protected:");
+}
+
 /**
- * `--yes`: approves each action exactly as requested, once (never "allow always"); refuses
- * standing permissions and declines questions, which need a person.
+ * `--yes`: approves each action exactly as requested, once (never "allow always"); refuses what
+ * a protected path guards (reading a secret, writing .git), standing permissions and questions,
+ * which need a person.
  */
 export function yesHuman(note: (text: string) => void): LauncherHuman {
   return {
     name: "yes",
     decide(request) {
-      if (request.kind === "approval" && request.approval) {
-        const a = request.approval;
+      const a = request.approval;
+      if (request.kind === "approval" && a && isProtected(a)) {
+        const reason =
+          "--yes does not approve what a protected path guards (secrets, .git, libos's own files); run in a terminal or with --human queue";
+        note(
+          `libos: --yes refused ${field(a.operation, 40)} ${
+            field(a.path ?? a.resource, 200)
+          } (request ${request.id}): ${field(a.ceiling ?? a.reason, 200)}`,
+        );
+        return Promise.resolve({ type: "reject", reason });
+      }
+      if (request.kind === "approval" && a) {
         note(
           `libos: --yes approved ${field(a.operation, 40)} ${
             field(a.path ?? a.resource, 200)

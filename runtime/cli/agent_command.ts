@@ -6,7 +6,7 @@
  * The runtime underneath always parks an action that needs a human (the `queue` human mode),
  * so what a human decides is durable: the launcher then answers the parked request itself — at
  * the terminal (`interactive`, the request rendered with every value escaped and the diff shown)
- * or automatically (`--yes`: each action once) — or, with `--human queue`, stops with exit 3 for
+ * or automatically (`--yes`: each action once, never a protected path) — or, with `--human queue`, stops with exit 3 for
  * `libos human approve` and a later `--resume`. A launcher killed at any point leaves a process
  * that `--resume` continues: a request it was showing is still pending and is shown again.
  *
@@ -483,7 +483,7 @@ The human (default: interactive when standard input is a terminal, else none): i
 shows each request in the terminal — escaped, with the diff for edits — and reads y, n [REASON]
 or an "allow always" choice; queue stops with exit 3, to be decided with "libos human approve"
 and continued with --resume; none refuses whatever needs a human; --yes approves each action
-once (never a standing permission or an answer).
+once (never what a protected path guards, a standing permission or an answer).
 
 A live status line (on a terminal) shows the process, turn and tool. It ends with the final
 report: status, result, an audit summary. --json prints one document:
