@@ -79,10 +79,17 @@ export function readHeadFile(path: string): HeadFile | undefined {
   return result.data;
 }
 
-/** Writes a head file atomically (temporary file in the same folder, then rename), mode 0600. */
-export function writeHeadFile(path: string, head: HeadFile): void {
+/**
+ * Writes a head file atomically (temporary file in the same folder, then rename), mode 0600;
+ * `ensureDir: false` skips creating the folder (a caller that wrote there before).
+ */
+export function writeHeadFile(
+  path: string,
+  head: HeadFile,
+  options: { readonly ensureDir?: boolean } = {},
+): void {
   const dir = dirname(path);
-  Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (options.ensureDir !== false) Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const temp = join(dir, `.${crypto.randomUUID()}.tmp`);
   try {
     Deno.writeTextFileSync(temp, JSON.stringify(head) + "\n", { mode: 0o600, createNew: true });

@@ -163,6 +163,15 @@ export class AuditLog implements Disposable {
   readonly #store: Store;
   readonly #clock: Clock;
   readonly #headPath: string | null;
+  /** What this log last wrote to the head file, and that file's identity then. */
+  #written:
+    | {
+      readonly head: HeadFile;
+      readonly ino: number | null;
+      readonly size: number;
+      readonly mtime: number | null;
+    }
+    | undefined;
   readonly #database: string;
   readonly #chain: string;
   readonly #unsubscribe: () => void;
@@ -450,13 +459,46 @@ export class AuditLog implements Disposable {
   }
 
   #write(chains: Record<string, ChainHead>): void {
-    writeHeadFile(this.#headPath!, {
+    const head: HeadFile = {
       version: 1,
       database: this.#database,
       time: Math.trunc(this.#clock.now()),
       chains,
-    });
+    };
+    writeHeadFile(this.#headPath!, head, { ensureDir: this.#written === undefined });
     this.#dirty = false;
+    try {
+      const info = Deno.statSync(this.#headPath!);
+      this.#written = {
+        head,
+        ino: info.ino,
+        size: info.size,
+        mtime: info.mtime?.getTime() ?? null,
+      };
+    } catch {
+      this.#written = undefined;
+    }
+  }
+
+  /**
+   * The head file as it is now: the one this log last wrote when the file is still that file
+   * (same inode, size and modification time: nobody replaced or rewrote it since), read and
+   * parsed otherwise. Saves reading back, after every commit, what was written at the last one.
+   */
+  #currentHead(): HeadFile | undefined {
+    const written = this.#written;
+    if (written !== undefined && written.ino !== null && written.mtime !== null) {
+      try {
+        const info = Deno.statSync(this.#headPath!);
+        if (
+          info.isFile && info.ino === written.ino && info.size === written.size &&
+          info.mtime?.getTime() === written.mtime
+        ) return written.head;
+      } catch {
+        // Gone or unreadable: the full read below says which.
+      }
+    }
+    return readHeadFile(this.#headPath!);
   }
 
   /**
@@ -468,7 +510,7 @@ export class AuditLog implements Disposable {
   #anchorAfterCommit(): void {
     if (!this.#dirty || this.#anchor === "off") return;
     try {
-      const previous = readHeadFile(this.#headPath!);
+      const previous = this.#currentHead();
       if (previous === undefined && this.#anchor === "active") {
         throw new AuditError(
           "audit_head_missing",

@@ -483,3 +483,23 @@ Deno.test("AuditLog.verify() refuses a head file of another database, or one tha
   assert.ok(!empty.ok);
   assert.equal(empty.problem.kind, "unanchored_chain");
 });
+
+Deno.test("AuditLog reads a head file replaced while it runs (attack: swap in a forged head between commits) and stops anchoring instead of trusting what it wrote last", () => {
+  using f = fixture(5);
+  f.audit.append(entry(6));
+  f.store.flush();
+  const mine = readHeadFile(f.headPath)!;
+  // A forged head in place of the one the log wrote: it claims a tail this database never had.
+  const forged = {
+    ...mine,
+    chains: { main: { chainSeq: 99, seq: 99, hash: "f".repeat(64) } },
+  };
+  const swap = join(f.headPath, "..", "forged.head");
+  writeHeadFile(swap, forged);
+  Deno.renameSync(swap, f.headPath);
+  f.audit.append(entry(7));
+  f.store.flush();
+  assert.equal(f.audit.anchoring, false, "the swap was read, and it contradicts the database");
+  assert.ok(f.audit.headError instanceof AuditError);
+  assert.deepEqual(readHeadFile(f.headPath), forged, "the evidence is left as it was");
+});
