@@ -97,6 +97,11 @@ export interface RunUntilIdleOptions {
   readonly waitForHumans?: boolean;
   /** How often to poll for decisions while waiting on humans (default 150 ms). */
   readonly humanPollMs?: number;
+  /**
+   * A gentle stop: once aborted, no quantum starts, the ones in flight finish as they would, and
+   * the run returns (not idle). `signal` is the hard stop: it aborts quanta in flight.
+   */
+  readonly drain?: AbortSignal;
 }
 
 /** How many quanta may start before the run loop lets timers and I/O in. */
@@ -400,7 +405,8 @@ export class Scheduler implements Disposable {
   /**
    * Runs until nothing is runnable or resumable: no process is ready, no quantum is in flight,
    * and no sleeper has a timer (a process waiting on a human does not keep it running). Stops
-   * early, aborting quanta in flight, when `signal` aborts or after `maxQuanta` quanta.
+   * early, aborting quanta in flight, when `signal` aborts or after `maxQuanta` quanta; stops
+   * starting quanta, and returns once those in flight end, when `drain` aborts.
    */
   async runUntilIdle(options: RunUntilIdleOptions = {}): Promise<RunReport> {
     this.recover();
@@ -410,16 +416,19 @@ export class Scheduler implements Disposable {
     let ran = 0;
     let lastYield = 0;
     using turn = eventLoopTurn();
-    const aborted = signal
-      ? new Promise<void>((resolve) =>
-        signal.aborted
-          ? resolve()
-          : signal.addEventListener("abort", () => resolve(), { once: true })
-      )
-      : undefined;
+    const { drain } = options;
+    const settled = (s: AbortSignal | undefined) =>
+      s
+        ? new Promise<void>((resolve) =>
+          s.aborted ? resolve() : s.addEventListener("abort", () => resolve(), { once: true })
+        )
+        : undefined;
+    const aborted = settled(signal);
+    const draining = settled(drain);
     for (;;) {
       if (signal?.aborted || this.#closed) break;
-      while (this.#inFlight.size < this.#concurrency && started < max) {
+      if (drain?.aborted && this.#inFlight.size === 0) return { quanta: ran, idle: false };
+      while (this.#inFlight.size < this.#concurrency && started < max && !drain?.aborted) {
         const pid = this.#next();
         if (pid === undefined) break;
         started++;
@@ -441,6 +450,7 @@ export class Scheduler implements Disposable {
         ...[...this.#inFlight.values()].map((f) => f.done),
       ];
       if (aborted) waits.push(aborted);
+      if (draining && !drain?.aborted) waits.push(draining);
       await Promise.race(waits);
       // Quanta that never wait on I/O resolve as microtasks; give timers (sleepers' wake-ups,
       // group commit) and I/O their turn regularly so a busy run cannot starve them.

@@ -330,3 +330,28 @@ Deno.test("Scheduler with a scope runs, recovers and wakes only the processes in
   scheduler.refresh();
   assert.deepEqual(scheduler.ready, []);
 });
+
+Deno.test("Scheduler.runUntilIdle({drain}): once drained, no quantum starts; the one in flight finishes as it would and the run returns, not idle", async () => {
+  await using f = await fixture();
+  const pm = f.runtime.processes;
+  const a = pm.spawn({ goal: "a", image: "base-agent:v0" }).pid;
+  f.clock.advance(1);
+  const b = pm.spawn({ goal: "b", image: "base-agent:v0" }).pid;
+  const drain = new AbortController();
+  const log: string[] = [];
+  const driver: ProcessDriver = {
+    async runQuantum(ctx) {
+      log.push(ctx.process.pid);
+      drain.abort();
+      await new Promise((r) => setTimeout(r, 5));
+      assert.equal(ctx.signal.aborted, false, "a drain never aborts the quantum in flight");
+      return { type: "yield" };
+    },
+  };
+  using scheduler = f.runtime.scheduler(driver, { concurrency: 1 });
+  const report = await scheduler.runUntilIdle({ drain: drain.signal });
+  assert.deepEqual(log, [a]);
+  assert.deepEqual(report, { quanta: 1, idle: false });
+  assert.equal(pm.get(a).status, "runnable");
+  assert.equal(pm.get(b).status, "runnable");
+});

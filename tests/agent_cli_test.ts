@@ -19,6 +19,7 @@ import {
   fixture,
   onTerminal,
   SCRIPT,
+  terminalCommand,
   turn,
 } from "./agent_fixture.ts";
 
@@ -587,4 +588,169 @@ Deno.test("attack: under --yes, a prompt-injected model reads .env and plants a 
     wal = new TextDecoder("latin1").decode(Deno.readFileSync(`${s.dbPath()}-wal`));
   } catch { /* checkpointed */ }
   assert.ok(!bytes.includes("tok-live") && !wal.includes("tok-live"), "the secret stayed unread");
+});
+
+Deno.test("libos agent and Ctrl-C: the first lets the turn in flight finish and stops there (exit 130, resumable, nothing lost); --resume goes on from the next turn", async () => {
+  using s = sandbox();
+  const script = fixture(s.workspace);
+  let press: (() => "handled" | "exit") | undefined;
+  const answers: string[] = [];
+  const run = await cli(
+    s,
+    {
+      onInterrupt: (handler) => press = handler,
+      // Ctrl-C while the first turn runs its tool.
+      onStderr: (text) => {
+        if (text.includes("turn 1 · read_text_file") && press) answers.push(press());
+      },
+    },
+    "agent",
+    "--goal",
+    "Make the test pass",
+    "--model",
+    `replay:${script}`,
+    "--yes",
+  );
+  assert.deepEqual(answers, ["handled"], "the first Ctrl-C is handled, not an exit");
+  assert.equal(run.status, 130, run.stdout + run.stderr);
+  assert.match(run.stderr, /stopping after the current turn/);
+  assert.match(
+    run.stdout,
+    /It stopped \(Ctrl-C\) while runnable; continue with "libos agent --resume/,
+  );
+  const pid = /Agent (pid_[0-9a-f]{12}): runnable/.exec(run.stdout)![1]!;
+  assert.equal(press, undefined, "the handler is released when the command ends");
+  await using runtime = await createRuntime({
+    workspace: s.workspace,
+    db: s.dbPath(),
+    create: false,
+  });
+  assert.equal(runtime.audit.query({ pid: pid, action: "tool.invoke", limit: 10 }).length, 1);
+  await runtime.close();
+  const resumed = await s.json(
+    "agent",
+    "--resume",
+    pid,
+    "--model",
+    `replay:${script}`,
+    "--yes",
+  );
+  assert.equal(resumed.status, 0, resumed.stdout + resumed.stderr);
+  assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), FIXED);
+});
+
+Deno.test("libos agent and Ctrl-C: a second one, or one at a prompt, stops at once (the handler says exit)", async () => {
+  using s = sandbox();
+  const script = fixture(s.workspace);
+  let press: (() => "handled" | "exit") | undefined;
+  const answers: string[] = [];
+  const terminal = fakeTerminal(["y\n"], {
+    // Ctrl-C while the human reads the first request.
+    onRead: () => {
+      if (press) answers.push(press());
+    },
+  });
+  const run = await cli(
+    s,
+    { terminal, onInterrupt: (handler) => press = handler },
+    "agent",
+    "--goal",
+    "Make the test pass",
+    "--model",
+    `replay:${script}`,
+  );
+  assert.deepEqual(answers.slice(0, 1), ["exit"], run.stderr);
+  assert.match(run.stderr, /stopped; continue with "libos agent --resume pid_[0-9a-f]{12}"/);
+});
+
+Deno.test("libos agent on a real terminal: Ctrl-C at the prompt stops it at once (exit 130) through deno task and the bootstrap; the request stays pending for --resume", async () => {
+  using s = sandbox();
+  const script = fixture(s.workspace);
+  const launcher = await onTerminal(s, script);
+  try {
+    assert.match(launcher.screen, /Approval request (hreq_[0-9a-f]{12}) \(pending\)/);
+    const { rest, code } = await launcher.type("\x03");
+    assert.equal(code, 130, rest);
+    assert.match(rest, /stopped; continue with "libos agent --resume pid_[0-9a-f]{12}"/);
+  } finally {
+    await launcher.close();
+  }
+  const pending = (await s.json("human", "list")).doc.requests as { id: string }[];
+  assert.equal(pending.length, 1, "the request it was showing is still pending");
+  const [session] = (await s.json("sessions")).doc.sessions as { pid: string; status: string }[];
+  assert.equal(session?.status, "waiting_human");
+  const resumed = await task(
+    s.workspace,
+    s.state,
+    "libos",
+    "agent",
+    "--resume",
+    session!.pid,
+    "--model",
+    `replay:${script}`,
+    "--yes",
+  );
+  assert.equal(resumed.status, 0, resumed.stdout + resumed.stderr);
+  assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), FIXED);
+});
+
+Deno.test("libos agent on a real terminal: the first Ctrl-C mid-turn lets the running command finish and stops after the turn (exit 130); nothing is cut off", async () => {
+  using s = sandbox();
+  fixture(s.workspace);
+  const script = join(s.workspace, "..", "slow.jsonl");
+  Deno.writeTextFileSync(
+    script,
+    [call("run_shell_command", { argv: ["sleep", "2"] }), final("Slept.")].join("\n") + "\n",
+  );
+  const temp = Deno.makeTempDirSync({ prefix: "libos-agent-tmp-" });
+  const child = terminalCommand(s, temp, [
+    "agent",
+    "--goal",
+    "sleep",
+    "--model",
+    `replay:${script}`,
+    "--shell-policy",
+    "always_allow",
+    "--yes",
+  ], { stdin: "piped" }).spawn();
+  const writer = child.stdin.getWriter();
+  const reader = child.stdout.getReader();
+  const decoder = new TextDecoder();
+  let screen = "";
+  try {
+    const deadline = Date.now() + 60_000;
+    while (!screen.includes("turn 1 · run_shell_command") && Date.now() < deadline) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      screen += decoder.decode(value, { stream: true });
+    }
+    assert.ok(screen.includes("turn 1 · run_shell_command"), screen);
+    await writer.write(new TextEncoder().encode("\x03"));
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      screen += decoder.decode(value, { stream: true });
+    }
+    assert.equal((await child.status).code, 130, screen);
+  } finally {
+    await reader.cancel().catch(() => {});
+    await writer.close().catch(() => {});
+    await child.status;
+    Deno.removeSync(temp, { recursive: true });
+  }
+  assert.match(screen, /stopping after the current turn/);
+  assert.match(screen, /It stopped \(Ctrl-C\) while runnable/);
+  await using runtime = await createRuntime({
+    workspace: s.workspace,
+    db: s.dbPath(),
+    create: false,
+  });
+  const [p] = runtime.processes.list({ limit: 10 });
+  assert.equal(p?.status, "runnable");
+  assert.equal(runtime.audit.query({ pid: p!.pid, action: "action.done", limit: 10 }).length, 1);
+  assert.equal(
+    runtime.audit.query({ pid: p!.pid, action: "action.outcome_unknown", limit: 10 }).length,
+    0,
+    "the command ran to its end",
+  );
 });

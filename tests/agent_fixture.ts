@@ -78,6 +78,8 @@ export interface IoOptions {
   readonly env?: Record<string, string>;
   /** Where stderr goes besides the returned text (a shared transcript). */
   readonly onStderr?: (text: string) => void;
+  /** Receives the command's Ctrl-C handler while it is registered (a test presses Ctrl-C). */
+  readonly onInterrupt?: (handler: (() => "handled" | "exit") | undefined) => void;
 }
 
 /** Runs the CLI in process in the sandbox, with a chosen terminal setup. */
@@ -106,6 +108,12 @@ export async function cli(
       ? {}
       : { stderrIsTerminal: options.stderrIsTerminal }),
     ...(options.columns === undefined ? {} : { columns: () => options.columns }),
+    ...(options.onInterrupt === undefined ? {} : {
+      onInterrupt: (handler: () => "handled" | "exit") => {
+        options.onInterrupt?.(handler);
+        return { [Symbol.dispose]: () => options.onInterrupt?.(undefined) };
+      },
+    }),
   });
   return { status, stdout, stderr };
 }
@@ -183,6 +191,8 @@ export interface TerminalLauncher {
   readonly screen: string;
   /** SIGKILLs the launcher (every process whose arguments name the workspace). */
   kill(): void;
+  /** Types `text` on the terminal, then reads the screen to its end: the rest, and the exit code. */
+  type(text: string): Promise<{ readonly rest: string; readonly code: number }>;
   /** Waits for the terminal to close. */
   close(): Promise<void>;
 }
@@ -217,15 +227,26 @@ export async function onTerminal(
       } catch { /* already gone */ }
     }
   };
+  const writer = child.stdin.getWriter();
   return {
     screen,
     kill,
+    async type(text) {
+      await writer.write(new TextEncoder().encode(text));
+      let rest = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        rest += decoder.decode(value, { stream: true });
+      }
+      return { rest, code: (await child.status).code };
+    },
     async close() {
       if (closed) return;
       closed = true;
       kill();
       await reader.cancel().catch(() => {});
-      await child.stdin.close().catch(() => {});
+      await writer.close().catch(() => {});
       await child.status;
       Deno.removeSync(temp, { recursive: true });
     },

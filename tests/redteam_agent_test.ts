@@ -788,7 +788,7 @@ Deno.test("attack: the exit status table — exited 0, failed (replay_exhausted)
       assert.equal(doc.status, status, name);
       assert.deepEqual(
         Object.keys(doc).sort(),
-        ["audit_summary", "db", "message", "pid", "result", "status", "waiting"],
+        ["audit_summary", "db", "interrupted", "message", "pid", "result", "status", "waiting"],
       );
       assert.equal(doc.waiting === null, code !== 3, name);
       // Under --json, no status line (it would interleave with a prompt or a reader of stderr).

@@ -26,6 +26,11 @@ export interface CliIo {
   readonly stderrIsTerminal?: boolean;
   /** The terminal's width in columns, when it has one. */
   readonly columns?: () => number | undefined;
+  /**
+   * Handles Ctrl-C (SIGINT) while the returned registration is held, instead of dying of it:
+   * the handler says whether the command dealt with it or the process should exit now (130).
+   */
+  readonly onInterrupt?: (handler: () => "handled" | "exit") => Disposable;
 }
 
 /** Every option any command accepts, with its type. */

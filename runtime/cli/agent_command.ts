@@ -41,6 +41,8 @@ import { policyRulesOf, shellPolicyOf } from "./_run_options.ts";
 
 /** Exit status: the process waits on a human (`--human queue`). */
 export const EXIT_PARKED = 3;
+/** Exit status: Ctrl-C stopped the run (128 + SIGINT, as shells report it); it is resumable. */
+export const EXIT_INTERRUPTED = 130;
 
 const DEFAULT_IMAGE = "coding-agent:v0";
 const PRESETS: Readonly<Record<string, string>> = Object.freeze({
@@ -381,19 +383,44 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
     concurrency: chosen.scripted ? 1 : 4,
     scope: inTree,
   });
+  // Ctrl-C: the turns in flight finish and the run stops there, resumable; a second Ctrl-C, or
+  // one at a prompt (whose request is already on disk), stops at once.
+  const drain = new AbortController();
+  let prompting = false;
+  using _interrupts = io.onInterrupt?.(() => {
+    const now = prompting || drain.signal.aborted;
+    shown.note(
+      now
+        ? `libos agent: stopped; continue with "libos agent --resume ${root.pid}"`
+        : "libos agent: stopping after the current turn (Ctrl-C again stops at once; the run stays resumable)",
+    );
+    drain.abort();
+    if (!now) return "handled";
+    try {
+      runtime.store.flush();
+    } catch {
+      // Whatever was not committed is recovered on resume.
+    }
+    return "exit";
+  }) ?? { [Symbol.dispose]() {} };
   let parked: HumanRequest | null = null;
   for (;;) {
-    await scheduler.runUntilIdle();
+    await scheduler.runUntilIdle({ drain: drain.signal });
     showMessages();
     root = runtime.processes.get(pid);
-    if (isFinal(root.status)) break;
+    if (isFinal(root.status) || drain.signal.aborted) break;
     parked = parkedRequest(runtime, treeProcesses(runtime, inTree));
     if (!parked || !human) break;
     const request = parked;
     // Durable before a human sees it: a launcher killed at its prompt leaves the process parked
     // on this very request, and another terminal can decide it.
     runtime.store.flush();
-    await shown.hold(() => answer(runtime, human, request));
+    prompting = true;
+    try {
+      await shown.hold(() => answer(runtime, human, request));
+    } finally {
+      prompting = false;
+    }
     parked = null;
     // The decision (this one, or one made first in another terminal) made a process runnable.
     scheduler.refresh();
@@ -402,7 +429,9 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
   root = runtime.processes.get(pid);
   const summary = auditSummary(runtime, treeProcesses(runtime, inTree).map((p) => p.pid));
   const result = resultOf(runtime, root);
-  const status = exitStatus(root, parked);
+  const status = drain.signal.aborted && !isFinal(root.status)
+    ? EXIT_INTERRUPTED
+    : exitStatus(root, parked);
   runtime.audit.append({
     actor: "operator",
     pid,
@@ -420,6 +449,7 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
       message: root.message,
       result,
       waiting: parked ? { request: parked.id, kind: parked.kind } : null,
+      interrupted: drain.signal.aborted,
       db: dbPath,
       audit_summary: summary,
     });
@@ -443,7 +473,11 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
       } ${parked.id}", then continue with "libos agent --resume ${pid}".`,
     );
   } else if (!isFinal(root.status)) {
-    lines.push(`It stopped while ${root.status}; continue with "libos agent --resume ${pid}".`);
+    lines.push(
+      `It stopped${
+        drain.signal.aborted ? " (Ctrl-C)" : ""
+      } while ${root.status}; continue with "libos agent --resume ${pid}".`,
+    );
   }
   lines.push(
     `Audit: ${summary.records} records for this run (${summary.tool_calls} tool calls, ${summary.denied} denied, ${summary.asked} asked, ${summary.human_decisions} human decisions); chain ${
@@ -487,9 +521,13 @@ once (never what a protected path guards, a standing permission or an answer).
 
 A live status line (on a terminal) shows the process, turn and tool. It ends with the final
 report: status, result, an audit summary. --json prints one document:
-{pid, status, message, result, waiting, db, audit_summary}.
+{pid, status, message, result, waiting, interrupted, db, audit_summary}.
 
-Exit status: 0 the process exited, 1 it failed or was killed, 2 usage, 3 it waits on a human.`,
+Ctrl-C lets the turns in flight finish and stops there (exit 130, resumable); a second Ctrl-C,
+or one at a prompt, stops at once.
+
+Exit status: 0 the process exited, 1 it failed or was killed, 2 usage, 3 it waits on a human,
+130 stopped by Ctrl-C.`,
   options: [
     "goal",
     "resume",

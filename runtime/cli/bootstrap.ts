@@ -256,6 +256,9 @@ if (import.meta.main) {
     stdout: "inherit",
     stderr: "inherit",
   }).spawn();
+  // Ctrl-C reaches libos itself (the same terminal process group): it decides what it means
+  // (`libos agent` finishes its turn first); this wrapper only waits for its answer.
+  Deno.addSignalListener("SIGINT", () => {});
   const status = await child.status;
-  Deno.exit(status.code);
+  Deno.exit(status.signal === "SIGINT" ? 130 : status.code);
 }

@@ -34,6 +34,13 @@ if (import.meta.main) {
       write: (text) => write(Deno.stderr, text),
     },
     stderrIsTerminal: Deno.stderr.isTerminal(),
+    onInterrupt: (handler) => {
+      const listener = () => {
+        if (handler() === "exit") Deno.exit(130);
+      };
+      Deno.addSignalListener("SIGINT", listener);
+      return { [Symbol.dispose]: () => Deno.removeSignalListener("SIGINT", listener) };
+    },
     columns: () => {
       try {
         return Deno.consoleSize().columns;
