@@ -6,8 +6,8 @@
  * The runtime underneath always parks an action that needs a human (the `queue` human mode),
  * so what a human decides is durable: the launcher then answers the parked request itself — at
  * the terminal (`interactive`, the request rendered with every value escaped and the diff shown)
- * or automatically (`--yes`: each action once, never a protected path) — or, with `--human queue`, stops with exit 3 for
- * `libos human approve` and a later `--resume`. A launcher killed at any point leaves a process
+ * or automatically (`--yes`: each action once, never what a protected path guards) — or, with
+ * `--human queue`, stops with exit 3 for `libos human approve` and a later `--resume`. A launcher killed at any point leaves a process
  * that `--resume` continues: a request it was showing is still pending and is shown again.
  *
  * Exit status: 0 the process exited, 1 it failed or was killed (or stopped elsewhere), 2 usage,
@@ -25,7 +25,13 @@ import { OPERATOR_ACTOR } from "../object_memory.ts";
 import { type AgentProcess, isFinal } from "../process.ts";
 import { createRuntime, type Runtime } from "../runtime.ts";
 import { MEMORY_DB } from "../state_paths.ts";
-import { type LauncherHuman, progress, terminalHuman, yesHuman } from "./_agent_terminal.ts";
+import {
+  type LauncherHuman,
+  type Progress,
+  progress,
+  terminalHuman,
+  yesHuman,
+} from "./_agent_terminal.ts";
 import { chooseModel, type ModelChoice } from "./_model_choice.ts";
 import { runLock, treeOf } from "./_run_lock.ts";
 import {
@@ -54,14 +60,6 @@ const PRESETS: Readonly<Record<string, string>> = Object.freeze({
 const AGENT_WALL_TIME_MS = 24 * 60 * 60 * 1000;
 /** How much of a result object the final report shows. */
 const RESULT_CHARS = 8_000;
-
-/** What a launch was started with (kept in its `agent.start` / `agent.resume` audit record). */
-interface LaunchSettings {
-  readonly image: string;
-  readonly mode: string;
-  readonly model: string;
-  readonly human: string;
-}
 
 /** The launcher's settings from the command line, checked before anything is opened. */
 interface Invocation {
@@ -123,8 +121,26 @@ function invocation(parsed: ParsedArgs, io: CliIo): Invocation {
   return { goal, resume, mode, human };
 }
 
-function treeProcesses(runtime: Runtime, inTree: (pid: string) => boolean): AgentProcess[] {
-  return runtime.processes.list({ limit: 10_000 }).filter((p) => inTree(p.pid));
+/**
+ * The process `root` and its descendants, parents before children (other runs in the database
+ * are not read).
+ */
+function treeProcesses(runtime: Runtime, root: string): AgentProcess[] {
+  const out = [runtime.processes.get(root)];
+  for (let i = 0; i < out.length && out.length < 10_000; i++) {
+    let after: string | undefined;
+    for (;;) {
+      const page = runtime.processes.list({
+        parent: out[i]!.pid,
+        limit: 1000,
+        ...(after === undefined ? {} : { afterPid: after }),
+      });
+      out.push(...page);
+      if (page.length < 1000) break;
+      after = page[page.length - 1]!.pid;
+    }
+  }
+  return out;
 }
 
 /** The settings of the last launch of `pid`, from its audit records. */
@@ -235,7 +251,7 @@ function resultOf(runtime: Runtime, p: AgentProcess): { ref: string; content: st
  */
 function skipTaken(runtime: Runtime, chosen: ModelChoice, root: string): void {
   const executor = executorFor(runtime, chosen.model);
-  const taken = treeProcesses(runtime, treeOf(runtime, root)).reduce(
+  const taken = treeProcesses(runtime, root).reduce(
     (n, p) => n + executor.turns(p.pid).length,
     0,
   );
@@ -255,113 +271,79 @@ function exitStatus(root: AgentProcess, parked: HumanRequest | null): number {
   return EXIT_FAILED;
 }
 
-async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
-  const call = invocation(parsed, io);
-  // Everything that can be refused is refused before the database is touched.
-  const chosen = chooseModel(parsed, io, "openai")!;
-  const shellPolicy = shellPolicyOf(parsed);
-  const rules = policyRulesOf(parsed, io);
-  const json = flagOption(parsed, "json");
-  using shown = progress(io, { quiet: json });
-  const human: LauncherHuman | null = call.human === "interactive"
-    ? terminalHuman(io)
-    : call.human === "yes"
-    ? yesHuman((text) => shown.note(text))
-    : null;
-  const workspace = stringOption(parsed, "workspace");
-  const db = stringOption(parsed, "db");
-  const denies = listOption(parsed, "deny");
-  // The run's mode: as given, else (resuming) the one the run was launched with.
-  let mode = call.mode;
-  if (mode === undefined && call.resume !== undefined) {
-    await using peek = await createRuntime({
-      ...(workspace === undefined ? {} : { workspace }),
-      ...(db === undefined ? {} : { db }),
-      env: io.env,
-      cwd: io.cwd,
-      create: false,
-      readOnly: true,
+/** How a run ended, for the report. */
+interface RunEnd {
+  readonly root: AgentProcess;
+  /** The request a process of the run waits on, when nobody here answered it. */
+  readonly parked: HumanRequest | null;
+  /** Ctrl-C stopped the run. */
+  readonly interrupted: boolean;
+}
+
+/**
+ * Spawns the run's process (`--goal`) or takes up a stopped one (`--resume`), holds the run's
+ * lock in `held`, and records the launch — only once every check that can refuse has passed.
+ */
+function launch(
+  runtime: Runtime,
+  parsed: ParsedArgs,
+  call: Invocation,
+  chosen: ModelChoice,
+  mode: string,
+  held: DisposableStack,
+): AgentProcess {
+  const record = (root: AgentProcess, action: string, extra: Record<string, string> = {}) =>
+    runtime.audit.append({
+      actor: "operator",
+      pid: root.pid,
+      action,
+      resource: `process:${root.pid}`,
+      decision: "none",
+      authority: "operator",
+      detail: { image: root.image, mode, model: chosen.spec, human: call.human, ...extra },
     });
-    mode = lastLaunch(peek, call.resume).mode;
-  }
-  mode ??= "workspace-write";
-  await using runtime = await createRuntime({
-    ...(workspace === undefined ? {} : { workspace }),
-    ...(db === undefined ? {} : { db }),
-    mode,
-    ...(denies.length === 0 ? {} : { denies }),
-    rules,
-    ...(shellPolicy === undefined ? {} : { shellPolicy }),
-    // Asks park durably; this launcher (or a later one, or `libos human`) answers them.
-    human: call.human === "none" ? "none" : "queue",
-    env: io.env,
-    cwd: io.cwd,
-    create: call.resume === undefined,
-    secrets: chosen.secrets,
-  });
-  const settings = (image: string): LaunchSettings => ({
-    image,
-    mode,
-    model: chosen.spec,
-    human: call.human,
-  });
-  // Released when the command ends, however it ends.
-  using held = new DisposableStack();
-  let root: AgentProcess;
   if (call.goal !== undefined) {
-    const image = stringOption(parsed, "image") ?? DEFAULT_IMAGE;
     // A day of wall time: as long as a request stays answerable, so a run parked on a human
     // overnight can still be resumed (the runtime's default is an hour).
-    root = runtime.processes.spawn({
+    const root = runtime.processes.spawn({
       goal: call.goal,
-      image,
+      image: stringOption(parsed, "image") ?? DEFAULT_IMAGE,
       budgets: { maxWallTimeMs: AGENT_WALL_TIME_MS },
     });
     held.use(runLock(runtime, root.pid));
-    runtime.audit.append({
-      actor: "operator",
-      pid: root.pid,
-      action: "agent.start",
-      resource: `process:${root.pid}`,
-      decision: "none",
-      authority: "operator",
-      detail: { ...settings(image) },
-    });
-  } else {
-    root = runtime.processes.get(call.resume!);
-    if (root.parent !== null) {
-      throw new ValidationError(
-        `Process ${root.pid} is a child of ${root.parent}; resume the top-level process of its tree (libos sessions lists them)`,
-      );
-    }
-    held.use(runLock(runtime, root.pid));
-    // A scripted model goes on where the stopped run left it: after the turns already taken.
-    // Checked before anything is recorded: a refused resume leaves no trace to be resumed from.
-    if (chosen.scripted) skipTaken(runtime, chosen, root.pid);
-    runtime.audit.append({
-      actor: "operator",
-      pid: root.pid,
-      action: "agent.resume",
-      resource: `process:${root.pid}`,
-      decision: "none",
-      authority: "operator",
-      detail: { ...settings(root.image), from: root.status },
-    });
+    record(root, "agent.start");
+    return root;
   }
-  const pid = root.pid;
-  const inTree = treeOf(runtime, pid);
-  if (!json) {
-    io.stderr(
-      `libos agent: ${call.goal !== undefined ? "started" : "resuming"} ${pid} (image ${
-        field(root.image)
-      }, mode ${mode}, model ${field(chosen.spec)}, human ${call.human}); database ${
-        field(runtime.location.path, 4096)
-      }\n`,
+  const root = runtime.processes.get(call.resume!);
+  if (root.parent !== null) {
+    throw new ValidationError(
+      `Process ${root.pid} is a child of ${root.parent}; resume the top-level process of its tree (libos sessions lists them)`,
     );
   }
+  held.use(runLock(runtime, root.pid));
+  // A scripted model goes on where the stopped run left it: after the turns already taken.
+  // Checked before anything is recorded: a refused resume leaves no trace to be resumed from.
+  if (chosen.scripted) skipTaken(runtime, chosen, root.pid);
+  record(root, "agent.resume", { from: root.status });
+  return root;
+}
+
+/**
+ * Runs the tree of `pid` until its process ends, waits on a human nobody here answers, or
+ * Ctrl-C stops it; answers parked requests with `human` between runs of the scheduler.
+ */
+async function runTree(
+  runtime: Runtime,
+  io: CliIo,
+  pid: string,
+  chosen: ModelChoice,
+  human: LauncherHuman | null,
+  shown: Progress,
+  json: boolean,
+): Promise<RunEnd> {
   const seenMessages = new Set<string>();
   const showMessages = () => {
-    for (const p of treeProcesses(runtime, inTree)) {
+    for (const p of treeProcesses(runtime, pid)) {
       for (const m of runtime.human.list({ pid: p.pid, statuses: ["delivered"], limit: 1000 })) {
         if (m.kind !== "output" || seenMessages.has(m.id)) continue;
         seenMessages.add(m.id);
@@ -381,7 +363,7 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
   // process.wait syscall does not hold the only slot its child needs).
   using scheduler = runtime.scheduler(executor, {
     concurrency: chosen.scripted ? 1 : 4,
-    scope: inTree,
+    scope: treeOf(runtime, pid),
   });
   // Ctrl-C: the turns in flight finish and the run stops there, resumable; a second Ctrl-C, or
   // one at a prompt (whose request is already on disk), stops at once.
@@ -391,7 +373,7 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
     const now = prompting || drain.signal.aborted;
     shown.note(
       now
-        ? `libos agent: stopped; continue with "libos agent --resume ${root.pid}"`
+        ? `libos agent: stopped; continue with "libos agent --resume ${pid}"`
         : "libos agent: stopping after the current turn (Ctrl-C again stops at once; the run stays resumable)",
     );
     drain.abort();
@@ -403,35 +385,41 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
     }
     return "exit";
   }) ?? { [Symbol.dispose]() {} };
-  let parked: HumanRequest | null = null;
   for (;;) {
     await scheduler.runUntilIdle({ drain: drain.signal });
     showMessages();
-    root = runtime.processes.get(pid);
-    if (isFinal(root.status) || drain.signal.aborted) break;
-    parked = parkedRequest(runtime, treeProcesses(runtime, inTree));
-    if (!parked || !human) break;
-    const request = parked;
+    const root = runtime.processes.get(pid);
+    const interrupted = drain.signal.aborted;
+    const parked = isFinal(root.status) || interrupted
+      ? null
+      : parkedRequest(runtime, treeProcesses(runtime, pid));
+    if (!parked || !human) return { root, parked, interrupted };
     // Durable before a human sees it: a launcher killed at its prompt leaves the process parked
     // on this very request, and another terminal can decide it.
     runtime.store.flush();
     prompting = true;
     try {
-      await shown.hold(() => answer(runtime, human, request));
+      await shown.hold(() => answer(runtime, human, parked));
     } finally {
       prompting = false;
     }
-    parked = null;
     // The decision (this one, or one made first in another terminal) made a process runnable.
     scheduler.refresh();
   }
-  shown[Symbol.dispose]();
-  root = runtime.processes.get(pid);
-  const summary = auditSummary(runtime, treeProcesses(runtime, inTree).map((p) => p.pid));
+}
+
+/** Prints the final report (or the `--json` document); returns the exit status. */
+function report(
+  io: CliIo,
+  json: boolean,
+  runtime: Runtime,
+  end: RunEnd,
+): number {
+  const { root, parked, interrupted } = end;
+  const pid = root.pid;
+  const summary = auditSummary(runtime, treeProcesses(runtime, pid).map((p) => p.pid));
   const result = resultOf(runtime, root);
-  const status = drain.signal.aborted && !isFinal(root.status)
-    ? EXIT_INTERRUPTED
-    : exitStatus(root, parked);
+  const status = interrupted && !isFinal(root.status) ? EXIT_INTERRUPTED : exitStatus(root, parked);
   runtime.audit.append({
     actor: "operator",
     pid,
@@ -449,7 +437,7 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
       message: root.message,
       result,
       waiting: parked ? { request: parked.id, kind: parked.kind } : null,
-      interrupted: drain.signal.aborted,
+      interrupted,
       db: dbPath,
       audit_summary: summary,
     });
@@ -475,7 +463,7 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
   } else if (!isFinal(root.status)) {
     lines.push(
       `It stopped${
-        drain.signal.aborted ? " (Ctrl-C)" : ""
+        interrupted ? " (Ctrl-C)" : ""
       } while ${root.status}; continue with "libos agent --resume ${pid}".`,
     );
   }
@@ -487,6 +475,63 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
   );
   io.stdout(lines.join("\n") + "\n");
   return status;
+}
+
+async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
+  const call = invocation(parsed, io);
+  // Everything that can be refused is refused before the database is touched.
+  const chosen = chooseModel(parsed, io, "openai")!;
+  const shellPolicy = shellPolicyOf(parsed);
+  const rules = policyRulesOf(parsed, io);
+  const json = flagOption(parsed, "json");
+  using shown = progress(io, { quiet: json });
+  const human: LauncherHuman | null = call.human === "interactive"
+    ? terminalHuman(io)
+    : call.human === "yes"
+    ? yesHuman((text) => shown.note(text))
+    : null;
+  const workspace = stringOption(parsed, "workspace");
+  const db = stringOption(parsed, "db");
+  const denies = listOption(parsed, "deny");
+  const place = {
+    ...(workspace === undefined ? {} : { workspace }),
+    ...(db === undefined ? {} : { db }),
+    env: io.env,
+    cwd: io.cwd,
+  };
+  // The run's mode: as given, else (resuming) the one the run was launched with.
+  let mode = call.mode;
+  if (mode === undefined && call.resume !== undefined) {
+    await using peek = await createRuntime({ ...place, create: false, readOnly: true });
+    mode = lastLaunch(peek, call.resume).mode;
+  }
+  mode ??= "workspace-write";
+  await using runtime = await createRuntime({
+    ...place,
+    mode,
+    ...(denies.length === 0 ? {} : { denies }),
+    rules,
+    ...(shellPolicy === undefined ? {} : { shellPolicy }),
+    // Asks park durably; this launcher (or a later one, or `libos human`) answers them.
+    human: call.human === "none" ? "none" : "queue",
+    create: call.resume === undefined,
+    secrets: chosen.secrets,
+  });
+  // Released when the command ends, however it ends.
+  using held = new DisposableStack();
+  const root = launch(runtime, parsed, call, chosen, mode, held);
+  if (!json) {
+    io.stderr(
+      `libos agent: ${call.goal !== undefined ? "started" : "resuming"} ${root.pid} (image ${
+        field(root.image)
+      }, mode ${mode}, model ${field(chosen.spec)}, human ${call.human}); database ${
+        field(runtime.location.path, 4096)
+      }\n`,
+    );
+  }
+  const end = await runTree(runtime, io, root.pid, chosen, human, shown, json);
+  shown[Symbol.dispose]();
+  return report(io, json, runtime, end);
 }
 
 /** The `agent` command. */
