@@ -754,3 +754,42 @@ Deno.test("libos agent on a real terminal: the first Ctrl-C mid-turn lets the ru
     "the command ran to its end",
   );
 });
+
+Deno.test("libos sessions --all lists the runs of every workspace's database in the state directory, with the workspace to resume in; a damaged database is skipped and said", async () => {
+  using s = sandbox();
+  const script = fixture(s.workspace);
+  const other = join(s.workspace, "..", "ws2");
+  Deno.mkdirSync(other);
+  const here = await s.json("agent", "--goal", "here", "--model", `replay:${script}`, "--yes");
+  const there = await s.json(
+    "agent",
+    "--goal",
+    "there",
+    "--workspace",
+    other,
+    "--model",
+    `replay:${join(REPO, "examples", "agent", "survey.jsonl")}`,
+    "--human",
+    "none",
+  );
+  assert.equal(here.status, 0, here.stdout);
+  assert.equal(there.status, 0, there.stdout);
+  // Garbage where a database would be.
+  Deno.writeTextFileSync(join(s.state, "libos", `${"e".repeat(64)}.db`), "not a database");
+  const local = await s.json("sessions");
+  assert.deepEqual(
+    (local.doc.sessions as { goal: string }[]).map((x) => x.goal),
+    ["here"],
+    "by default, this workspace's runs only",
+  );
+  const all = await s.json("sessions", "--all");
+  assert.equal(all.status, 0, all.stdout);
+  const runs = all.doc.sessions as { goal: string; workspace: string; db: string }[];
+  assert.deepEqual(runs.map((x) => x.goal).sort(), ["here", "there"]);
+  assert.equal(runs.find((x) => x.goal === "there")?.workspace, Deno.realPathSync(other));
+  assert.equal(runs.find((x) => x.goal === "here")?.workspace, s.workspace);
+  assert.equal((all.doc.unreadable as string[]).length, 1);
+  const text = await s.cli("sessions", "--all");
+  assert.match(text.stdout, /skipped .*e{64}\.db: it could not be read/);
+  assert.match(text.stdout, /there/);
+});

@@ -311,7 +311,7 @@ function launch(
       budgets: { maxWallTimeMs: AGENT_WALL_TIME_MS },
     });
     held.use(runLock(runtime, root.pid));
-    record(root, "agent.start");
+    record(root, "agent.start", { workspace: runtime.location.workspace });
     return root;
   }
   const root = runtime.processes.get(call.resume!);
