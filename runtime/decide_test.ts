@@ -605,14 +605,17 @@ const CASES: readonly Case[] = [
   },
   // Layer 2: secret-bearing reads.
   ...([
-    [".env", "**/.env"],
-    ["deploy/.env.local", "**/.env.*"],
+    [".env", "**/.env*"],
+    ["deploy/.env.local", "**/.env*"],
     ["key.pem", "**/*.pem"],
     ["ssh/id_rsa", "**/id_*"],
     [".npmrc", "**/.npmrc"],
     ["home/.netrc", "**/.netrc"],
     [".git-credentials", "**/.git-credentials"],
-    ["config/.ENV", "**/.env"],
+    ["config/.ENV", "**/.env*"],
+    // `.env*` as DESIGN §2 says: direnv's .envrc and other spellings too.
+    [".envrc", "**/.env*"],
+    ["app/.env_production", "**/.env*"],
   ] as const).map(([path, glob]): Case => ({
     name: `secret: reading ${path} asks even under an allow-all read capability`,
     mode: "workspace-write",
@@ -629,7 +632,7 @@ const CASES: readonly Case[] = [
     wall: false,
     caps: [ALLOW_ALL_READ],
     action: read(".env"),
-    expected: ask("protected:**/.env"),
+    expected: ask("protected:**/.env*"),
   },
   {
     name: "secret: a deny capability on a secret file still denies",

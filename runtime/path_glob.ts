@@ -140,8 +140,7 @@ export const PROTECTED_GLOBS: readonly string[] = Object.freeze([
 
 /** Files whose reads ask even under a broad read grant (DESIGN §2). */
 export const SECRET_GLOBS: readonly string[] = Object.freeze([
-  "**/.env",
-  "**/.env.*",
+  "**/.env*",
   "**/*.pem",
   "**/id_*",
   "**/.npmrc",

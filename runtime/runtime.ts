@@ -81,6 +81,11 @@ export interface RuntimeOptions extends RunOptions {
   readonly shell?: ShellProvider;
   /** The run's shell policy level (default `allowlist_auto_else_ask`). */
   readonly shellPolicy?: ShellPolicyLevel;
+  /**
+   * Every shell command inside the OS wall with secret-bearing files covered and `.git` and
+   * `.gitmodules` read-only, and none without the wall (default false; `libos agent --yes`).
+   */
+  readonly shieldShell?: boolean;
   /** Where bare program names are looked up (default: the fixed system directories). */
   readonly searchPath?: readonly string[];
   /** Known secret values, removed from every shell output. */
@@ -294,6 +299,7 @@ function build(options: RuntimeOptions): Runtime {
       ...(options.searchPath === undefined ? {} : { searchPath: options.searchPath }),
       ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
       ...(options.shellLimits === undefined ? {} : { limits: options.shellLimits }),
+      ...(options.shieldShell === undefined ? {} : { shield: options.shieldShell }),
       hidden: hiddenFromCommands(location, options.env ?? Deno.env),
     }),
     net: new NetPrimitive({

@@ -793,3 +793,90 @@ Deno.test("libos sessions --all lists the runs of every workspace's database in 
   assert.match(text.stdout, /skipped .*e{64}\.db: it could not be read/);
   assert.match(text.stdout, /there/);
 });
+
+Deno.test("libos agent runs the toolmaker image end to end: propose, validate (sandbox), register (the --yes human approves it), call a JIT tool — on a model that reads its tool results (a local chat-completions server)", async () => {
+  using s = sandbox();
+  const SOURCE = "export async function run(args, libos) {\n" +
+    "  const text = await libos.call('fs.read_text', { path: args.path });\n" +
+    "  return text.content.split('\\n').filter((l) => l.startsWith('FAILED')).length;\n}\n";
+  Deno.writeTextFileSync(join(s.workspace, "log.txt"), "FAILED a\nok b\nFAILED c\n");
+  const results: string[] = [];
+  /** The proposal's oid, from the first tool result the model was shown. */
+  const proposal = () => (JSON.parse(results[0]!) as { value: { oid: string } }).value.oid;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const body = await req.json() as { messages: { role: string; content: string }[] };
+    const lastTool = body.messages.filter((m) => m.role === "tool").at(-1)?.content;
+    if (lastTool !== undefined) results.push(lastTool);
+    const n = results.length;
+    const toolCall = (name: string, args: unknown) => ({
+      content: null,
+      tool_calls: [{
+        id: `call_${n}`,
+        type: "function",
+        function: { name, arguments: JSON.stringify(args) },
+      }],
+    });
+    const message = n === 0
+      ? toolCall("propose_jit_tool", {
+        name: "count_failed",
+        description: "Count the FAILED lines of a text file.",
+        input_schema: { type: "object", properties: { path: { type: "string" } } },
+        output_schema: { type: "number" },
+        source: SOURCE,
+        tests: [{
+          name: "two failures",
+          args: { path: "x.log" },
+          syscalls: [{
+            name: "fs.read_text",
+            args: { path: "x.log" },
+            result: { content: "FAILED 1\nFAILED 2\nok" },
+          }],
+          expect: 2,
+        }],
+      })
+      : n === 1
+      ? toolCall("validate_jit_tool", { oid: proposal() })
+      : n === 2
+      ? toolCall("register_jit_tool", { oid: proposal() })
+      : n === 3
+      ? toolCall("count_failed", { path: "log.txt" })
+      : { content: `count_failed says ${lastTool}` };
+    return Response.json({
+      id: "c",
+      object: "chat.completion",
+      created: 1,
+      model: "m",
+      choices: [{
+        index: 0,
+        finish_reason: "tool_calls" in message ? "tool_calls" : "stop",
+        message: { role: "assistant", ...message },
+      }],
+    });
+  });
+  try {
+    const run = await cli(
+      s,
+      {
+        env: {
+          OPENAI_API_KEY: "sk-local",
+          OPENAI_MODEL: "m",
+          OPENAI_BASE_URL: `http://127.0.0.1:${server.addr.port}/v1`,
+        },
+      },
+      "agent",
+      "--goal",
+      "Make a tool that counts failures, then use it on log.txt",
+      "--image",
+      "toolmaker-agent:v0",
+      "--yes",
+      "--json",
+    );
+    assert.equal(run.status, 0, run.stdout + run.stderr + results.join("\n"));
+    assert.match(results[1] ?? "", /"ok":true/, `validated: ${results[1]}`);
+    assert.match(results[2] ?? "", /"ok":true/, `registered: ${results[2]}`);
+    assert.match(run.stderr, /--yes approved .*count_failed/, "registration was approved once");
+    assert.equal(JSON.parse(results[3] ?? "{}").value, 2, `called: ${results[3]}`);
+  } finally {
+    await server.shutdown();
+  }
+});

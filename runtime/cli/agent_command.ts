@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { JitSandbox, JitValidator, lifecycleFor } from "../../jit/mod.ts";
 import type { JsonValue } from "../canonical_json.ts";
 import { UsageError, ValidationError } from "../errors.ts";
 import { escapePreview } from "../escape_preview.ts";
@@ -44,6 +45,8 @@ import {
 } from "./_options.ts";
 import { EXIT_FAILED, EXIT_OK, field, printJson } from "./_output.ts";
 import { policyRulesOf, shellPolicyOf } from "./_run_options.ts";
+
+export { type LauncherHuman, terminalHuman, yesHuman } from "./_agent_terminal.ts";
 
 /** Exit status: the process waits on a human (`--human queue`). */
 export const EXIT_PARKED = 3;
@@ -514,9 +517,16 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
     ...(shellPolicy === undefined ? {} : { shellPolicy }),
     // Asks park durably; this launcher (or a later one, or `libos human`) answers them.
     human: call.human === "none" ? "none" : "queue",
+    // Nobody reads what --yes approves: the wall keeps secrets and .git out of every command's reach.
+    shieldShell: call.human === "yes",
     create: call.resume === undefined,
     secrets: chosen.secrets,
   });
+  // JIT tools (propose, validate, register, call): the toolmaker image's, and any a process
+  // registered before a restart. Sandboxes start only when a tool is validated or called.
+  await using sandbox = new JitSandbox();
+  await using validator = new JitValidator();
+  lifecycleFor(runtime, { sandbox, validator });
   // Released when the command ends, however it ends.
   using held = new DisposableStack();
   const root = launch(runtime, parsed, call, chosen, mode, held);

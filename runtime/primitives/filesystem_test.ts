@@ -512,12 +512,12 @@ Deno.test("FilesystemPrimitive.readText asks before reading .env under a broad r
     () => f.runtime.primitives.fs.readText(f.pid, { path: ".env" }),
     HumanDecisionError,
   );
-  assert.equal(error.reason, "protected:**/.env");
+  assert.equal(error.reason, "protected:**/.env*");
   assert.ok(!error.message.includes("sk-live-do-not-leak-123"));
   assert.ok(!JSON.stringify(error).includes("sk-live-do-not-leak-123"));
   assertAuditedRefusal(f.runtime, f.pid, "fs.read", ".env", {
     decision: "ask",
-    authority: "protected:**/.env",
+    authority: "protected:**/.env*",
   });
   assert.equal(Deno.readTextFileSync(join(f.ws, ".env")), value);
 });

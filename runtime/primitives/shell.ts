@@ -45,6 +45,9 @@
  * @module
  */
 import { SYSTEM_PATH } from "../system_path.ts";
+import { SHIELD_SCAN_BUDGET, type ShieldMounts, shieldMounts } from "./_shield.ts";
+
+export { SHIELD_SCAN_BUDGET, type ShieldMounts, shieldMounts };
 import { join, relative, resolve } from "node:path";
 import type { ActionLedger } from "../action_ledger.ts";
 import type { Authority } from "../authority.ts";
@@ -172,6 +175,12 @@ export interface ShellPrimitiveOptions {
   readonly limits?: Partial<ShellLimits>;
   /** The commit identity git uses where a repository sets none (default {@link DEFAULT_GIT_IDENTITY}). */
   readonly gitIdentity?: GitIdentity;
+  /**
+   * Every run inside the OS wall with secret-bearing files covered and protected paths read-only
+   * (`_shield.ts`), and no run without the wall: what `libos agent --yes` runs under, where no
+   * person reads the commands it approves.
+   */
+  readonly shield?: boolean;
 }
 
 /** A commit identity. */
@@ -225,6 +234,7 @@ export class ShellPrimitive implements AsyncDisposable {
   readonly limits: ShellLimits;
   #wall: Promise<boolean> | undefined;
   #homes: string | undefined;
+  readonly #shield: boolean;
   readonly #hidden: readonly string[];
 
   /**
@@ -266,6 +276,7 @@ export class ShellPrimitive implements AsyncDisposable {
       }
     }
     this.#redactor = redactor(options.secrets ?? []);
+    this.#shield = options.shield ?? false;
     this.#hidden = Object.freeze(
       [...new Set(options.hidden ?? [])].filter((dir) =>
         dir.startsWith("/") && dir !== "/" && !insideWorkspace(this.#workspace, dir)
@@ -278,7 +289,9 @@ export class ShellPrimitive implements AsyncDisposable {
    * what is bound read-only on top: the scratch git configuration, and every search path
    * directory a hidden one would otherwise take away (e.g. `~/.local/bin`).
    */
-  #mounts(): { hidden: string[]; readOnly: string[] } {
+  #mounts(
+    shield: ShieldMounts | undefined,
+  ): { hidden: string[]; readOnly: string[]; masked: string[] } {
     const isDir = (dir: string) => {
       try {
         return Deno.statSync(dir).isDirectory;
@@ -293,8 +306,36 @@ export class ShellPrimitive implements AsyncDisposable {
       readOnly: [
         join(this.#scratch(), "gitconfig"),
         ...this.#searchPath.filter((dir) => under(dir) && isDir(dir)),
+        ...(shield?.readOnly ?? []),
       ],
+      masked: [...(shield?.masked ?? [])],
     };
+  }
+
+  /**
+   * The shield's mounts for a run now (under the workspace lock, so no primitive changes the
+   * workspace while they are found), or undefined when the run is not shielded.
+   * @throws {LibosError} `shield_unavailable` without the OS wall; `shield_incomplete` for a
+   *   workspace too large to look through.
+   */
+  #shielded(wall: boolean): ShieldMounts | undefined {
+    if (!this.#shield) return undefined;
+    if (!wall) {
+      throw new LibosError(
+        "shield_unavailable",
+        "caller",
+        "This run shields what protected paths guard (libos agent --yes), which only the OS wall can do, and the wall is off here; install bubblewrap, or run the agent with a person answering (a terminal, or --human queue)",
+      );
+    }
+    const mounts = shieldMounts(this.#fs, this.#workspace);
+    if (mounts.partial) {
+      throw new LibosError(
+        "shield_incomplete",
+        "caller",
+        `The workspace has more than ${SHIELD_SCAN_BUDGET} directories, too many to find every secret-bearing file and protected path in before a shielded run (libos agent --yes); run the agent with a person answering (a terminal, or --human queue)`,
+      );
+    }
+    return mounts;
   }
 
   /**
@@ -854,6 +895,8 @@ export class ShellPrimitive implements AsyncDisposable {
         authority = `cap:${approved.capability.id}`;
       }
       return await this.#lock.exclusive(async () => {
+        // Shielded: decided before anything is used up, so a refused run costs no approval.
+        const shield = this.#shielded(wall);
         // Use up every one-shot capability behind this run before it starts (compare-and-set).
         for (const cap of new Set(used)) this.#authority.capabilities.consume(cap);
         const warnings: string[] = [];
@@ -884,7 +927,7 @@ export class ShellPrimitive implements AsyncDisposable {
                 workspace: this.#workspace,
                 writable: !["read-only", "plan"].includes(this.#modeOf(pid)),
                 home,
-                ...this.#mounts(),
+                ...this.#mounts(shield),
                 network,
               }
               : null,

@@ -44,6 +44,11 @@ export interface WallSpec {
    * before the workspace is bound, so a workspace inside one stays visible.
    */
   readonly hidden?: readonly string[];
+  /**
+   * Workspace files covered by an empty read-only file (`/dev/null`), after every other bind: a
+   * command reads nothing of them and cannot change them.
+   */
+  readonly masked?: readonly string[];
 }
 
 /** One run. */
@@ -274,6 +279,7 @@ export function launchArgv(
       wall.home,
       wall.home,
       ...(wall.readOnly ?? []).flatMap((path) => ["--ro-bind", path, path]),
+      ...(wall.masked ?? []).flatMap((path) => ["--ro-bind", "/dev/null", path]),
       ...WALL_NAMESPACES,
       ...WALL_PRIVILEGES,
       ...(wall.network ? [] : ["--unshare-net"]),
