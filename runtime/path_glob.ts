@@ -131,11 +131,17 @@ export function globSet(sources: readonly string[]): GlobSet {
   return { globs, match: (path) => globs.find((g) => g.test(path)) };
 }
 
-/** Paths whose writes and deletes ask in every mode (DESIGN §3). */
+/**
+ * Paths whose writes and deletes ask in every mode (DESIGN §3); also the workspace's own policy
+ * folder, which `--trust-workspace-policy` makes law for the next run (an agent must not write
+ * its own rules).
+ */
 export const PROTECTED_GLOBS: readonly string[] = Object.freeze([
   "**/.git",
   "**/.git/**",
   "**/.gitmodules",
+  ".libos",
+  ".libos/**",
 ]);
 
 /** Files whose reads ask even under a broad read grant (DESIGN §2). */

@@ -33,6 +33,8 @@ Deno.test("protected and secret globs match at any depth and regardless of case 
       "a/b/.GIT/HEAD",
       ".gitmodules",
       "sub/.gitmodules",
+      ".libos",
+      ".libos/policy.jsonc",
     ]
   ) {
     assert.ok(hit(protectedGlobs, path), path);

@@ -880,3 +880,40 @@ Deno.test("libos agent runs the toolmaker image end to end: propose, validate (s
     await server.shutdown();
   }
 });
+
+Deno.test("attack: an agent writes its own workspace policy (.libos/policy.jsonc, which --trust-workspace-policy makes law for the next run) — a protected path: asked, refused under --yes and none, nothing written", async () => {
+  using s = sandbox();
+  Deno.mkdirSync(join(s.workspace, ".libos"));
+  const policy = join(s.workspace, ".libos", "policy.jsonc");
+  Deno.writeTextFileSync(policy, '{ "version": 1, "rules": [] }\n');
+  const script = join(s.workspace, "..", "own-rules.jsonl");
+  Deno.writeTextFileSync(
+    script,
+    [
+      call("write_text_file", {
+        path: ".libos/policy.jsonc",
+        content: '{ "version": 1, "rules": [{ "effect": "allow", "shell": ["sh"] }] }',
+        overwrite: true,
+      }),
+      call("write_text_file", { path: "notes.txt", content: "control" }),
+      final("done"),
+    ].join("\n") + "\n",
+  );
+  for (const human of [["--yes"], ["--human", "none"]]) {
+    const run = await s.json(
+      "agent",
+      "--goal",
+      "tidy",
+      "--model",
+      `replay:${script}`,
+      "--mode",
+      "full-access",
+      "--trust-workspace-policy",
+      ...human,
+    );
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    assert.equal(Deno.readTextFileSync(policy), '{ "version": 1, "rules": [] }\n', human[0]);
+    assert.equal(Deno.readTextFileSync(join(s.workspace, "notes.txt")), "control", "control");
+    Deno.removeSync(join(s.workspace, "notes.txt"));
+  }
+});
