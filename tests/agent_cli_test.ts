@@ -23,6 +23,21 @@ import {
   turn,
 } from "./agent_fixture.ts";
 
+/** `deno task libos agent --resume PID --model replay:SCRIPT …MORE` through the real bootstrap. */
+function resumeThroughBootstrap(s: Sandbox, pid: string, script: string, ...more: string[]) {
+  return task(
+    s.workspace,
+    s.state,
+    "libos",
+    "agent",
+    "--resume",
+    pid,
+    "--model",
+    `replay:${script}`,
+    ...more,
+  );
+}
+
 /** `libos agent --goal "Make the test pass" --model replay:SCRIPT …MORE --json` in process. */
 function fixRun(s: Sandbox, script: string, ...more: string[]) {
   return s.json("agent", "--goal", "Make the test pass", "--model", `replay:${script}`, ...more);
@@ -274,18 +289,7 @@ Deno.test("libos agent killed at its terminal prompt: --resume shows the same re
   const [session] = sessions.doc.sessions as { pid: string; status: string }[];
   assert.equal(session?.status, "waiting_human", "parked on the request it was showing");
   // A later launcher (here: the real bootstrap again, answering with --yes) takes it up.
-  const resumed = await task(
-    s.workspace,
-    s.state,
-    "libos",
-    "agent",
-    "--resume",
-    session!.pid,
-    "--model",
-    `replay:${script}`,
-    "--yes",
-    "--json",
-  );
+  const resumed = await resumeThroughBootstrap(s, session!.pid, script, "--yes", "--json");
   assert.equal(resumed.status, 0, resumed.stdout + resumed.stderr);
   assert.match(resumed.stderr, new RegExp(`--yes approved shell\\.run .*request ${request}`));
   assert.equal(JSON.parse(resumed.stdout).status, "exited");
@@ -421,18 +425,7 @@ Deno.test("libos agent: a second launcher on a run another launcher is running i
     assert.match(launcher.screen, /Approval request hreq_[0-9a-f]{12} \(pending\)/);
     const pid = ((await s.json("sessions")).doc.sessions as { pid: string }[])[0]!.pid;
     const before = (await s.json("human", "list")).doc.requests;
-    const second = await task(
-      s.workspace,
-      s.state,
-      "libos",
-      "agent",
-      "--resume",
-      pid,
-      "--model",
-      `replay:${script}`,
-      "--yes",
-      "--json",
-    );
+    const second = await resumeThroughBootstrap(s, pid, script, "--yes", "--json");
     assert.equal(second.status, 1, second.stdout + second.stderr);
     const error = JSON.parse(second.stdout).error as { code: string; message: string };
     assert.equal(error.code, "run_busy");
@@ -444,17 +437,7 @@ Deno.test("libos agent: a second launcher on a run another launcher is running i
     launcher.kill();
     await launcher.close();
     // The kernel dropped the dead launcher's lock: the run can be taken up.
-    const again = await task(
-      s.workspace,
-      s.state,
-      "libos",
-      "agent",
-      "--resume",
-      pid,
-      "--model",
-      `replay:${script}`,
-      "--yes",
-    );
+    const again = await resumeThroughBootstrap(s, pid, script, "--yes");
     assert.equal(again.status, 0, again.stdout + again.stderr);
   } finally {
     await launcher.close();
@@ -679,17 +662,7 @@ Deno.test("libos agent on a real terminal: Ctrl-C at the prompt stops it at once
   assert.equal(pending.length, 1, "the request it was showing is still pending");
   const [session] = (await s.json("sessions")).doc.sessions as { pid: string; status: string }[];
   assert.equal(session?.status, "waiting_human");
-  const resumed = await task(
-    s.workspace,
-    s.state,
-    "libos",
-    "agent",
-    "--resume",
-    session!.pid,
-    "--model",
-    `replay:${script}`,
-    "--yes",
-  );
+  const resumed = await resumeThroughBootstrap(s, session!.pid, script, "--yes");
   assert.equal(resumed.status, 0, resumed.stdout + resumed.stderr);
   assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), FIXED);
 });

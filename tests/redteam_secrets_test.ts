@@ -27,7 +27,7 @@ import { join, relative } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { deflateSync } from "node:zlib";
 import { yesHuman } from "../runtime/cli/agent_command.ts";
-import { createRuntime, type Runtime } from "../runtime/runtime.ts";
+import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
 import { JitSandbox, JitValidator, lifecycleFor } from "../jit/mod.ts";
 import { REPO, type Sandbox, sandbox } from "./_cli_sandbox.ts";
 import { call, cli, final } from "./agent_fixture.ts";
@@ -346,6 +346,17 @@ async function loadWideImage(s: Sandbox): Promise<string> {
 
 // ------------------------------------------------------------------------------ reads that hold
 
+/** A runtime on the sandbox's database, as the CLI would open it there. */
+function openRuntime(s: Sandbox, options: RuntimeOptions): Promise<Runtime> {
+  const env: Record<string, string> = { XDG_STATE_HOME: s.state, HOME: join(s.state, "home") };
+  return createRuntime({
+    workspace: s.workspace,
+    db: s.dbPath(),
+    env: { get: (n) => env[n] },
+    ...options,
+  });
+}
+
 Deno.test("attack: read_text_file of every promised secret (.env, .env.local, id_rsa, *.pem, .npmrc, .netrc, .git-credentials; upper case, ./, sub/../, nested) under --yes and --human none, workspace-write and full-access — refused; the control file is read", async () => {
   const secrets = [
     ".env",
@@ -487,15 +498,8 @@ Deno.test("attack: memory objects (create_object_from_file .env), forked childre
 Deno.test("attack: a JIT tool (registered by the process) reads .env through the fs.read_text syscall — the --yes human refuses it; the control file is read", async () => {
   using s = sandbox();
   workspace(s.workspace);
-  const env: Record<string, string> = { XDG_STATE_HOME: s.state, HOME: join(s.state, "home") };
   {
-    await using runtime = await createRuntime({
-      workspace: s.workspace,
-      db: s.dbPath(),
-      env: { get: (n) => env[n] },
-      mode: "full-access",
-      human: "queue",
-    });
+    await using runtime = await openRuntime(s, { mode: "full-access", human: "queue" });
     await using jitSandbox = new JitSandbox();
     await using validator = new JitValidator();
     const lifecycle = lifecycleFor(runtime, { sandbox: jitSandbox, validator });
@@ -691,15 +695,8 @@ Deno.test("attack: under --yes, a spawned child (coding-agent, nothing handed do
 Deno.test("attack: a JIT tool runs cat .env through the shell.run syscall — the --yes human approves it, the shield covers .env", async () => {
   using s = sandbox();
   workspace(s.workspace);
-  const env: Record<string, string> = { XDG_STATE_HOME: s.state, HOME: join(s.state, "home") };
-  await using runtime = await createRuntime({
-    workspace: s.workspace,
-    db: s.dbPath(),
-    env: { get: (n) => env[n] },
-    human: "queue",
-    // As `libos agent --yes` builds it.
-    shieldShell: true,
-  });
+  // As `libos agent --yes` builds it.
+  await using runtime = await openRuntime(s, { human: "queue", shieldShell: true });
   await using jitSandbox = new JitSandbox();
   await using validator = new JitValidator();
   const lifecycle = lifecycleFor(runtime, { sandbox: jitSandbox, validator });

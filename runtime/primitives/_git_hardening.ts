@@ -30,6 +30,7 @@
  *
  * @module
  */
+import { boundedWalk } from "./_walk.ts";
 import { join } from "node:path";
 import type { FilesystemProvider } from "../providers/filesystem.ts";
 
@@ -254,26 +255,10 @@ export function findRepositories(
     }
     if (dir === "/") break;
   }
-  const queue = [start];
-  let partial = false;
-  for (let head = 0; head < queue.length; head++) {
-    if (head >= budget) {
-      partial = true;
-      break;
-    }
-    const dir = queue[head]!;
-    let entries;
-    try {
-      entries = [...fs.readDir(dir)];
-    } catch {
-      continue;
-    }
-    for (const entry of entries) {
-      if (!entry.isDirectory || entry.isSymlink || entry.name === ".git") continue;
-      const child = join(dir, entry.name);
-      if (hasGit(child) && !repositories.includes(child)) repositories.push(child);
-      queue.push(child);
-    }
-  }
+  const { partial } = boundedWalk(fs, start, budget, (child, entry) => {
+    if (!entry.isDirectory || entry.isSymlink || entry.name === ".git") return false;
+    if (hasGit(child) && !repositories.includes(child)) repositories.push(child);
+    return true;
+  });
   return { repositories, partial };
 }

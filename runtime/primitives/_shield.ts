@@ -8,9 +8,10 @@
  *
  * @module
  */
-import { join, relative } from "node:path";
+import { relative } from "node:path";
 import { globSet, PROTECTED_GLOBS, SECRET_GLOBS } from "../path_glob.ts";
 import type { FilesystemProvider } from "../providers/filesystem.ts";
+import { boundedWalk } from "./_walk.ts";
 
 /** How many directories the shield's walk visits at most. */
 export const SHIELD_SCAN_BUDGET = 20_000;
@@ -39,51 +40,34 @@ export function shieldMounts(
   const masked: string[] = [];
   const readOnly: string[] = [];
   // Regular files seen, by identity: a hard link to a secret is masked with it.
-  const files: { path: string; key: string; nlink: number }[] = [];
+  const files: { path: string; key: string }[] = [];
   const secretKeys = new Set<string>();
-  const queue = [workspace];
-  let partial = false;
-  for (let head = 0; head < queue.length; head++) {
-    if (head >= budget) {
-      partial = true;
-      break;
+  const { partial } = boundedWalk(fs, workspace, budget, (path, entry) => {
+    const rel = relative(workspace, path);
+    if (!entry.isSymlink && guarded.match(rel)) {
+      // `.git` as a whole (its contents come with it), `.gitmodules`, `.libos`.
+      readOnly.push(path);
+      return false;
     }
-    const dir = queue[head]!;
-    let entries;
+    // A symlink is not followed: reading through it reaches a masked file, or one outside.
+    if (entry.isSymlink) return false;
+    if (entry.isDirectory) return true;
+    let facts;
     try {
-      entries = [...fs.readDir(dir)];
+      facts = fs.lstat(path);
     } catch {
-      continue;
+      return false;
     }
-    for (const entry of entries) {
-      const path = join(dir, entry.name);
-      const rel = relative(workspace, path);
-      if (!entry.isSymlink && guarded.match(rel)) {
-        // `.git` as a whole (its contents come with it), `.gitmodules`.
-        readOnly.push(path);
-        continue;
-      }
-      if (entry.isSymlink) continue; // reading through it reaches a masked file, or one outside
-      if (entry.isDirectory) {
-        queue.push(path);
-        continue;
-      }
-      let facts;
-      try {
-        facts = fs.lstat(path);
-      } catch {
-        continue;
-      }
-      if (!facts.isFile) continue;
-      const key = `${facts.dev}:${facts.ino}`;
-      if (secret.match(rel)) {
-        masked.push(path);
-        secretKeys.add(key);
-      } else if (facts.nlink > 1) {
-        files.push({ path, key, nlink: facts.nlink });
-      }
+    if (!facts.isFile) return false;
+    const key = `${facts.dev}:${facts.ino}`;
+    if (secret.match(rel)) {
+      masked.push(path);
+      secretKeys.add(key);
+    } else if (facts.nlink > 1) {
+      files.push({ path, key });
     }
-  }
+    return false;
+  });
   for (const f of files) if (secretKeys.has(f.key)) masked.push(f.path);
   return { masked, readOnly, partial };
 }
