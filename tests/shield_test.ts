@@ -47,10 +47,10 @@ Deno.test("shieldMounts() finds every secret-bearing file (and a hard link to on
       [...mounts.readOnly].map((p) => p.slice(ws.length + 1)).sort(),
       [".git", ".gitmodules"],
     );
-    assert.equal(mounts.partial, false);
-    // A workspace larger than the budget is said to be partial (the primitive then refuses).
+    assert.equal(mounts.incomplete, null);
+    // A workspace larger than the budget is incomplete (the primitive then refuses).
     for (let i = 0; i < 3; i++) Deno.mkdirSync(join(ws, `d${i}`));
-    assert.equal(shieldMounts(hostFilesystem(), ws, 2).partial, true);
+    assert.match(shieldMounts(hostFilesystem(), ws, 2).incomplete ?? "", /more than 2 directories/);
     assert.ok(SHIELD_SCAN_BUDGET >= 10_000);
   } finally {
     Deno.removeSync(ws, { recursive: true });
@@ -128,3 +128,18 @@ function existsFile(path: string): boolean {
     return false;
   }
 }
+
+Deno.test("shieldMounts() protects a repository's core.hooksPath (husky's .husky): hooks kept in ordinary files run on the user's next commit", () => {
+  const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-shield-" }));
+  try {
+    Deno.mkdirSync(join(ws, ".git"));
+    Deno.writeTextFileSync(join(ws, ".git", "config"), "[core]\n\thooksPath = .husky\n");
+    Deno.mkdirSync(join(ws, ".husky"));
+    Deno.writeTextFileSync(join(ws, ".husky", "pre-commit"), "npm test\n");
+    const mounts = shieldMounts(hostFilesystem(), ws);
+    assert.deepEqual([...mounts.readOnly].sort(), [join(ws, ".git"), join(ws, ".husky")]);
+    assert.equal(mounts.incomplete, null);
+  } finally {
+    Deno.removeSync(ws, { recursive: true });
+  }
+});

@@ -10,13 +10,14 @@ import type { DirEntry, FilesystemProvider } from "../providers/filesystem.ts";
 /**
  * Visits every entry below `start`, directory by directory, at most `budget` directories; enters
  * a directory (not a symlink to one) when `visit` returns true for it. An unreadable directory is
- * skipped. Returns whether the budget cut the walk short.
+ * skipped, or — with `unreadable` — reported there. Returns whether the budget cut the walk short.
  */
 export function boundedWalk(
   fs: FilesystemProvider,
   start: string,
   budget: number,
   visit: (path: string, entry: DirEntry) => boolean,
+  unreadable?: (dir: string) => void,
 ): { readonly partial: boolean } {
   const queue = [start];
   for (let head = 0; head < queue.length; head++) {
@@ -26,6 +27,7 @@ export function boundedWalk(
     try {
       entries = [...fs.readDir(dir)];
     } catch {
+      unreadable?.(dir);
       continue;
     }
     for (const entry of entries) {

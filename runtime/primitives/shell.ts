@@ -328,11 +328,11 @@ export class ShellPrimitive implements AsyncDisposable {
       );
     }
     const mounts = shieldMounts(this.#fs, this.#workspace);
-    if (mounts.partial) {
+    if (mounts.incomplete !== null) {
       throw new LibosError(
         "shield_incomplete",
         "caller",
-        `The workspace has more than ${SHIELD_SCAN_BUDGET} directories, too many to find every secret-bearing file and protected path in before a shielded run (libos agent --yes); run the agent with a person answering (a terminal, or --human queue)`,
+        `A shielded run (libos agent --yes) must first find every secret-bearing file and protected path in the workspace, and ${mounts.incomplete} (at most ${SHIELD_SCAN_BUDGET} directories are looked through); fix that, or run the agent with a person answering (a terminal, or --human queue)`,
       );
     }
     return mounts;
