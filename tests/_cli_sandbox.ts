@@ -80,7 +80,17 @@ export function tamper(dbPath: string, sql: string): void {
  * Runs `deno task …` in a fresh process. TMPDIR points at a private folder, so the temporary
  * directory grant does not happen to cover the workspace, state or database under test.
  */
-export async function task(cwd: string, state: string, ...args: string[]): Promise<Run> {
+export function task(cwd: string, state: string, ...args: string[]): Promise<Run> {
+  return taskWith({}, cwd, state, ...args);
+}
+
+/** {@link task} with more environment variables (`OPENAI_*` for a local endpoint, …). */
+export async function taskWith(
+  more: Record<string, string>,
+  cwd: string,
+  state: string,
+  ...args: string[]
+): Promise<Run> {
   const temp = Deno.makeTempDirSync({ prefix: "libos-task-tmp-" });
   const output = await new Deno.Command(Deno.execPath(), {
     args: ["task", "--quiet", `--config=${join(REPO, "deno.json")}`, ...args],
@@ -90,6 +100,7 @@ export async function task(cwd: string, state: string, ...args: string[]): Promi
     clearEnv: true,
     env: {
       ...Object.fromEntries(Object.entries(Deno.env.toObject()).filter(([k]) => k !== "INIT_CWD")),
+      ...more,
       XDG_STATE_HOME: state,
       TMPDIR: temp,
       DENO_NO_UPDATE_CHECK: "1",

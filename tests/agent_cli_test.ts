@@ -8,10 +8,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createRuntime } from "../runtime/runtime.ts";
-import { REPO, type Sandbox, sandbox, task } from "./_cli_sandbox.ts";
+import { REPO, type Sandbox, sandbox, task, taskWith } from "./_cli_sandbox.ts";
 import {
   BROKEN,
   call,
+  type ChatAnswer,
+  chatEndpoint,
   cli,
   fakeTerminal,
   final,
@@ -19,7 +21,7 @@ import {
   fixture,
   onTerminal,
   SCRIPT,
-  terminalCommand,
+  type SentMessage,
   turn,
 } from "./agent_fixture.ts";
 
@@ -308,61 +310,38 @@ Deno.test("libos agent with its default model: an OpenAI-compatible endpoint fro
   using s = sandbox();
   fixture(s.workspace);
   const KEY = "sk-test-launcher-0123456789abcdef";
-  const bodies: Record<string, unknown>[] = [];
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+  const bodies: { model?: string; messages: readonly SentMessage[] }[] = [];
+  await using endpoint = chatEndpoint((body, req) => {
     assert.equal(req.headers.get("authorization"), `Bearer ${KEY}`);
-    bodies.push(await req.json() as Record<string, unknown>);
-    const message = bodies.length === 1
-      ? {
-        content: null,
-        tool_calls: [{
-          id: "call_1",
-          type: "function",
-          function: { name: "read_text_file", arguments: '{"path":"src/mathlib.py"}' },
-        }],
-      }
+    bodies.push(body);
+    return bodies.length === 1
+      ? { calls: [{ name: "read_text_file", arguments: { path: "src/mathlib.py" } }] }
       : { content: "add() adds one too many." };
-    return Response.json({
-      id: "chatcmpl-1",
-      object: "chat.completion",
-      created: 1,
-      model: "local-model",
-      choices: [{
-        index: 0,
-        finish_reason: bodies.length === 1 ? "tool_calls" : "stop",
-        message: { role: "assistant", ...message },
-      }],
-      usage: { prompt_tokens: 50, completion_tokens: 7, total_tokens: 57 },
-    });
   });
-  try {
-    const run = await cli(
-      s,
-      {
-        env: {
-          OPENAI_API_KEY: KEY,
-          OPENAI_MODEL: "local-model",
-          OPENAI_BASE_URL: `http://127.0.0.1:${server.addr.port}/v1`,
-        },
+  const run = await cli(
+    s,
+    {
+      env: {
+        OPENAI_API_KEY: KEY,
+        OPENAI_MODEL: "local-model",
+        OPENAI_BASE_URL: endpoint.baseURL,
       },
-      "agent",
-      "--goal",
-      "Find the bug",
-      "--json",
-    );
-    assert.equal(run.status, 0, run.stdout + run.stderr);
-    const doc = JSON.parse(run.stdout) as { status: string; result: { content: string } };
-    assert.equal(doc.status, "exited");
-    assert.equal(doc.result.content, "add() adds one too many.");
-    assert.equal(bodies.length, 2);
-    assert.equal(bodies[0]!.model, "local-model");
-    // The second request carries the tool's result: the file the model asked for.
-    assert.match(JSON.stringify(bodies[1]!.messages), /return a \+ b \+ 1/);
-    const sessions = await s.json("sessions");
-    assert.equal((sessions.doc.sessions as { model: string }[])[0]?.model, "openai:local-model");
-  } finally {
-    await server.shutdown();
-  }
+    },
+    "agent",
+    "--goal",
+    "Find the bug",
+    "--json",
+  );
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  const doc = JSON.parse(run.stdout) as { status: string; result: { content: string } };
+  assert.equal(doc.status, "exited");
+  assert.equal(doc.result.content, "add() adds one too many.");
+  assert.equal(bodies.length, 2);
+  assert.equal(bodies[0]!.model, "local-model");
+  // The second request carries the tool's result: the file the model asked for.
+  assert.match(JSON.stringify(bodies[1]!.messages), /return a \+ b \+ 1/);
+  const sessions = await s.json("sessions");
+  assert.equal((sessions.doc.sessions as { model: string }[])[0]?.model, "openai:local-model");
   for (const file of [s.dbPath(), `${s.dbPath()}-wal`]) {
     let bytes: Uint8Array;
     try {
@@ -675,41 +654,18 @@ Deno.test("libos agent on a real terminal: the first Ctrl-C mid-turn lets the ru
     script,
     [call("run_shell_command", { argv: ["sleep", "2"] }), final("Slept.")].join("\n") + "\n",
   );
-  const temp = Deno.makeTempDirSync({ prefix: "libos-agent-tmp-" });
-  const child = terminalCommand(s, temp, [
-    "agent",
-    "--goal",
-    "sleep",
-    "--model",
-    `replay:${script}`,
-    "--shell-policy",
-    "always_allow",
-    "--yes",
-  ], { stdin: "piped" }).spawn();
-  const writer = child.stdin.getWriter();
-  const reader = child.stdout.getReader();
-  const decoder = new TextDecoder();
-  let screen = "";
+  const launcher = await onTerminal(s, script, {
+    more: ["--shell-policy", "always_allow", "--yes"],
+    until: /turn 1 · run_shell_command/,
+  });
+  let screen = launcher.screen;
   try {
-    const deadline = Date.now() + 60_000;
-    while (!screen.includes("turn 1 · run_shell_command") && Date.now() < deadline) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      screen += decoder.decode(value, { stream: true });
-    }
-    assert.ok(screen.includes("turn 1 · run_shell_command"), screen);
-    await writer.write(new TextEncoder().encode("\x03"));
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      screen += decoder.decode(value, { stream: true });
-    }
-    assert.equal((await child.status).code, 130, screen);
+    assert.match(screen, /turn 1 · run_shell_command/);
+    const { rest, code } = await launcher.type("\x03");
+    screen += rest;
+    assert.equal(code, 130, screen);
   } finally {
-    await reader.cancel().catch(() => {});
-    await writer.close().catch(() => {});
-    await child.status;
-    Deno.removeSync(temp, { recursive: true });
+    await launcher.close();
   }
   assert.match(screen, /stopping after the current turn/);
   assert.match(screen, /It stopped \(Ctrl-C\) while runnable/);
@@ -776,82 +732,63 @@ Deno.test("libos agent runs the toolmaker image end to end: propose, validate (s
   const results: string[] = [];
   /** The proposal's oid, from the first tool result the model was shown. */
   const proposal = () => (JSON.parse(results[0]!) as { value: { oid: string } }).value.oid;
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
-    const body = await req.json() as { messages: { role: string; content: string }[] };
+  await using endpoint = chatEndpoint((body) => {
     const lastTool = body.messages.filter((m) => m.role === "tool").at(-1)?.content;
-    if (lastTool !== undefined) results.push(lastTool);
-    const n = results.length;
-    const toolCall = (name: string, args: unknown) => ({
-      content: null,
-      tool_calls: [{
-        id: `call_${n}`,
-        type: "function",
-        function: { name, arguments: JSON.stringify(args) },
-      }],
+    if (typeof lastTool === "string") results.push(lastTool);
+    const call = (name: string, args: unknown): ChatAnswer => ({
+      calls: [{ name, arguments: args }],
     });
-    const message = n === 0
-      ? toolCall("propose_jit_tool", {
-        name: "count_failed",
-        description: "Count the FAILED lines of a text file.",
-        input_schema: { type: "object", properties: { path: { type: "string" } } },
-        output_schema: { type: "number" },
-        source: SOURCE,
-        tests: [{
-          name: "two failures",
-          args: { path: "x.log" },
-          syscalls: [{
-            name: "fs.read_text",
+    switch (results.length) {
+      case 0:
+        return call("propose_jit_tool", {
+          name: "count_failed",
+          description: "Count the FAILED lines of a text file.",
+          input_schema: { type: "object", properties: { path: { type: "string" } } },
+          output_schema: { type: "number" },
+          source: SOURCE,
+          tests: [{
+            name: "two failures",
             args: { path: "x.log" },
-            result: { content: "FAILED 1\nFAILED 2\nok" },
+            syscalls: [{
+              name: "fs.read_text",
+              args: { path: "x.log" },
+              result: { content: "FAILED 1\nFAILED 2\nok" },
+            }],
+            expect: 2,
           }],
-          expect: 2,
-        }],
-      })
-      : n === 1
-      ? toolCall("validate_jit_tool", { oid: proposal() })
-      : n === 2
-      ? toolCall("register_jit_tool", { oid: proposal() })
-      : n === 3
-      ? toolCall("count_failed", { path: "log.txt" })
-      : { content: `count_failed says ${lastTool}` };
-    return Response.json({
-      id: "c",
-      object: "chat.completion",
-      created: 1,
-      model: "m",
-      choices: [{
-        index: 0,
-        finish_reason: "tool_calls" in message ? "tool_calls" : "stop",
-        message: { role: "assistant", ...message },
-      }],
-    });
+        });
+      case 1:
+        return call("validate_jit_tool", { oid: proposal() });
+      case 2:
+        return call("register_jit_tool", { oid: proposal() });
+      case 3:
+        return call("count_failed", { path: "log.txt" });
+      default:
+        return { content: `count_failed says ${lastTool}` };
+    }
   });
-  try {
-    const run = await cli(
-      s,
-      {
-        env: {
-          OPENAI_API_KEY: "sk-local",
-          OPENAI_MODEL: "m",
-          OPENAI_BASE_URL: `http://127.0.0.1:${server.addr.port}/v1`,
-        },
+  const run = await cli(
+    s,
+    {
+      env: {
+        OPENAI_API_KEY: "sk-local",
+        OPENAI_MODEL: "m",
+        OPENAI_BASE_URL: endpoint.baseURL,
       },
-      "agent",
-      "--goal",
-      "Make a tool that counts failures, then use it on log.txt",
-      "--image",
-      "toolmaker-agent:v0",
-      "--yes",
-      "--json",
-    );
-    assert.equal(run.status, 0, run.stdout + run.stderr + results.join("\n"));
-    assert.match(results[1] ?? "", /"ok":true/, `validated: ${results[1]}`);
-    assert.match(results[2] ?? "", /"ok":true/, `registered: ${results[2]}`);
-    assert.match(run.stderr, /--yes approved .*count_failed/, "registration was approved once");
-    assert.equal(JSON.parse(results[3] ?? "{}").value, 2, `called: ${results[3]}`);
-  } finally {
-    await server.shutdown();
-  }
+    },
+    "agent",
+    "--goal",
+    "Make a tool that counts failures, then use it on log.txt",
+    "--image",
+    "toolmaker-agent:v0",
+    "--yes",
+    "--json",
+  );
+  assert.equal(run.status, 0, run.stdout + run.stderr + results.join("\n"));
+  assert.match(results[1] ?? "", /"ok":true/, `validated: ${results[1]}`);
+  assert.match(results[2] ?? "", /"ok":true/, `registered: ${results[2]}`);
+  assert.match(run.stderr, /--yes approved .*count_failed/, "registration was approved once");
+  assert.equal(JSON.parse(results[3] ?? "{}").value, 2, `called: ${results[3]}`);
 });
 
 Deno.test("attack: an agent writes its own workspace policy (.libos/policy.jsonc, which --trust-workspace-policy makes law for the next run) — a protected path: asked, refused under --yes and none, nothing written", async () => {
@@ -889,4 +826,29 @@ Deno.test("attack: an agent writes its own workspace policy (.libos/policy.jsonc
     assert.equal(Deno.readTextFileSync(join(s.workspace, "notes.txt")), "control", "control");
     Deno.removeSync(join(s.workspace, "notes.txt"));
   }
+});
+
+Deno.test("deno task libos agent with its default model through the real bootstrap: OPENAI_* reach it, the network to the endpoint's host:port is granted and nothing else is needed", async () => {
+  using s = sandbox();
+  await using endpoint = chatEndpoint(() => ({ content: "hello from the endpoint" }));
+  const run = await taskWith(
+    {
+      OPENAI_API_KEY: "sk-local",
+      OPENAI_MODEL: "m",
+      OPENAI_BASE_URL: endpoint.baseURL,
+    },
+    s.workspace,
+    s.state,
+    "libos",
+    "agent",
+    "--goal",
+    "say hello",
+    "--human",
+    "none",
+    "--json",
+  );
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  const doc = JSON.parse(run.stdout) as { status: string; result: { content: string } };
+  assert.equal(doc.status, "exited");
+  assert.equal(doc.result.content, "hello from the endpoint");
 });

@@ -70,6 +70,61 @@ export function fixture(workspace: string): string {
   return script;
 }
 
+/** One message of a chat-completions request, as the endpoint receives it. */
+export interface SentMessage {
+  readonly role: string;
+  readonly content: string | null;
+}
+
+/** What the endpoint answers a request with: text, or tool calls. */
+export type ChatAnswer =
+  | { readonly content: string }
+  | { readonly calls: readonly { readonly name: string; readonly arguments: unknown }[] };
+
+/**
+ * A local OpenAI-compatible chat-completions endpoint: `answer` gets each request's body (and
+ * the request) and says what the model replies. `baseURL` goes in `OPENAI_BASE_URL`.
+ */
+export function chatEndpoint(
+  answer: (
+    body: { readonly model?: string; readonly messages: readonly SentMessage[] },
+    request: Request,
+  ) => ChatAnswer,
+): { readonly baseURL: string } & AsyncDisposable {
+  let n = 0;
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const body = await req.json() as { model?: string; messages?: SentMessage[] };
+    const reply = answer({ ...body, messages: body.messages ?? [] }, req);
+    n++;
+    const message = "calls" in reply
+      ? {
+        content: null,
+        tool_calls: reply.calls.map((c, i) => ({
+          id: `call_${n}_${i}`,
+          type: "function",
+          function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+        })),
+      }
+      : { content: reply.content };
+    return Response.json({
+      id: `chatcmpl-${n}`,
+      object: "chat.completion",
+      created: 1,
+      model: body.model ?? "local-model",
+      choices: [{
+        index: 0,
+        finish_reason: "calls" in reply ? "tool_calls" : "stop",
+        message: { role: "assistant", ...message },
+      }],
+      usage: { prompt_tokens: 50, completion_tokens: 7, total_tokens: 57 },
+    });
+  });
+  return {
+    baseURL: `http://127.0.0.1:${server.addr.port}/v1`,
+    [Symbol.asyncDispose]: () => server.shutdown(),
+  };
+}
+
 /** How the in-process CLI sees its terminal and environment. */
 export interface IoOptions {
   readonly terminal?: TerminalIo;
@@ -187,7 +242,7 @@ export function terminalCommand(
 
 /** A launcher started through the real bootstrap on a pseudo-terminal (`script`). */
 export interface TerminalLauncher {
-  /** What the terminal showed up to the first prompt for an approval. */
+  /** What the terminal showed until it started (its first prompt, or what the caller waited for). */
   readonly screen: string;
   /** SIGKILLs the launcher (every process whose arguments name the workspace). */
   kill(): void;
@@ -197,24 +252,33 @@ export interface TerminalLauncher {
   close(): Promise<void>;
 }
 
-/** Starts `libos agent --goal … --model replay:SCRIPT` on a terminal and waits for its first prompt. */
+/** The terminal shows a request and waits for the answer. */
+const PROMPTED = /approve this action, once[^\n]*\n[^]*> /;
+
+/**
+ * Starts `libos agent --goal … --model replay:SCRIPT [MORE…]` on a terminal and reads its screen
+ * until `until` shows (default: its first prompt for an approval).
+ */
 export async function onTerminal(
   s: { workspace: string; state: string },
   script: string,
+  options: { readonly more?: readonly string[]; readonly until?: RegExp } = {},
 ): Promise<TerminalLauncher> {
   const temp = Deno.makeTempDirSync({ prefix: "libos-agent-tmp-" });
+  const until = options.until ?? PROMPTED;
   const child = terminalCommand(s, temp, [
     "agent",
     "--goal",
     "Make the test pass",
     "--model",
     `replay:${script}`,
+    ...(options.more ?? []),
   ], { stdin: "piped" }).spawn();
   let screen = "";
   const reader = child.stdout.getReader();
   const decoder = new TextDecoder();
   const deadline = Date.now() + 60_000;
-  while (!/approve this action, once[^\n]*\n[^]*> /.test(screen) && Date.now() < deadline) {
+  while (!until.test(screen) && Date.now() < deadline) {
     const { value, done } = await reader.read();
     if (done) break;
     screen += decoder.decode(value, { stream: true });

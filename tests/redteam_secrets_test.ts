@@ -30,7 +30,7 @@ import { yesHuman } from "../runtime/cli/agent_command.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
 import { JitSandbox, JitValidator, lifecycleFor } from "../jit/mod.ts";
 import { REPO, type Sandbox, sandbox } from "./_cli_sandbox.ts";
-import { call, cli, final } from "./agent_fixture.ts";
+import { call, chatEndpoint, cli, final, type SentMessage } from "./agent_fixture.ts";
 
 /** The secret's unique marker. */
 const MARKER = "SECRET-MARKER-7f3a";
@@ -188,12 +188,6 @@ interface ScriptTurn {
   readonly tool_calls?: readonly { readonly name: string; readonly arguments: unknown }[];
 }
 
-/** A request's message, as far as the tests read it. */
-interface SentMessage {
-  readonly role?: string;
-  readonly content?: unknown;
-}
-
 /** What a run showed the model. */
 interface ModelView {
   /** Every request the model received, as JSON. */
@@ -207,11 +201,10 @@ interface ModelView {
  * process is told apart by its goal, so a child plays its own lines), recording what it is sent.
  */
 function fakeModel(script: Readonly<Record<string, readonly string[]>>) {
-  const requests: Record<string, SentMessage[][]> = {};
+  const requests: Record<string, (readonly SentMessage[])[]> = {};
   let all = "";
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
-    const body = await req.json() as { messages?: SentMessage[] };
-    const messages = body.messages ?? [];
+  const endpoint = chatEndpoint((body) => {
+    const messages = body.messages;
     all += JSON.stringify(messages) + "\n";
     const first = messages.find((m) => m.role === "user")?.content;
     const goal = /^Goal: ([^\n]*)/.exec(typeof first === "string" ? first : "")?.[1] ?? "";
@@ -220,28 +213,7 @@ function fakeModel(script: Readonly<Record<string, readonly string[]>>) {
     const line = script[goal]?.[seen.length - 1];
     const turn: ScriptTurn = line === undefined ? { content: "done" } : JSON.parse(line);
     const calls = turn.tool_calls ?? [];
-    const message = calls.length > 0
-      ? {
-        content: null,
-        tool_calls: calls.map((c, i) => ({
-          id: `call_${seen.length}_${i}`,
-          type: "function",
-          function: { name: c.name, arguments: JSON.stringify(c.arguments) },
-        })),
-      }
-      : { content: turn.content ?? "done" };
-    return Response.json({
-      id: `chatcmpl-${seen.length}`,
-      object: "chat.completion",
-      created: 1,
-      model: "redteam-model",
-      choices: [{
-        index: 0,
-        finish_reason: calls.length > 0 ? "tool_calls" : "stop",
-        message: { role: "assistant", ...message },
-      }],
-      usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
-    });
+    return calls.length > 0 ? { calls } : { content: turn.content ?? "done" };
   });
   const view: ModelView = {
     get all() {
@@ -256,11 +228,11 @@ function fakeModel(script: Readonly<Record<string, readonly string[]>>) {
   return {
     env: {
       OPENAI_API_KEY: "sk-redteam-secrets-0000",
-      OPENAI_BASE_URL: `http://127.0.0.1:${server.addr.port}/v1`,
+      OPENAI_BASE_URL: endpoint.baseURL,
     },
     view,
     async [Symbol.asyncDispose]() {
-      await server.shutdown();
+      await endpoint[Symbol.asyncDispose]();
     },
   };
 }

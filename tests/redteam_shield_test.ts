@@ -13,7 +13,13 @@
 import assert from "node:assert/strict";
 import { LibosError } from "../runtime/errors.ts";
 import { join } from "node:path";
-import { type ShellFixture, shellFixture, wallTestMode } from "./shell_fixture.ts";
+import {
+  exists,
+  runWorkspaceScript,
+  type ShellFixture,
+  shellFixture,
+  wallTestMode,
+} from "./shell_fixture.ts";
 
 const mode = wallTestMode();
 const SECRET = "SECRET-redteam-7f3a";
@@ -30,26 +36,33 @@ function seed(ws: string): void {
   Deno.writeTextFileSync(join(ws, ".git", "config"), GIT_CONFIG);
 }
 
-/** Runs `script` as a workspace script (always_allow runs a workspace script without asking). */
+/** Runs `script` as a workspace script, in the wall. */
 async function sh(f: ShellFixture, script: string, name = "run.sh") {
-  Deno.writeTextFileSync(join(f.ws, name), script + "\n");
-  const r = await f.runtime.primitives.shell.run(f.pid, { argv: ["sh", name] });
+  const r = await runWorkspaceScript(f, script, name);
   assert.equal(r.wall, true, "the run was walled");
   return r;
 }
 
-/** A shielded fixture (always_allow, the wall, the shield). */
-async function shielded(): Promise<ShellFixture> {
-  return await shellFixture({ level: "always_allow", wall: true, extra: { shieldShell: true } });
+/** A shielded fixture (always_allow, the wall, the shield), seeded unless `bare`. */
+async function shielded(bare = false): Promise<ShellFixture> {
+  const f = await shellFixture({ level: "always_allow", wall: true, extra: { shieldShell: true } });
+  if (!bare) seed(f.ws);
+  return f;
 }
 
-function exists(path: string): boolean {
-  try {
-    Deno.lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
+/**
+ * Runs `script` (its last line prints the notes) and asserts it ran and read no secret, against
+ * the holders seen `before`.
+ */
+async function sealedRun(
+  f: ShellFixture,
+  before: ReadonlySet<string>,
+  script: string | readonly string[],
+  name?: string,
+) {
+  const r = await sh(f, typeof script === "string" ? script : script.join("\n"), name);
+  assert.match(r.stdout, new RegExp(NOTES), "the command ran");
+  assertNoSecret(f.ws, before, r);
 }
 
 /** The identities (`dev:ino`) of the regular files under `dir` whose content holds the secret. */
@@ -107,7 +120,6 @@ Deno.test({
   ignore: mode.ignore,
   fn: async () => {
     await using f = await shielded();
-    seed(f.ws);
     let deep = f.ws;
     for (let i = 0; i < 80; i++) deep = join(deep, "d");
     Deno.mkdirSync(deep, { recursive: true });
@@ -118,8 +130,9 @@ Deno.test({
       Deno.writeTextFileSync(join(deep, name), `${SECRET}\n`);
     }
     const before = holders(f.ws);
-    const r = await sh(
+    await sealedRun(
       f,
+      before,
       [
         "cat .ENV .Env.Local KEY.PEM ID_RSA Id_Ed25519.pub .NPMRC 2>/dev/null",
         "grep -ra TOKEN . 2>/dev/null",
@@ -132,8 +145,6 @@ Deno.test({
         "cat notes.txt",
       ].join("\n"),
     );
-    assert.match(r.stdout, new RegExp(NOTES), "the command ran");
-    assertNoSecret(f.ws, before, r);
   },
 });
 
@@ -143,10 +154,10 @@ Deno.test({
   ignore: mode.ignore,
   fn: async () => {
     await using f = await shielded();
-    seed(f.ws);
     const before = holders(f.ws);
-    const r = await sh(
+    await sealedRun(
       f,
+      before,
       [
         'W="$PWD"',
         'cat /proc/self/root"$W"/.env /proc/1/root"$W"/.env /proc/self/cwd/.env /proc/1/cwd/.env 2>/dev/null',
@@ -162,8 +173,6 @@ Deno.test({
         "cat notes.txt",
       ].join("\n"),
     );
-    assert.match(r.stdout, new RegExp(NOTES), "the command ran");
-    assertNoSecret(f.ws, before, r);
   },
 });
 
@@ -173,10 +182,10 @@ Deno.test({
   ignore: mode.ignore,
   fn: async () => {
     await using f = await shielded();
-    seed(f.ws);
     const before = holders(f.ws);
-    const r = await sh(
+    await sealedRun(
       f,
+      before,
       [
         'W="$PWD"',
         "umount .env 2>/dev/null; umount -l .env 2>/dev/null; cat .env 2>/dev/null",
@@ -191,8 +200,6 @@ Deno.test({
         "cat notes.txt",
       ].join("\n"),
     );
-    assert.match(r.stdout, new RegExp(NOTES), "the command ran");
-    assertNoSecret(f.ws, before, r);
     assert.equal(Deno.readTextFileSync(join(f.ws, ".env")), `TOKEN=${SECRET}\n`);
   },
 });
@@ -203,11 +210,11 @@ Deno.test({
   ignore: mode.ignore,
   fn: async () => {
     await using f = await shielded();
-    seed(f.ws);
     Deno.writeTextFileSync(join(f.ws, ".gitmodules"), "");
     const before = holders(f.ws);
-    const r = await sh(
+    await sealedRun(
       f,
+      before,
       [
         "ln .env hl.txt 2>/dev/null; cat hl.txt 2>/dev/null",
         "ln deploy/.env.production hl2.txt 2>/dev/null; cat hl2.txt 2>/dev/null",
@@ -223,8 +230,6 @@ Deno.test({
         "cat notes.txt",
       ].join("\n"),
     );
-    assert.match(r.stdout, new RegExp(NOTES), "the command ran");
-    assertNoSecret(f.ws, before, r);
     assert.equal(Deno.readTextFileSync(join(f.ws, ".env")), `TOKEN=${SECRET}\n`);
     assert.ok(Deno.lstatSync(join(f.ws, ".git")).isDirectory);
     assert.ok(!exists(join(f.ws, ".git", "hooks", "pre-commit")), "no hook");
@@ -233,9 +238,7 @@ Deno.test({
     assert.equal(Deno.readTextFileSync(join(f.ws, ".gitmodules")), "");
     // The rename happened on the host: the next run masks the secret at its new place.
     assert.ok(exists(join(f.ws, "d2", ".env.production")), "the directory was renamed");
-    const next = await sh(f, "cat d2/.env.production 2>/dev/null; cat notes.txt");
-    assert.match(next.stdout, new RegExp(NOTES), "the next command ran");
-    assertNoSecret(f.ws, before, next);
+    await sealedRun(f, before, "cat d2/.env.production 2>/dev/null; cat notes.txt");
   },
 });
 
@@ -245,7 +248,6 @@ Deno.test({
   ignore: mode.ignore,
   fn: async () => {
     await using f = await shielded();
-    seed(f.ws);
     const swap =
       "sleep 1; echo alive > bg_marker.txt; mv deploy d2; mkdir deploy; echo decoy > deploy/.env.production";
     const before = holders(f.ws);
@@ -259,13 +261,12 @@ Deno.test({
     );
     assert.match(first.stdout, /started/, "the command ran");
     // The next run starts while the background process (if it lived) would be sleeping.
-    const second = await sh(
+    await sealedRun(
       f,
+      before,
       "sleep 2; cat d2/.env.production deploy/.env.production 2>/dev/null; cat notes.txt",
       "run2.sh",
     );
-    assert.match(second.stdout, new RegExp(NOTES), "the command ran");
-    assertNoSecret(f.ws, before, second);
     await new Promise((r) => setTimeout(r, 1500));
     assert.ok(!exists(join(f.ws, "bg_marker.txt")), "the background process died with its run");
     assert.equal(
@@ -281,7 +282,6 @@ Deno.test({
   ignore: mode.ignore,
   fn: async () => {
     await using f = await shielded();
-    seed(f.ws);
     Deno.writeTextFileSync(
       join(f.ws, "a.sh"),
       "sleep 0.5; mv deploy d2; mkdir deploy; echo decoy > deploy/.env.production; echo A-ran\n",
@@ -309,7 +309,6 @@ Deno.test({
   ignore: mode.ignore,
   fn: async () => {
     await using f = await shielded();
-    seed(f.ws);
     Deno.mkdirSync(join(f.ws, "keys"));
     Deno.writeTextFileSync(join(f.ws, "keys", "id_rsa"), `${SECRET}\n`);
     const before = holders(f.ws);
@@ -338,48 +337,27 @@ Deno.test({
 // Holes of the first version, closed.
 // ---------------------------------------------------------------------------------------------
 
-Deno.test({
-  name:
-    "attack: move a secret's directory into a new `.GIT` directory; the walk looks inside protected paths too, so the next run reads nothing of it",
-  ignore: mode.ignore,
-  fn: async () => {
-    await using f = await shielded();
-    seed(f.ws);
-    // `.GIT` matches `**/.git` (globs are case-insensitive) but means nothing to git on Linux;
-    // a nested `vendor/.git` does the same.
-    const before = holders(f.ws);
-    const first = await sh(f, "mkdir .GIT && mv deploy .GIT/deploy && echo moved");
-    assert.match(first.stdout, /moved/, "the command ran");
-    const second = await sh(
-      f,
-      "cat .GIT/deploy/.env.production 2>/dev/null; cat notes.txt",
-      "run2.sh",
-    );
-    assert.match(second.stdout, new RegExp(NOTES), "the command ran");
-    assertNoSecret(f.ws, before, second);
-  },
-});
-
-Deno.test({
-  name:
-    "attack: move a secret's directory into a new `.libos`; the next run reads nothing of it (the walk looks inside `.libos` too)",
-  ignore: mode.ignore,
-  fn: async () => {
-    await using f = await shielded();
-    seed(f.ws);
-    assert.ok(!exists(join(f.ws, ".libos")));
-    const before = holders(f.ws);
-    const first = await sh(f, "mkdir .libos && mv deploy .libos/deploy && echo moved");
-    assert.match(first.stdout, /moved/, "the command ran");
-    const second = await sh(
-      f,
-      "cat .libos/deploy/.env.production 2>/dev/null; cat notes.txt",
-      "run2.sh",
-    );
-    assert.match(second.stdout, new RegExp(NOTES), "the command ran");
-    assertNoSecret(f.ws, before, second);
-  },
-});
+for (const dir of [".GIT", ".libos"]) {
+  Deno.test({
+    name:
+      `attack: move a secret's directory into a new \`${dir}\` (a protected path); the walk looks inside protected paths too, so the next run reads nothing of it`,
+    ignore: mode.ignore,
+    fn: async () => {
+      await using f = await shielded();
+      // `.GIT` matches `**/.git` (globs are case-insensitive) but means nothing to git on Linux.
+      assert.ok(!exists(join(f.ws, dir)));
+      const before = holders(f.ws);
+      const first = await sh(f, `mkdir ${dir} && mv deploy ${dir}/deploy && echo moved`);
+      assert.match(first.stdout, /moved/, "the command ran");
+      await sealedRun(
+        f,
+        before,
+        `cat ${dir}/deploy/.env.production 2>/dev/null; cat notes.txt`,
+        "run2.sh",
+      );
+    },
+  });
+}
 
 Deno.test({
   name:
@@ -387,7 +365,6 @@ Deno.test({
   ignore: mode.ignore,
   fn: async () => {
     await using f = await shielded();
-    seed(f.ws);
     const first = await sh(f, "mv deploy \"$(printf 'd\\377')\" && echo moved");
     assert.match(first.stdout, /moved/, "the command ran");
     // The walk cannot name the directory back to the host: the run is refused, not unshielded.
@@ -404,7 +381,6 @@ Deno.test({
   ignore: mode.ignore,
   fn: async () => {
     await using f = await shielded();
-    seed(f.ws);
     hostSh(f.ws, `printf 'TOKEN=${SECRET}\\n' > "$(printf '.env.caf\\351')"`);
     const before = holders(f.ws);
     // The secret cannot be named back to the host to mask it: the run is refused.
@@ -420,13 +396,10 @@ Deno.test({
   ignore: mode.ignore,
   fn: async () => {
     await using f = await shielded();
-    seed(f.ws);
     Deno.mkdirSync(join(f.ws, ".git", "info"));
     Deno.linkSync(join(f.ws, ".env"), join(f.ws, ".git", "info", "env.bak"));
     const before = holders(f.ws);
-    const r = await sh(f, "cat .git/info/env.bak 2>/dev/null; cat notes.txt");
-    assert.match(r.stdout, new RegExp(NOTES), "the command ran");
-    assertNoSecret(f.ws, before, r);
+    await sealedRun(f, before, "cat .git/info/env.bak 2>/dev/null; cat notes.txt");
   },
 });
 
@@ -435,7 +408,8 @@ Deno.test({
     "attack: `.git` as a `gitdir:` file (git init --separate-git-dir) into the workspace: the file is read-only, the repository it names is not; a hook and core.hooksPath are planted",
   ignore: mode.ignore,
   fn: async () => {
-    await using f = await shielded();
+    // Its own repository layout, not the seeded one.
+    await using f = await shielded(true);
     Deno.writeTextFileSync(join(f.ws, "notes.txt"), `${NOTES}\n`);
     const realgit = join(f.ws, "realgit");
     hostSh(f.ws, `git init -q --separate-git-dir="${realgit}" .`);
@@ -462,7 +436,8 @@ Deno.test({
     "attack: `.git` and `.libos` as symlinks to workspace directories: the walk skips symlinks, so neither is read-only and a hook / policy is planted",
   ignore: mode.ignore,
   fn: async () => {
-    await using f = await shielded();
+    // Its own repository layout, not the seeded one.
+    await using f = await shielded(true);
     Deno.writeTextFileSync(join(f.ws, "notes.txt"), `${NOTES}\n`);
     Deno.mkdirSync(join(f.ws, "repo.git", "hooks"), { recursive: true });
     Deno.writeTextFileSync(join(f.ws, "repo.git", "config"), GIT_CONFIG);

@@ -220,6 +220,12 @@ export function plainGitRuns(cwd: string, args: string[], marker: string): boole
   }
 }
 
+/** Runs `body` as a workspace script `name` (`sh NAME`: workspace code, which always_allow runs). */
+export async function runWorkspaceScript(f: ShellFixture, body: string, name = "run.sh") {
+  Deno.writeTextFileSync(join(f.ws, name), body + "\n");
+  return await f.runtime.primitives.shell.run(f.pid, { argv: ["sh", name] });
+}
+
 /** Whether a path exists on the host (a symlink counts, followed or not). */
 export function exists(path: string): boolean {
   try {

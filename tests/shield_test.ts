@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { LibosError } from "../runtime/errors.ts";
 import { SHIELD_SCAN_BUDGET, shieldMounts } from "../runtime/primitives/shell.ts";
 import { hostFilesystem } from "../runtime/providers/filesystem.ts";
-import { type ShellFixture, shellFixture, wallTestMode } from "./shell_fixture.ts";
+import { exists, runWorkspaceScript, shellFixture, wallTestMode } from "./shell_fixture.ts";
 
 const mode = wallTestMode();
 const SECRET = "SECRET-shield-2c41";
@@ -26,12 +26,6 @@ function seed(ws: string): void {
   Deno.mkdirSync(join(ws, ".git", "hooks"), { recursive: true });
   Deno.writeTextFileSync(join(ws, ".git", "config"), "[core]\n\tbare = false\n");
   Deno.writeTextFileSync(join(ws, ".gitmodules"), "");
-}
-
-/** Runs `script` as a workspace script (workspace code: always_allow runs it without asking). */
-async function sh(f: ShellFixture, script: string) {
-  Deno.writeTextFileSync(join(f.ws, "run.sh"), script + "\n");
-  return await f.runtime.primitives.shell.run(f.pid, { argv: ["sh", "run.sh"] });
 }
 
 Deno.test("shieldMounts() finds every secret-bearing file (and a hard link to one) and the protected paths, skipping symlinks", () => {
@@ -78,27 +72,27 @@ Deno.test({
       extra: { shieldShell: true },
     });
     seed(shielded.ws);
-    const r = await sh(shielded, script);
+    const r = await runWorkspaceScript(shielded, script);
     assert.equal(r.wall, true);
     assert.ok(!r.stdout.includes(SECRET), `no secret in ${JSON.stringify(r.stdout)}`);
     assert.match(r.stdout, /plain notes/, "the command ran");
     assert.equal(Deno.readTextFileSync(join(shielded.ws, ".env")), `TOKEN=${SECRET}\n`);
-    assert.ok(!existsFile(join(shielded.ws, ".git", "hooks", "pre-commit")), "no hook");
+    assert.ok(!exists(join(shielded.ws, ".git", "hooks", "pre-commit")), "no hook");
     assert.equal(
       Deno.readTextFileSync(join(shielded.ws, ".git", "config")),
       "[core]\n\tbare = false\n",
     );
     assert.equal(Deno.readTextFileSync(join(shielded.ws, ".gitmodules")), "");
     assert.ok(
-      !existsFile(join(shielded.ws, "copy.txt")) ||
+      !exists(join(shielded.ws, "copy.txt")) ||
         !Deno.readTextFileSync(join(shielded.ws, "copy.txt")).includes(SECRET),
     );
     // Control: the same command without the shield reads and writes all of it.
     await using open = await shellFixture({ level: "always_allow", wall: true });
     seed(open.ws);
-    const c = await sh(open, script);
+    const c = await runWorkspaceScript(open, script);
     assert.ok(c.stdout.includes(SECRET), "unshielded, the secret is read");
-    assert.ok(existsFile(join(open.ws, ".git", "hooks", "pre-commit")), "unshielded, planted");
+    assert.ok(exists(join(open.ws, ".git", "hooks", "pre-commit")), "unshielded, planted");
   },
 });
 
@@ -119,15 +113,6 @@ Deno.test("Shield attack: with the OS wall off, a shielded runtime runs no comma
   const runs = f.runtime.audit.query({ action: "action.intent", limit: 10 });
   assert.equal(runs.length, 0, "nothing was started");
 });
-
-function existsFile(path: string): boolean {
-  try {
-    Deno.lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 Deno.test("shieldMounts() protects a repository's core.hooksPath (husky's .husky): hooks kept in ordinary files run on the user's next commit", () => {
   const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-shield-" }));

@@ -22,6 +22,8 @@ export interface Progress extends Disposable {
   note(text: string): void;
   /** Removes the status line and keeps it away while `during` runs (a prompt). */
   hold<T>(during: () => Promise<T>): Promise<T>;
+  /** Stops the status line for good (before the final report); disposing does the same. */
+  stop(): void;
 }
 
 const CLEAR_LINE = "\r\x1b[2K";
@@ -46,6 +48,10 @@ export function progress(io: CliIo, options: { readonly quiet: boolean }): Progr
     drawn = true;
   };
   const timer = live ? setInterval(draw, 1000) : undefined;
+  const stop = () => {
+    if (timer !== undefined) clearInterval(timer);
+    clear();
+  };
   const clear = () => {
     if (drawn) io.stderr(CLEAR_LINE);
     drawn = false;
@@ -72,10 +78,8 @@ export function progress(io: CliIo, options: { readonly quiet: boolean }): Progr
         held = false;
       }
     },
-    [Symbol.dispose]() {
-      if (timer !== undefined) clearInterval(timer);
-      clear();
-    },
+    stop,
+    [Symbol.dispose]: stop,
   };
 }
 

@@ -540,7 +540,7 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
     );
   }
   const end = await runTree(runtime, io, root.pid, chosen, human, shown, json);
-  shown[Symbol.dispose]();
+  shown.stop();
   return report(io, json, runtime, end);
 }
 
