@@ -32,6 +32,13 @@ import { join } from "node:path";
 import { LibosError, type LibosErrorOptions } from "../runtime/errors.ts";
 import { PROTOCOL_VERSION, type ToolFrame, ToolFrame as ToolFrameSchema } from "./protocol.ts";
 import { VETTED_IMPORTS } from "./validator.ts";
+import {
+  SANDBOX_DENO,
+  SANDBOX_DIR,
+  sandboxWallArgv,
+  seccompFilter,
+  wallFailure,
+} from "../runtime/providers/wall.ts";
 
 /** Stable codes of {@link SandboxError}. */
 export type SandboxErrorCode =
@@ -43,6 +50,7 @@ export type SandboxErrorCode =
   | "protocol_error"
   | "tool_error"
   | "sandbox_failed"
+  | "wall_unavailable"
   | "aborted";
 
 /** A tool call that failed: the tool threw, or the sandbox stopped it. */
@@ -121,6 +129,9 @@ export interface SandboxTools {
   readonly setsid: string;
   readonly setpriv: string;
   readonly prlimit: string;
+  /** The OS wall's launcher and bubblewrap. */
+  readonly sh: string;
+  readonly bwrap: string;
 }
 
 /** Options of {@link JitSandbox}. */
@@ -132,6 +143,11 @@ export interface JitSandboxOptions {
    * every call starts its own). Nothing is shared between calls either way.
    */
   readonly poolSize?: number;
+  /**
+   * The OS wall around each sandbox process (`runtime/providers/wall.ts`): `true` requires it,
+   * `false` turns it off, `"auto"` (the default) uses it when bubblewrap works here.
+   */
+  readonly wall?: boolean | "auto";
 }
 
 /** A started sandbox process waiting for its one call. */
@@ -150,6 +166,8 @@ export class JitSandbox implements AsyncDisposable {
   readonly #tools: SandboxTools;
   readonly #pool: Promise<Spawned>[] = [];
   readonly #reaping = new Set<Promise<void>>();
+  readonly #wallSetting: boolean | "auto";
+  #wall: Promise<boolean> | undefined;
   #disposed = false;
 
   constructor(options: JitSandboxOptions = {}) {
@@ -160,8 +178,56 @@ export class JitSandbox implements AsyncDisposable {
       setsid: "/usr/bin/setsid",
       setpriv: "/usr/bin/setpriv",
       prlimit: "/usr/bin/prlimit",
+      sh: "/bin/sh",
+      bwrap: "/usr/bin/bwrap",
       ...options.tools,
     };
+    this.#wallSetting = options.wall ?? "auto";
+  }
+
+  /**
+   * Whether sandbox processes run inside the OS wall: probed once (a walled Deno that prints its
+   * version), unless the wall is off.
+   * @throws {SandboxError} `wall_unavailable` when the wall is required and does not work here.
+   */
+  wall(): Promise<boolean> {
+    this.#wall ??= (async () => {
+      if (this.#wallSetting === false) return false;
+      const filter = seccompFilter();
+      const works = filter !== undefined && await this.#probe(filter);
+      if (!works && this.#wallSetting === true) {
+        throw new SandboxError(
+          "wall_unavailable",
+          "The JIT sandbox's OS wall is required but bubblewrap does not work on this machine (or its CPU has no seccomp filter: x86_64 and aarch64 do); install the Debian package bubblewrap, or allow the sandbox without it",
+        );
+      }
+      return works;
+    })();
+    return this.#wall;
+  }
+
+  /** Starts one walled Deno that prints its version: true when that works. */
+  async #probe(filter: Uint8Array): Promise<boolean> {
+    const dir = await Deno.makeTempDir({ prefix: "libos-jit-probe-" });
+    try {
+      await Deno.mkdir(join(dir, "cwd"));
+      const seccomp = join(dir, "seccomp.bpf");
+      await Deno.writeFile(seccomp, filter);
+      const output = await new Deno.Command(this.#tools.setsid, {
+        args: sandboxWallArgv(this.#tools, seccomp, {
+          deno: this.#tools.deno,
+          dir,
+          writable: ["cwd"],
+        }, [SANDBOX_DENO, "--version"]),
+        clearEnv: true,
+        env: { NO_COLOR: "1" },
+        stdout: "null",
+        stderr: "null",
+      }).output();
+      return output.success;
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
   }
 
   /** Starts pooled processes up to {@link poolSize} (calls do this too). */
@@ -219,9 +285,7 @@ export class JitSandbox implements AsyncDisposable {
   /** Kills a process group, then waits for it and removes its directory, in the background. */
   #reap(spawned: Spawned): void {
     const done = (async () => {
-      try {
-        Deno.kill(-spawned.child.pid, "SIGKILL");
-      } catch { /* gone */ }
+      killChild(spawned.child);
       await spawned.child.stdin.close().catch(() => {});
       await spawned.child.status.catch(() => {});
       await spawned.stderr.catch(() => "");
@@ -252,6 +316,31 @@ export class JitSandbox implements AsyncDisposable {
     await Deno.mkdir(join(dir, "cache"));
     await Deno.mkdir(join(dir, "cwd"));
     const heapMiB = Math.max(16, Math.min(limits.memoryMiB, 4096));
+    const walled = await this.wall();
+    // Inside the wall the process sees its directory at a neutral path, and Deno at another.
+    const inside = walled ? SANDBOX_DIR : dir;
+    const deno = [
+      walled ? SANDBOX_DENO : this.#tools.deno,
+      "run",
+      "--quiet",
+      "--no-prompt",
+      "--no-config",
+      "--no-remote",
+      "--no-npm",
+      `--import-map=${join(inside, "import_map.json")}`,
+      `--v8-flags=--max-old-space-size=${heapMiB},--disallow-code-generation-from-strings`,
+      join(inside, "harness.js"),
+    ];
+    let command = deno;
+    if (walled) {
+      const seccomp = join(dir, "seccomp.bpf");
+      await Deno.writeFile(seccomp, seccompFilter()!);
+      command = sandboxWallArgv(this.#tools, seccomp, {
+        deno: this.#tools.deno,
+        dir,
+        writable: ["cache", "cwd"],
+      }, deno);
+    }
     const child = new Deno.Command(this.#tools.setsid, {
       args: [
         this.#tools.setpriv,
@@ -264,20 +353,11 @@ export class JitSandbox implements AsyncDisposable {
         `--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`,
         `--fsize=${16 * 1024 * 1024}`,
         "--",
-        this.#tools.deno,
-        "run",
-        "--quiet",
-        "--no-prompt",
-        "--no-config",
-        "--no-remote",
-        "--no-npm",
-        `--import-map=${importMap}`,
-        `--v8-flags=--max-old-space-size=${heapMiB},--disallow-code-generation-from-strings`,
-        harness,
+        ...command,
       ],
       cwd: join(dir, "cwd"),
       clearEnv: true,
-      env: { DENO_DIR: join(dir, "cache"), NO_COLOR: "1" },
+      env: { DENO_DIR: join(inside, "cache"), NO_COLOR: "1" },
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
@@ -297,12 +377,7 @@ export class JitSandbox implements AsyncDisposable {
     const { child } = spawned;
     const started = performance.now();
     const nonce = crypto.randomUUID();
-    const group = child.pid;
-    const kill = () => {
-      try {
-        Deno.kill(-group, "SIGKILL");
-      } catch { /* gone */ }
-    };
+    const kill = () => killChild(child);
     const writer = child.stdin.getWriter();
     const send = (frame: unknown) =>
       writer.write(ENCODER.encode(JSON.stringify(frame) + "\n")).catch(() => {});
@@ -451,8 +526,51 @@ export class JitSandbox implements AsyncDisposable {
   }
 }
 
+/**
+ * Kills a sandbox process by its handle, which needs no permission (`Deno.kill` on its group
+ * needs one the CLI's bootstrap does not grant). Walled, the process is bwrap: its death ends the
+ * wall's PID namespace, the tool's Deno with it; unwalled, it is the tool's Deno itself, which
+ * may start no process of its own.
+ */
+function killChild(child: Deno.ChildProcess): void {
+  try {
+    child.kill("SIGKILL");
+  } catch (error) {
+    // Already exited: nothing left to stop.
+    if (!(error instanceof TypeError)) throw error;
+  }
+}
+
 /** Why a sandbox process ended without a result frame. */
-function deathOf(status: Deno.CommandStatus, stderr: string, limits: SandboxLimits): SandboxError {
+/**
+ * Signals by number, for a walled process: bubblewrap reports a child a signal ended as exit
+ * status 128 + its number (the harness never exits with such a status itself).
+ */
+const SIGNALS: Readonly<Record<number, Deno.Signal>> = Object.freeze({
+  5: "SIGTRAP",
+  6: "SIGABRT",
+  9: "SIGKILL",
+  11: "SIGSEGV",
+  24: "SIGXCPU",
+  25: "SIGXFSZ",
+});
+
+/** The signal that ended a sandbox process, walled or not. */
+function signalOf(status: Deno.CommandStatus): Deno.Signal | null {
+  if (status.signal) return status.signal;
+  return status.code > 128 ? SIGNALS[status.code - 128] ?? null : null;
+}
+
+function deathOf(exited: Deno.CommandStatus, stderr: string, limits: SandboxLimits): SandboxError {
+  const signal = signalOf(exited);
+  const status = { ...exited, signal };
+  const wall = wallFailure(status.code, stderr);
+  if (wall !== null) {
+    return new SandboxError(
+      "sandbox_failed",
+      `The tool's OS wall could not be set up, so it did not run: ${wall}`,
+    );
+  }
   const tail = stderr.trim().split("\n").slice(-3).join(" | ").slice(0, 500);
   if (status.signal === "SIGXCPU") {
     return new SandboxError("cpu_limit", `The tool used more than ${limits.cpuSeconds} s of CPU`);

@@ -7,10 +7,10 @@
  *
  * @module
  */
-import { isAbsolute, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { ValidationError } from "./errors.ts";
 import { type LoadedRule, parsePolicy, POLICY_MAX_BYTES, PolicyRules } from "./policy_rules.ts";
-import type { EnvReader } from "./state_paths.ts";
+import { configDirectory, type EnvReader } from "./state_paths.ts";
 
 /** Where to look for rules. */
 export interface PolicySources {
@@ -35,11 +35,8 @@ export interface LoadedPolicy {
 
 /** The user's policy file path, or undefined when no home is known. */
 export function userPolicyPath(env: EnvReader): string | undefined {
-  const xdg = env.get("XDG_CONFIG_HOME");
-  if (xdg && isAbsolute(xdg)) return join(xdg, "libos", "policy.jsonc");
-  const home = env.get("HOME");
-  if (home && isAbsolute(home)) return join(home, ".config", "libos", "policy.jsonc");
-  return undefined;
+  const dir = configDirectory(env);
+  return dir === undefined ? undefined : join(dir, "policy.jsonc");
 }
 
 function readIfExists(path: string): string | undefined {

@@ -23,13 +23,12 @@
  *
  * @module
  */
-import { type Node, parseTree, printParseErrorCode } from "jsonc-parser";
 import { z } from "zod";
 import { foldArgv } from "./capability.ts";
 import type { Action, Decision, DecisionContext, DecisionLayer, Subject } from "./decide.ts";
-import { ValidationError } from "./errors.ts";
 import { compileGlob, type PathGlob } from "./path_glob.ts";
 import { netHostPattern } from "./net_host.ts";
+import { parseStrictJsonc } from "./strict_jsonc.ts";
 
 /** The largest policy file read. */
 export const POLICY_MAX_BYTES = 256 * 1024;
@@ -76,120 +75,18 @@ export interface LoadedRule {
   readonly folded: readonly string[] | null;
 }
 
-function position(text: string, offset: number): string {
-  let line = 1;
-  let column = 1;
-  for (let i = 0; i < offset && i < text.length; i++) {
-    if (text[i] === "\n") {
-      line++;
-      column = 1;
-    } else column++;
-  }
-  return `${line}:${column}`;
-}
-
-/** A parsed JSONC tree as plain data: null-prototype objects, duplicate keys refused. */
-function toValue(node: Node, text: string, source: string, depth: number): unknown {
-  if (depth > MAX_DEPTH) {
-    throw new ValidationError(
-      `${source}:${position(text, node.offset)}: nested deeper than ${MAX_DEPTH}; a policy is flat`,
-    );
-  }
-  switch (node.type) {
-    case "object": {
-      const out: Record<string, unknown> = Object.create(null);
-      for (const property of node.children ?? []) {
-        const [keyNode, valueNode] = property.children ?? [];
-        if (!keyNode || !valueNode) continue;
-        const key = String(keyNode.value);
-        if (Object.hasOwn(out, key)) {
-          throw new ValidationError(
-            `${source}:${position(text, keyNode.offset)}: the key ${
-              JSON.stringify(key)
-            } appears twice; remove one`,
-          );
-        }
-        out[key] = toValue(valueNode, text, source, depth + 1);
-      }
-      return out;
-    }
-    case "array":
-      return (node.children ?? []).map((child) => toValue(child, text, source, depth + 1));
-    default:
-      return node.value;
-  }
-}
-
-/** The offset of the node at a zod issue path, for a line and column. */
-function offsetOf(root: Node, path: readonly PropertyKey[]): number {
-  let node: Node | undefined = root;
-  for (const key of path) {
-    if (!node) break;
-    if (node.type === "object") {
-      const property: Node | undefined = node.children?.find((p) => p.children?.[0]?.value === key);
-      node = property?.children?.[1];
-    } else if (node.type === "array" && typeof key === "number") {
-      node = node.children?.[key];
-    } else break;
-  }
-  return node?.offset ?? root.offset;
-}
-
 /**
  * Parses a policy file's text.
  * @throws {ValidationError} naming the file, line and column, for anything wrong; nothing of the
  *   file applies then.
  */
 export function parsePolicy(text: string, source: string): LoadedRule[] {
-  if (typeof text !== "string") throw new TypeError("A policy must be text");
-  const bytes = new TextEncoder().encode(text).length;
-  if (bytes > POLICY_MAX_BYTES) {
-    throw new ValidationError(
-      `${source} is ${bytes} bytes; a policy file may be at most ${POLICY_MAX_BYTES}`,
-    );
-  }
-  if (text.trim() === "") {
-    throw new ValidationError(`${source} is empty; a policy is {"version": 1, "rules": [...]}`);
-  }
-  // A linear depth pre-scan, so the parser never recurses deeply on hostile input.
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (inString) {
-      if (c === "\\") i++;
-      else if (c === '"') inString = false;
-    } else if (c === '"') inString = true;
-    else if (c === "{" || c === "[") {
-      if (++depth > MAX_DEPTH + 2) {
-        throw new ValidationError(
-          `${source}:${position(text, i)}: nested deeper than ${MAX_DEPTH}; a policy is flat`,
-        );
-      }
-    } else if (c === "}" || c === "]") depth--;
-  }
-  const errors: { error: number; offset: number; length: number }[] = [];
-  const root = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false });
-  if (errors.length || !root) {
-    const first = errors[0];
-    throw new ValidationError(
-      first
-        ? `${source}:${position(text, first.offset)}: ${
-          printParseErrorCode(first.error)
-        }; fix the JSONC there`
-        : `${source} is empty; a policy is {"version": 1, "rules": [...]}`,
-    );
-  }
-  const parsed = PolicyFile.safeParse(toValue(root, text, source, 0));
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new ValidationError(
-      `${source}:${position(text, offsetOf(root, issue.path))}: ${
-        issue.path.length ? `${issue.path.map(String).join(".")}: ` : ""
-      }${issue.message}`,
-    );
-  }
-  return parsed.data.rules.map((rule, i) => ({
+  const parsed = parseStrictJsonc(text, source, PolicyFile, {
+    maxBytes: POLICY_MAX_BYTES,
+    maxDepth: MAX_DEPTH,
+    what: 'a policy is {"version": 1, "rules": [...]}',
+  });
+  return parsed.rules.map((rule, i) => ({
     rule,
     reason: `rule:${source}#${i + 1}`,
     text: JSON.stringify(rule),

@@ -38,10 +38,11 @@ import type { Budgets } from "./process.ts";
 import { ProcessManager } from "./process_manager.ts";
 import { type FilesystemProvider, hostFilesystem } from "./providers/filesystem.ts";
 import { type ProcessDriver, Scheduler, type SchedulerOptions } from "./scheduler.ts";
-import { type EnvReader, stateDirectory } from "./state_paths.ts";
+import { configDirectory, type EnvReader, stateDirectory } from "./state_paths.ts";
 import { dirname } from "node:path";
 import type { RuntimeCore } from "./runtime_core.ts";
 import { LIBOS_VERSION } from "./version.ts";
+import { checkToolchains } from "./toolchains.ts";
 
 /** How to build a runtime. Every dependency with a side effect can be injected. */
 export interface RuntimeOptions extends RunOptions {
@@ -88,6 +89,13 @@ export interface RuntimeOptions extends RunOptions {
   readonly shieldShell?: boolean;
   /** Where bare program names are looked up (default: the fixed system directories). */
   readonly searchPath?: readonly string[];
+  /**
+   * Toolchain directories bound read-only into the OS wall and searched for programs first
+   * (`libos agent --toolchain`; see `toolchains.ts` for what may not be one).
+   */
+  readonly toolchains?: readonly string[];
+  /** More host paths of libos's own that no walled command may see (an `--env-file`). */
+  readonly conceal?: readonly string[];
   /** Known secret values, removed from every shell output. */
   readonly secrets?: readonly string[];
   readonly shellLimits?: Partial<ShellLimits>;
@@ -139,24 +147,36 @@ export interface Runtime extends RuntimeCore, AsyncDisposable {
 }
 
 /**
- * What a command inside the OS wall must not see: the state directory (databases, audit heads,
- * locks), the database's directory and the user's home (dotfiles, credentials).
+ * libos's own host places, which no command inside the OS wall may see (the wall is an allowlist,
+ * so they exist inside only where the workspace contains them, and are covered there): the
+ * state directory (databases, audit heads, locks), the database's directory, the configuration
+ * directory (the model's API key, policy files) and whatever the caller adds (an env file).
  */
-function hiddenFromCommands(location: DatabaseLocation, env: EnvReader): string[] {
-  const hidden: string[] = [];
-  const safely = (get: () => string | undefined) => {
-    try {
-      const dir = get();
-      if (dir) hidden.push(dir);
-    } catch { /* nothing to hide */ }
-  };
-  safely(() => stateDirectory(env));
-  for (const path of [location.headPath, location.lockPath]) {
-    if (path) hidden.push(dirname(dirname(path)));
+function ownPaths(location: DatabaseLocation, env: EnvReader, extra: readonly string[]): string[] {
+  const own: string[] = [...extra];
+  try {
+    own.push(stateDirectory(env));
+  } catch (error) {
+    // No HOME and no XDG_STATE_HOME: there is no state directory to keep out.
+    if (!(error instanceof ValidationError)) throw error;
   }
-  if (location.path.startsWith("/")) hidden.push(dirname(location.path));
-  safely(() => env.get("HOME"));
-  return hidden;
+  const config = configDirectory(env);
+  if (config !== undefined) own.push(config);
+  for (const path of [location.headPath, location.lockPath]) {
+    if (path) own.push(dirname(dirname(path)));
+  }
+  if (location.path.startsWith("/")) own.push(dirname(location.path));
+  return own;
+}
+
+/** The user's home and `PATH` (for toolchain checks and hints only; never given to a command). */
+function homeAndPath(env: EnvReader): { home?: string; userPath?: string[] } {
+  const home = env.get("HOME");
+  const path = env.get("PATH");
+  return {
+    ...(home === undefined || home === "" ? {} : { home }),
+    ...(path === undefined ? {} : { userPath: path.split(":").filter((d) => d.startsWith("/")) }),
+  };
 }
 
 /**
@@ -200,6 +220,14 @@ function build(options: RuntimeOptions): Runtime {
     cwd: options.cwd ?? Deno.cwd(),
   });
   const readOnly = options.readOnly ?? false;
+  const env = options.env ?? Deno.env;
+  const own = ownPaths(location, env, options.conceal ?? []);
+  // Refused before the database is opened: a toolchain that may not be one changes nothing.
+  checkToolchains(options.filesystem ?? hostFilesystem(), options.toolchains ?? [], {
+    workspace: location.workspace,
+    ...homeAndPath(env),
+    own,
+  });
   const store = openDatabase(location, {
     create: !readOnly && (options.create ?? true),
     readOnly,
@@ -300,7 +328,9 @@ function build(options: RuntimeOptions): Runtime {
       ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
       ...(options.shellLimits === undefined ? {} : { limits: options.shellLimits }),
       ...(options.shieldShell === undefined ? {} : { shield: options.shieldShell }),
-      hidden: hiddenFromCommands(location, options.env ?? Deno.env),
+      conceal: own,
+      ...(options.toolchains === undefined ? {} : { toolchains: options.toolchains }),
+      ...homeAndPath(env),
     }),
     net: new NetPrimitive({
       core,

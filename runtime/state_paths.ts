@@ -28,6 +28,18 @@ export function stateDirectory(env: EnvReader): string {
   );
 }
 
+/**
+ * The user's libos configuration directory (`$XDG_CONFIG_HOME/libos`, else `~/.config/libos`:
+ * the model's env file, policy files, `config.jsonc`), or undefined when no home is known.
+ */
+export function configDirectory(env: EnvReader): string | undefined {
+  const xdg = env.get("XDG_CONFIG_HOME");
+  if (xdg && isAbsolute(xdg)) return join(xdg, "libos");
+  const home = env.get("HOME");
+  if (home && isAbsolute(home)) return join(home, ".config", "libos");
+  return undefined;
+}
+
 /** The default database of a workspace: `<state>/<sha256 of the workspace's real path>.db`. */
 export function defaultDatabasePath(stateDir: string, workspaceRealPath: string): string {
   return join(stateDir, `${sha256Hex(workspaceRealPath)}.db`);

@@ -90,6 +90,7 @@ export const OPTION_SPECS = {
   resume: { type: "string" },
   preset: { type: "string" },
   yes: { type: "boolean", short: "y" },
+  toolchain: { type: "string", multiple: true },
 } as const;
 
 /** The name of an option. */

@@ -8,6 +8,7 @@
 import { resolve } from "node:path";
 import { UsageError } from "../errors.ts";
 import { loadPolicies } from "../policy_files.ts";
+import { loadUserConfig } from "../user_config.ts";
 import type { PolicyRules } from "../policy_rules.ts";
 import { ShellPolicyLevel } from "../shell_policy.ts";
 import { type CliIo, flagOption, listOption, type ParsedArgs, stringOption } from "./_options.ts";
@@ -52,4 +53,19 @@ export function policyRulesOf(parsed: ParsedArgs, io: CliIo): PolicyRules {
     );
   }
   return policy.rules;
+}
+
+/**
+ * The run's toolchain directories: the user's `config.jsonc` (unless `--no-user-config`), then
+ * each `--toolchain DIR` (relative to the invocation's directory). They are checked when the
+ * runtime is built (see `toolchains.ts`).
+ * @throws {ValidationError} for a settings file that cannot be read or parsed.
+ */
+export function toolchainsOf(parsed: ParsedArgs, io: CliIo): string[] {
+  const fromConfig = flagOption(parsed, "no-user-config") ? [] : loadUserConfig(io.env).toolchains;
+  const given = listOption(parsed, "toolchain").map((dir) => {
+    if (dir.trim() === "") throw new UsageError("--toolchain needs a directory");
+    return resolve(io.cwd, dir);
+  });
+  return [...new Set([...fromConfig, ...given])];
 }

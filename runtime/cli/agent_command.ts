@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { resolve } from "node:path";
 import { JitSandbox, JitValidator, lifecycleFor } from "../../jit/mod.ts";
 import type { JsonValue } from "../canonical_json.ts";
 import { UsageError, ValidationError } from "../errors.ts";
@@ -44,7 +45,7 @@ import {
   stringOption,
 } from "./_options.ts";
 import { EXIT_FAILED, EXIT_OK, field, printJson } from "./_output.ts";
-import { policyRulesOf, shellPolicyOf } from "./_run_options.ts";
+import { policyRulesOf, shellPolicyOf, toolchainsOf } from "./_run_options.ts";
 
 export { type LauncherHuman, terminalHuman, yesHuman } from "./_agent_terminal.ts";
 
@@ -496,6 +497,8 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
   const workspace = stringOption(parsed, "workspace");
   const db = stringOption(parsed, "db");
   const denies = listOption(parsed, "deny");
+  const toolchains = toolchainsOf(parsed, io);
+  const envFile = stringOption(parsed, "env-file");
   const place = {
     ...(workspace === undefined ? {} : { workspace }),
     ...(db === undefined ? {} : { db }),
@@ -519,6 +522,8 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
     human: call.human === "none" ? "none" : "queue",
     // Nobody reads what --yes approves: the wall keeps secrets and .git out of every command's reach.
     shieldShell: call.human === "yes",
+    ...(toolchains.length === 0 ? {} : { toolchains }),
+    ...(envFile === undefined ? {} : { conceal: [resolve(io.cwd, envFile)] }),
     create: call.resume === undefined,
     secrets: chosen.secrets,
   });
@@ -534,9 +539,13 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
     io.stderr(
       `libos agent: ${call.goal !== undefined ? "started" : "resuming"} ${root.pid} (image ${
         field(root.image)
-      }, mode ${mode}, model ${field(chosen.spec)}, human ${call.human}); database ${
-        field(runtime.location.path, 4096)
-      }\n`,
+      }, mode ${mode}, model ${field(chosen.spec)}, human ${call.human}${
+        runtime.primitives.shell.toolchains.length === 0
+          ? ""
+          : `, toolchains ${
+            runtime.primitives.shell.toolchains.map((t) => field(t, 4096)).join(" ")
+          }`
+      }); database ${field(runtime.location.path, 4096)}\n`,
     );
   }
   const end = await runTree(runtime, io, root.pid, chosen, human, shown, json);
@@ -552,7 +561,7 @@ export const agentCommand: Command = {
          [--mode read-only|plan|workspace-write|full-access | --preset read-only|edit|full]
          [--shell-policy LEVEL] [--policy FILE]... [--trust-workspace-policy] [--deny RULE]...
          [--model replay:FILE.jsonl | openai[:MODEL]] [--env-file FILE] [--record LOG.jsonl]
-         [--db FILE] [--human interactive|queue|none | --yes] [--json]
+         [--toolchain DIR]... [--db FILE] [--human interactive|queue|none | --yes] [--json]
 
 Spawns a top-level process for the goal (image ${DEFAULT_IMAGE} unless --image) in the
 workspace (default: the current directory; the host's cwd is never changed) and runs it, and
@@ -567,6 +576,12 @@ The model: openai (OPENAI_MODEL, OPENAI_API_KEY and OPENAI_BASE_URL from --env-f
 environment or ~/.config/libos/env — never a .env inside the workspace) or openai:MODEL, the
 default; replay:FILE.jsonl runs a scripted model offline. --record appends each reply to a
 session log.
+
+Shell commands run inside the OS wall, which shows them the system directories, /etc (with
+credential files covered), the workspace and a private /tmp and home — nothing else of the
+host. --toolchain DIR (and "toolchains" in ~/.config/libos/config.jsonc) adds a directory of
+programs (pyenv, nvm, rustup, /opt/...) read-only; its bin/ is searched first. A whole home and
+libos's own configuration and state directories cannot be added.
 
 The human (default: interactive when standard input is a terminal, else none): interactive
 shows each request in the terminal — escaped, with the diff for edits — and reads y, n [REASON]
@@ -599,6 +614,7 @@ Exit status: 0 the process exited, 1 it failed or was killed, 2 usage, 3 it wait
     "record",
     "human",
     "yes",
+    "toolchain",
   ],
   run: agent,
 };

@@ -11,10 +11,14 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { configEnvFile, endpointHost, MODEL_ENV, parseEnvFile } from "./model_config.ts";
 import { SYSTEM_PATH } from "../system_path.ts";
+import { loadUserConfig } from "../user_config.ts";
 
 /** Environment variables the runtime reads. */
 export const RUNTIME_ENV = [
   "HOME",
+  // Read for hints only (which toolchain holds a program the user's shell would run); never
+  // given to a command.
+  "PATH",
   "XDG_STATE_HOME",
   "XDG_CONFIG_HOME",
   "TMPDIR",
@@ -38,6 +42,8 @@ export interface BootstrapFacts {
   readonly execPath?: string;
   /** `OPENAI_BASE_URL` from `--env-file` or `~/.config/libos/env`, when the environment has none. */
   readonly baseURL?: string;
+  /** The toolchain directories of the user's `config.jsonc`. */
+  readonly toolchains?: readonly string[];
 }
 
 /**
@@ -170,8 +176,19 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
     run = "/usr/bin/setsid";
     grant(facts.execPath, false);
   }
-  // An agent's shell commands: the primitive looks bare names up in the system directories.
-  if (words[0] === "agent") { for (const dir of SYSTEM_PATH) grant(dir, false); }
+  // An agent's shell commands: the primitive looks bare names up in the system directories and
+  // the operator's toolchains (and in the user's PATH, for a hint when they differ).
+  if (words[0] === "agent") {
+    for (const dir of SYSTEM_PATH) grant(dir, false);
+    for (const dir of optionValues(facts.args, "toolchain")) {
+      if (dir.trim() !== "") grant(resolve(facts.cwd, dir), false);
+    }
+    for (const dir of facts.toolchains ?? []) grant(dir, false);
+    for (const dir of (facts.env.get("PATH") ?? "").split(":")) {
+      // Only what Deno's lists can hold; a hint is not worth refusing the run over.
+      if (isAbsolute(dir) && dir !== "/" && !dir.includes(",")) grant(dir, false);
+    }
+  }
   const db = optionValue(facts.args, "db");
   if (db !== undefined && db !== ":memory:" && db.trim() !== "") {
     const file = resolve(facts.cwd, db);
@@ -222,7 +239,14 @@ if (import.meta.main) {
       }
     };
     const baseURL = fileBaseURL();
+    // A settings file that cannot be read grants nothing here; libos itself reads it again and
+    // refuses the run with the reason.
+    let toolchains: readonly string[] = [];
+    try {
+      if (!Deno.args.includes("--no-user-config")) toolchains = loadUserConfig(Deno.env).toolchains;
+    } catch { /* reported by libos itself */ }
     flags = permissionFlags({
+      toolchains,
       args: Deno.args,
       cwd,
       env: Deno.env,

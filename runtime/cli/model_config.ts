@@ -8,7 +8,7 @@
  */
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { UsageError } from "../errors.ts";
-import type { EnvReader } from "../state_paths.ts";
+import { configDirectory, type EnvReader } from "../state_paths.ts";
 
 /** The keys a model configuration reads. */
 export const MODEL_ENV = Object.freeze([
@@ -48,11 +48,8 @@ export function parseEnvFile(text: string, source: string): Record<string, strin
 
 /** The libos configuration directory's env file (`$XDG_CONFIG_HOME/libos/env`), if any. */
 export function configEnvFile(env: EnvReader): string | undefined {
-  const xdg = env.get("XDG_CONFIG_HOME");
-  if (xdg && isAbsolute(xdg)) return join(xdg, "libos", "env");
-  const home = env.get("HOME");
-  if (home && isAbsolute(home)) return join(home, ".config", "libos", "env");
-  return undefined;
+  const dir = configDirectory(env);
+  return dir === undefined ? undefined : join(dir, "env");
 }
 
 /**

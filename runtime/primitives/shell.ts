@@ -45,10 +45,12 @@
  * @module
  */
 import { SYSTEM_PATH } from "../system_path.ts";
+import { checkToolchains, suggestedToolchain } from "../toolchains.ts";
+import { SYSTEM_DIRECTORIES, wallFailure } from "../providers/wall.ts";
 import { SHIELD_SCAN_BUDGET, type ShieldMounts, shieldMounts } from "./_shield.ts";
 
 export { SHIELD_SCAN_BUDGET, type ShieldMounts, shieldMounts };
-import { join, relative, resolve } from "node:path";
+import { isAbsolute, join, relative, resolve } from "node:path";
 import type { ActionLedger } from "../action_ledger.ts";
 import type { Authority } from "../authority.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../canonical_json.ts";
@@ -167,11 +169,24 @@ export interface ShellPrimitiveOptions {
   /** Values removed from every output (known secrets), replaced with `[redacted]`. */
   readonly secrets?: readonly string[];
   /**
-   * Host directories hidden inside the wall (`WallSpec.hidden` of `providers/shell.ts`); the runtime passes its
-   * state directory, the database's directory and the user's home. Relative paths, the workspace
-   * and paths inside it are ignored; missing ones are skipped at each run.
+   * Toolchain directories the operator adds (`--toolchain`): each is bound read-only into the
+   * wall, and its `bin` (or, without one, itself) is searched for programs before the system
+   * directories. Absolute, existing, outside the workspace; checked by {@link checkToolchains}.
    */
-  readonly hidden?: readonly string[];
+  readonly toolchains?: readonly string[];
+  /**
+   * libos's own host paths (its state and configuration directories, the database's directory,
+   * an env file): never inside the wall, which is an allowlist; when the workspace contains one
+   * it is covered there too.
+   */
+  readonly conceal?: readonly string[];
+  /**
+   * The user's own `PATH` — never given to a command; only to say, when a program resolves to
+   * another file than the user's shell would run (or to none), which toolchain to add.
+   */
+  readonly userPath?: readonly string[];
+  /** The user's home: never a toolchain. */
+  readonly home?: string;
   readonly limits?: Partial<ShellLimits>;
   /** The commit identity git uses where a repository sets none (default {@link DEFAULT_GIT_IDENTITY}). */
   readonly gitIdentity?: GitIdentity;
@@ -206,6 +221,29 @@ function denyAdvice(reason: string): string {
   return "ask a human with request_permission if it is needed";
 }
 
+/** Whether absolute `path` lies in one of the system directories every wall shows. */
+function underSystem(path: string): boolean {
+  return SYSTEM_DIRECTORIES.some((dir) => insideWorkspace(dir, path));
+}
+
+/**
+ * Whether `dir` is an existing directory. A search path entry that is missing is skipped (its
+ * programs are not found either); one that cannot be looked at is an error.
+ */
+function existsDir(fs: FilesystemProvider, dir: string): boolean {
+  try {
+    return fs.stat(dir).isDirectory;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw new ValidationError(
+      `Search path entry ${JSON.stringify(dir)} cannot be looked at (${
+        error instanceof Error ? error.message : String(error)
+      })`,
+      { cause: error },
+    );
+  }
+}
+
 /** The placeholder the environment hash uses for per-runtime scratch paths. */
 const HOME_PLACEHOLDER = "<scratch home>";
 /** The largest workspace file hashed into an approval digest (larger: size and mtime). */
@@ -235,7 +273,10 @@ export class ShellPrimitive implements AsyncDisposable {
   #wall: Promise<boolean> | undefined;
   #homes: string | undefined;
   readonly #shield: boolean;
-  readonly #hidden: readonly string[];
+  /** Directories bound read-only into the wall besides the system ones (toolchains). */
+  readonly #bound: readonly string[];
+  readonly #conceal: readonly string[];
+  readonly #userPath: readonly string[];
 
   /**
    * Binds the primitive to a runtime.
@@ -266,7 +307,26 @@ export class ShellPrimitive implements AsyncDisposable {
         );
       }
     }
-    this.#searchPath = Object.freeze([...searchPath]);
+    this.#conceal = Object.freeze([...new Set(options.conceal ?? [])].filter(isAbsolute));
+    const facts = {
+      workspace: this.#workspace,
+      ...(options.home === undefined ? {} : { home: options.home }),
+      own: this.#conceal,
+    };
+    const toolchains = checkToolchains(this.#fs, options.toolchains ?? [], facts);
+    // A search path directory outside the system ones is bound into the wall like a toolchain
+    // (and checked like one): every directory a program is found in is one a command can see.
+    const extra = checkToolchains(
+      this.#fs,
+      searchPath.filter((dir) => !underSystem(dir) && existsDir(this.#fs, dir)),
+      facts,
+      { bin: false },
+    );
+    this.#bound = Object.freeze([...new Set([...toolchains, ...extra].map((t) => t.root))]);
+    this.#searchPath = Object.freeze([
+      ...new Set([...toolchains.map((t) => t.bin), ...searchPath]),
+    ]);
+    this.#userPath = Object.freeze((options.userPath ?? []).filter(isAbsolute));
     this.#identity = options.gitIdentity ?? DEFAULT_GIT_IDENTITY;
     for (const v of [this.#identity.name, this.#identity.email]) {
       if (typeof v !== "string" || v === "" || v.length > 200 || /[\0\n\r]/.test(v)) {
@@ -277,39 +337,83 @@ export class ShellPrimitive implements AsyncDisposable {
     }
     this.#redactor = redactor(options.secrets ?? []);
     this.#shield = options.shield ?? false;
-    this.#hidden = Object.freeze(
-      [...new Set(options.hidden ?? [])].filter((dir) =>
-        dir.startsWith("/") && dir !== "/" && !insideWorkspace(this.#workspace, dir)
-      ),
-    );
+  }
+
+  /** The toolchain directories bound into the wall (real paths), for the run's first line. */
+  get toolchains(): readonly string[] {
+    return this.#bound;
   }
 
   /**
-   * The wall's hidden directories that exist now (bwrap cannot mount over a missing path), and
-   * what is bound read-only on top: the scratch git configuration, and every search path
-   * directory a hidden one would otherwise take away (e.g. `~/.local/bin`).
+   * What the wall binds for a run besides its allowlist: the toolchains, libos's own paths where
+   * the workspace contains them (covered), the scratch git configuration (read-only) and the
+   * shield's mounts.
+   * @throws {LibosError} `wall_incomplete` when one of libos's own paths inside the workspace
+   *   cannot be looked at: it could not be covered, so nothing runs.
    */
-  #mounts(
-    shield: ShieldMounts | undefined,
-  ): { hidden: string[]; readOnly: string[]; masked: string[] } {
-    const isDir = (dir: string) => {
+  #mounts(shield: ShieldMounts | undefined): {
+    toolchains: readonly string[];
+    hidden: string[];
+    readOnly: string[];
+    masked: string[];
+  } {
+    const hidden: string[] = [];
+    const masked: string[] = [];
+    for (const path of this.#conceal) {
+      if (!insideWorkspace(this.#workspace, path) || path === this.#workspace) continue;
+      let facts;
       try {
-        return Deno.statSync(dir).isDirectory;
-      } catch {
-        return false;
+        facts = this.#fs.stat(path);
+      } catch (error) {
+        if (error instanceof Deno.errors.NotFound) continue;
+        throw new LibosError(
+          "wall_incomplete",
+          "operator",
+          `Cannot run a command inside the OS wall: libos's own ${path} lies inside the workspace and cannot be looked at to be covered (${
+            error instanceof Error ? error.message : String(error)
+          }); keep the state and configuration directories outside the workspace`,
+          { cause: error },
+        );
       }
-    };
-    const hidden = this.#hidden.filter(isDir);
-    const under = (dir: string) => hidden.some((h) => insideWorkspace(h, dir));
+      (facts.isDirectory ? hidden : masked).push(path);
+    }
     return {
+      toolchains: this.#bound,
       hidden,
-      readOnly: [
-        join(this.#scratch(), "gitconfig"),
-        ...this.#searchPath.filter((dir) => under(dir) && isDir(dir)),
-        ...(shield?.readOnly ?? []),
-      ],
-      masked: [...(shield?.masked ?? [])],
+      readOnly: [join(this.#scratch(), "gitconfig"), ...(shield?.readOnly ?? [])],
+      masked: [...masked, ...(shield?.masked ?? [])],
     };
+  }
+
+  /** Whether `path` (absolute) is something a command inside the wall can see. */
+  #visible(path: string): boolean {
+    return insideWorkspace(this.#workspace, path) || underSystem(path) ||
+      this.#bound.some((dir) => insideWorkspace(dir, path));
+  }
+
+  /**
+   * What to tell the caller when the user's own `PATH` would run another file for `token` than
+   * the wall's search path does (or one where the wall finds none): the toolchain to add.
+   */
+  #suggestion(token: string, cwd: string, found: ResolvedProgram | undefined): string | null {
+    if (token.includes("/") || this.#userPath.length === 0) return null;
+    let theirs: ResolvedProgram | undefined;
+    try {
+      theirs = this.#provider.resolveProgram(token, cwd, this.#userPath);
+    } catch {
+      // A hint only (nothing is decided from it): a PATH directory libos may not look at
+      // gives no hint.
+      return null;
+    }
+    if (!theirs || theirs.real === found?.real || this.#visible(theirs.real)) return null;
+    const shim = /\/(shims|\.asdf)\//.test(theirs.executable)
+      ? " (a version manager's shim: add the version's own directory, e.g. what `pyenv prefix` prints)"
+      : "";
+    return `your PATH runs ${theirs.executable}${
+      theirs.real === theirs.executable ? "" : ` -> ${theirs.real}`
+    }, which the OS wall does not show; to run it, add --toolchain ${
+      suggestedToolchain(theirs.real)
+    }${shim}`;
   }
 
   /**
@@ -545,17 +649,41 @@ export class ShellPrimitive implements AsyncDisposable {
     };
   }
 
-  /** Resolves the program, or throws a typed error that says where it looked. */
+  /**
+   * Resolves the program, or throws a typed error that says where it looked (and which toolchain
+   * would have it).
+   */
   #resolve(token: string, cwdAbsolute: string): ResolvedProgram {
     const found = this.#provider.resolveProgram(token, cwdAbsolute, this.#searchPath);
     if (found) return found;
+    const hint = this.#suggestion(token, cwdAbsolute, undefined);
     throw new NotFoundError(
       token.includes("/")
         ? `Cannot run ${JSON.stringify(token)}: no executable file there`
         : `Cannot run ${JSON.stringify(token)}: no executable of that name in ${
           this.#searchPath.join(":")
-        } (libos looks only in fixed system directories; name a workspace program by its path, e.g. ./script.sh)`,
+        } (libos looks only in fixed system directories and the operator's toolchains; name a workspace program by its path, e.g. ./script.sh)${
+          hint ? `; ${hint}` : ""
+        }`,
     );
+  }
+
+  /**
+   * Refuses a program the wall does not show (a path outside the workspace, the system
+   * directories and the toolchains, or a link that leads there).
+   * @throws {NotFoundError} naming the toolchain to add.
+   */
+  #checkVisible(program: ResolvedProgram): void {
+    for (const path of [program.executable, program.real]) {
+      if (this.#visible(path)) continue;
+      throw new NotFoundError(
+        `Cannot run ${JSON.stringify(program.executable)}${
+          program.real === program.executable ? "" : ` (-> ${program.real})`
+        } inside the OS wall: ${path} is outside the workspace, the system directories and the toolchains, so a command cannot see it; add --toolchain ${
+          suggestedToolchain(program.real)
+        } (or "toolchains" in config.jsonc) to show it read-only`,
+      );
+    }
   }
 
   /** Whether a decision's commands may start git (directly, or through code that might). */
@@ -833,6 +961,7 @@ export class ShellPrimitive implements AsyncDisposable {
         );
       }
       const program = this.#resolve(argv[0]!, cwdAbsolute);
+      if (wall) this.#checkVisible(program);
       const home = this.#home(pid);
       const base = this.#baseEnv(home);
       const envHash = `sha256:${
@@ -900,6 +1029,8 @@ export class ShellPrimitive implements AsyncDisposable {
         // Use up every one-shot capability behind this run before it starts (compare-and-set).
         for (const cap of new Set(used)) this.#authority.capabilities.consume(cap);
         const warnings: string[] = [];
+        const hint = this.#suggestion(argv[0]!, cwdAbsolute, program);
+        if (hint) warnings.push(`${argv[0]} ran ${program.executable}; ${hint}`);
         const gitEnv = await this.#gitEnv(cwdAbsolute, base, this.#mayRunGit(decision), {
           wall,
           timeoutMs: input.timeoutMs,
@@ -941,6 +1072,18 @@ export class ShellPrimitive implements AsyncDisposable {
             },
           });
           throw error;
+        }
+        const failed = wall ? wallFailure(result.exitCode, result.stderr) : null;
+        if (failed !== null) {
+          // The wall could not be built: the command never started. Refused, not its result.
+          const message = `Cannot run ${
+            JSON.stringify(argv.join(" ").slice(0, 200))
+          }: the OS wall could not be set up (${
+            this.#redact(failed)
+          }), so the command did not start; check the toolchain directories and bubblewrap, or report it`;
+          this.#ledger.finish(id, { ok: false, error: { code: "wall_incomplete", message } });
+          this.#record(pid, argv, "deny", "wall_incomplete", { inputDigest: digest });
+          throw new LibosError("wall_incomplete", "operator", message);
         }
         if (result.outputLeftOpen) {
           warnings.push(

@@ -43,16 +43,16 @@ Deno.test("launchArgv() never starts a walled run without its seccomp filter", (
     wall: { workspace: "/tmp", writable: true, home: "/tmp", network: false },
   };
   assert.throws(() => launchArgv(spec, DEFAULT_TOOLS, DEFAULT_RUN_LIMITS, true), TypeError);
-  const argv = launchArgv(spec, DEFAULT_TOOLS, DEFAULT_RUN_LIMITS, true, "/f.bpf");
-  const bwrap = argv.indexOf(DEFAULT_TOOLS.bwrap);
-  assert.ok(bwrap > 0);
-  assert.deepEqual(argv.slice(bwrap, bwrap + 3), [DEFAULT_TOOLS.bwrap, "--seccomp", "3"]);
-  assert.deepEqual(argv.slice(bwrap - 4, bwrap), [
-    DEFAULT_TOOLS.sh,
-    "-c",
-    'exec 3<"$0" && exec "$@"',
-    "/f.bpf",
-  ]);
+  const files = { seccomp: "/f.bpf", empty: "/e" };
+  const argv = launchArgv(spec, DEFAULT_TOOLS, DEFAULT_RUN_LIMITS, true, files);
+  const sh = argv.indexOf(DEFAULT_TOOLS.sh);
+  assert.ok(sh > 0);
+  // sh -c SCRIPT SECCOMP BWRAP EMPTY CREDENTIALS …: the script opens $0 on fd 3 and execs
+  // bwrap with --seccomp 3, so no walled run goes without the filter.
+  assert.equal(argv[sh + 1], "-c");
+  assert.match(argv[sh + 2]!, /^exec 3<"\$0" \|\|/);
+  assert.match(argv[sh + 2]!, /exec "\$b" --seccomp 3 /);
+  assert.deepEqual(argv.slice(sh + 3, sh + 6), ["/f.bpf", DEFAULT_TOOLS.bwrap, "/e"]);
   assert.ok(argv.includes("--unshare-net"));
   // Unwalled runs need no filter.
   const plain = launchArgv({ ...spec, wall: null }, DEFAULT_TOOLS, DEFAULT_RUN_LIMITS, true);

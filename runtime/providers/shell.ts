@@ -8,11 +8,12 @@
  *   (its pid is the group id);
  * - `setpriv --pdeathsig SIGKILL`: the run dies with the runtime;
  * - `prlimit`: CPU seconds, address space, file size, open files (and processes, when not root);
- * - with the wall, `bwrap`: the host read-only, the workspace read-write, a private `/tmp` and
- *   home, `/proc` and `/dev` of its own, `--unshare-pid --die-with-parent` (every process of the
- *   run dies with it, a `setsid` grandchild included), no network unless allowed, and a
- *   seccomp filter (`_seccomp.ts`) refusing Unix-domain sockets and io_uring: a read-only bind
- *   does not stop `connect(2)` to a host daemon's socket file (`/run/docker.sock`, D-Bus);
+ * - with the wall, `bwrap` (`wall.ts`): an allowlist of the host — system directories, `/etc`
+ *   with its credential files covered, the workspace, a private `/tmp` and home, `/proc` and
+ *   `/dev` of its own — as an unprivileged uid in its own user namespace without capabilities;
+ *   `--unshare-pid --die-with-parent` (every process of the run dies with it, a `setsid`
+ *   grandchild included), no network unless allowed, and a seccomp filter (`_seccomp.ts`)
+ *   refusing Unix-domain sockets and io_uring;
  * - the program itself, by absolute path (which is also its argv[0]: bwrap 0.8 cannot set one).
  *
  * Orphans without the wall: every run's process group is reported to a watchdog (`sh`) reading
@@ -25,31 +26,15 @@
  */
 import { join, resolve } from "node:path";
 import { filterSupported, unixSocketFilter } from "./_seccomp.ts";
+import {
+  WALL_ISOLATION,
+  type WallFiles,
+  wallLauncher,
+  wallOptions,
+  type WallSpec,
+} from "./wall.ts";
 
-/** The OS wall for one run. */
-export interface WallSpec {
-  /** The workspace, bound at the same path. */
-  readonly workspace: string;
-  /** Whether the workspace is bound read-write (read-only under the read-only and plan modes). */
-  readonly writable: boolean;
-  /** A scratch home bound read-write at the same path (HOME points there). */
-  readonly home: string;
-  /** Whether the run may use the network (a `net` capability was granted). */
-  readonly network: boolean;
-  /** Files or directories made visible read-only (after the private `/tmp`, which hides them). */
-  readonly readOnly?: readonly string[];
-  /**
-   * Existing host directories replaced by an empty tmpfs (the libos state directory, the user's
-   * home): a command cannot read the database, the audit log or the user's dotfiles. Applied
-   * before the workspace is bound, so a workspace inside one stays visible.
-   */
-  readonly hidden?: readonly string[];
-  /**
-   * Workspace files covered by an empty read-only file (`/dev/null`), after every other bind: a
-   * command reads nothing of them and cannot change them.
-   */
-  readonly masked?: readonly string[];
-}
+export type { WallSpec } from "./wall.ts";
 
 /** One run. */
 export interface ShellRunSpec {
@@ -209,49 +194,13 @@ function runsAsRoot(): boolean {
   }
 }
 
-/** bwrap's view of the host: all of it read-only, fresh `/dev` and `/proc`, a private `/tmp`. */
-const WALL_ROOT: readonly string[] = Object.freeze([
-  "--ro-bind",
-  "/",
-  "/",
-  "--dev",
-  "/dev",
-  "--proc",
-  "/proc",
-  "--tmpfs",
-  "/tmp",
-]);
-/** The namespaces a walled run gets (the network one is added unless it may use the network). */
-const WALL_NAMESPACES: readonly string[] = Object.freeze([
-  "--unshare-pid",
-  "--unshare-ipc",
-  "--unshare-uts",
-  "--unshare-cgroup-try",
-]);
-/**
- * No capabilities inside: a runtime started as root would otherwise hand bwrap's child every
- * capability in its own namespaces (`CAP_SYS_ADMIN` remounts `/` read-write, `CAP_MKNOD`, …).
- * Unprivileged bwrap drops them anyway; this makes root the same.
- */
-const WALL_PRIVILEGES: readonly string[] = Object.freeze(["--cap-drop", "ALL"]);
-/** The run ends with its launcher, and cannot reach the caller's terminal. */
-const WALL_LIFETIME: readonly string[] = Object.freeze(["--die-with-parent", "--new-session"]);
-
-/**
- * `bwrap` started with the seccomp filter on fd 3: `sh` opens the filter file and execs bwrap,
- * which reads and closes it (`--seccomp 3`, emitted here so no walled run goes without it).
- */
-function bwrapLauncher(tools: HostTools, seccomp: string): string[] {
-  return [tools.sh, "-c", 'exec 3<"$0" && exec "$@"', seccomp, tools.bwrap, "--seccomp", "3"];
-}
-
 /** The launcher argv around a run (see the module documentation). */
 export function launchArgv(
   spec: ShellRunSpec,
   tools: HostTools,
   limits: RunLimits,
   root: boolean,
-  seccomp?: string,
+  files?: WallFiles,
 ): string[] {
   const seconds = Math.max(1, Math.ceil(spec.timeoutMs / 1000) + 1);
   const prlimit = [
@@ -264,31 +213,19 @@ export function launchArgv(
     "--",
   ];
   const wall = spec.wall;
-  if (wall && seccomp === undefined) {
-    throw new TypeError("A walled run needs the seccomp filter file (see _seccomp.ts)");
+  if (wall && files === undefined) {
+    throw new TypeError("A walled run needs the seccomp filter and cover files (see wall.ts)");
   }
   const inner = wall
     ? [
-      ...bwrapLauncher(tools, seccomp!),
-      ...WALL_ROOT,
-      ...(wall.hidden ?? []).flatMap((path) => ["--tmpfs", path]),
-      wall.writable ? "--bind" : "--ro-bind",
-      wall.workspace,
-      wall.workspace,
-      "--bind",
-      wall.home,
-      wall.home,
-      ...(wall.readOnly ?? []).flatMap((path) => ["--ro-bind", path, path]),
-      ...(wall.masked ?? []).flatMap((path) => ["--ro-bind", "/dev/null", path]),
-      ...WALL_NAMESPACES,
-      ...WALL_PRIVILEGES,
-      ...(wall.network ? [] : ["--unshare-net"]),
-      ...WALL_LIFETIME,
-      "--chdir",
-      spec.cwd,
-      "--",
-      spec.executable,
-      ...spec.args,
+      ...wallLauncher(tools, files!, [
+        ...wallOptions(wall, files!.empty),
+        "--chdir",
+        spec.cwd,
+        "--",
+        spec.executable,
+        ...spec.args,
+      ]),
     ]
     : [spec.executable, ...spec.args];
   return [tools.setpriv, "--pdeathsig", "SIGKILL", "--", ...prlimit, ...inner];
@@ -306,19 +243,31 @@ export function hostShell(
     | undefined;
   const root = runsAsRoot();
   const encoder = new TextEncoder();
-  let seccomp: string | undefined;
-  /** The seccomp filter file, written once per provider; undefined on an unsupported CPU. */
-  const filterFile = (): string | undefined => {
-    if (seccomp === undefined && filterSupported(Deno.build.arch)) {
-      const file = Deno.makeTempFileSync({ prefix: "libos-seccomp-", suffix: ".bpf" });
-      Deno.writeFileSync(file, unixSocketFilter(Deno.build.arch));
-      seccomp = file;
+  let files: (WallFiles & { readonly dir: string }) | undefined;
+  /**
+   * The wall's files — the seccomp filter and the empty cover file — in a private directory,
+   * written once per provider; undefined on a CPU without a filter.
+   */
+  const wallFiles = (): WallFiles | undefined => {
+    if (files === undefined && filterSupported(Deno.build.arch)) {
+      const dir = Deno.makeTempDirSync({ prefix: "libos-wall-" });
+      const seccomp = join(dir, "seccomp.bpf");
+      const empty = join(dir, "empty");
+      Deno.writeFileSync(seccomp, unixSocketFilter(Deno.build.arch), { mode: 0o600 });
+      Deno.writeFileSync(empty, new Uint8Array(), { mode: 0o444 });
+      files = { dir, seccomp, empty };
     }
-    return seccomp;
+    return files;
   };
 
-  /** The watchdog that kills every group when the runtime ends (see the module docs). */
-  const watch = (group: number) => {
+  /**
+   * The watchdog: kills a group when told (`k GROUP`), and every group it was told to watch
+   * (`w GROUP`) when the runtime ends (see the module docs). Group kills go through it because
+   * `Deno.kill` on a process group needs a permission the CLI's bootstrap does not grant (its
+   * `--allow-run` names `setsid` only).
+   * @throws {Error} when the watchdog cannot be told (the caller refuses the run).
+   */
+  const tell = async (line: string): Promise<void> => {
     if (!watchdog) {
       const child = new Deno.Command(tools.setsid, {
         args: [
@@ -326,7 +275,7 @@ export function hostShell(
           "-c",
           // Collect groups until stdin closes (the runtime ended), then kill them all. No `--`:
           // dash's `kill` takes it for a pid and stops ("Illegal number").
-          'set --; while read -r g; do set -- "$@" "$g"; done; for g; do kill -KILL "-$g" 2>/dev/null; done',
+          'set --; while read -r op g; do case $op in w) set -- "$@" "$g" ;; k) kill -KILL "-$g" 2>/dev/null ;; esac; done; for g; do kill -KILL "-$g" 2>/dev/null; done',
         ],
         stdin: "piped",
         stdout: "null",
@@ -338,26 +287,30 @@ export function hostShell(
       const writer = child.stdin.getWriter();
       watchdog = { child, writer };
     }
-    watchdog.writer.write(encoder.encode(`${group}\n`)).catch(() => {});
+    await watchdog.writer.write(encoder.encode(`${line}\n`));
   };
 
   return {
     wallAvailable() {
-      const filter = filterFile();
-      if (filter === undefined) return Promise.resolve(false);
+      const wall = wallFiles();
+      if (wall === undefined) return Promise.resolve(false);
       probe ??= new Deno.Command(tools.setsid, {
-        // Every mount and namespace flag a walled run uses, and its seccomp filter, so "works"
-        // means runs will.
-        args: [
-          ...bwrapLauncher(tools, filter),
-          ...WALL_ROOT,
-          ...WALL_NAMESPACES,
-          ...WALL_PRIVILEGES,
+        // Every mount, namespace and privilege flag a walled run uses, its credential covers
+        // and its seccomp filter, so "works" means runs will.
+        args: wallLauncher(tools, wall, [
+          "--dev",
+          "/dev",
+          "--proc",
+          "/proc",
+          "--tmpfs",
+          "/tmp",
+          "--remount-ro",
+          "/",
+          ...WALL_ISOLATION,
           "--unshare-net",
-          ...WALL_LIFETIME,
           "--",
           "/bin/true",
-        ],
+        ]),
         stdout: "null",
         stderr: "null",
         clearEnv: true,
@@ -387,7 +340,7 @@ export function hostShell(
     async run(spec, signal) {
       const started = performance.now();
       const child = new Deno.Command(tools.setsid, {
-        args: launchArgv(spec, tools, limits, root, spec.wall ? filterFile() : undefined),
+        args: launchArgv(spec, tools, limits, root, spec.wall ? wallFiles() : undefined),
         cwd: spec.cwd,
         clearEnv: true,
         env: { ...spec.env },
@@ -397,16 +350,36 @@ export function hostShell(
       }).spawn();
       // setsid made the child a session and group leader: its pid is the group id.
       const group = child.pid;
-      if (!spec.wall) watch(group);
+      let exited = false;
+      child.status.then(() => exited = true, () => exited = true);
+      if (!spec.wall) {
+        try {
+          await tell(`w ${group}`);
+        } catch (error) {
+          // Nothing would kill what the run leaves behind: it does not go on.
+          child.kill("SIGKILL");
+          await child.status;
+          throw new Error(`The watchdog that ends unwalled runs is gone: ${error}`, {
+            cause: error,
+          });
+        }
+      }
       let timedOut = false;
       // Stops reading output a grace period after the kill: a `setsid` grandchild (without the
       // wall) is outside the group and may hold stdout open for ever.
       const stopReading = new AbortController();
       let grace: ReturnType<typeof setTimeout> | undefined;
       const killGroup = () => {
+        // The leader by its handle (which needs no permission). Walled, the leader is bwrap:
+        // its death ends the wall's PID namespace and everything in it. Unwalled, the
+        // watchdog kills the whole group.
         try {
-          Deno.kill(-group, "SIGKILL");
-        } catch { /* already gone */ }
+          if (!exited) child.kill("SIGKILL");
+        } catch (error) {
+          // Exited between the check and the kill: nothing left of the leader to stop.
+          if (!(error instanceof TypeError)) throw error;
+        }
+        if (!spec.wall) tell(`k ${group}`).catch(() => {/* the watchdog kills it at the end */});
         grace ??= setTimeout(() => stopReading.abort(), OUTPUT_GRACE_MS);
       };
       const timer = setTimeout(() => {
@@ -462,11 +435,11 @@ export function hostShell(
         await watchdog.child.status.catch(() => {});
         watchdog = undefined;
       }
-      if (seccomp !== undefined) {
+      if (files !== undefined) {
         try {
-          Deno.removeSync(seccomp);
-        } catch { /* already gone */ }
-        seccomp = undefined;
+          Deno.removeSync(files.dir, { recursive: true });
+        } catch { /* already gone: nothing of it is needed any more */ }
+        files = undefined;
       }
     },
   };
