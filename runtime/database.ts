@@ -77,8 +77,11 @@ export function locateDatabase(options: LocateOptions): DatabaseLocation {
     path = databaseRealPath(requested, options.cwd);
   } catch (error) {
     // A default database whose state directory does not exist yet simply does not exist;
-    // openDatabase() then says to run "libos init". An explicit --db in a missing folder is an error.
-    if (options.db !== undefined) throw error;
+    // openDatabase() then says to run "libos init". An explicit --db in a missing folder is an
+    // error, and so is any other failure (a path that cannot be resolved is not checked).
+    const missing = error instanceof ValidationError &&
+      error.cause instanceof Deno.errors.NotFound;
+    if (options.db !== undefined || !missing) throw error;
     path = requested;
   }
   refuseInsideWorkspace(workspace, path, options.db === undefined);

@@ -112,6 +112,8 @@ Deno.test("ProcessManager.fork() keeps a parent's deny carve-out in the child (a
 Deno.test("ProcessManager.fork() never turns a parent's shell ask into a child's allow (attack: delegate to escape approval)", async () => {
   await using f = await fixture("full-access");
   const { runtime } = f;
+  // Without the parser the hardline floor refuses every script body it cannot look into.
+  await runtime.shellParser.load();
   const parent = spawnParent(runtime);
   const anyShell: CapabilityResource = { type: "shell", argv: [], scope: "any" };
   grant(runtime, parent, { resource: anyShell, rights: ["execute"], effect: "ask" });

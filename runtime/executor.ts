@@ -21,7 +21,7 @@
  * @module
  */
 import type { JsonValue } from "./canonical_json.ts";
-import { errorInfo } from "./errors.ts";
+import { errorInfo, StoreError } from "./errors.ts";
 import { IMAGE_OPERATOR, type ImageRegistry } from "./image_registry.ts";
 import { processNamespace } from "./memory_object.ts";
 import {
@@ -209,8 +209,10 @@ export class ModelExecutor implements ProcessDriver {
           provenance: { source: "model", label: model.name.slice(0, 200), ref: null },
         });
         return { type: "exit", result: answer.oid, message };
-      } catch {
-        // A process that may not write its own memory (read-only) ends with the message only.
+      } catch (error) {
+        // A process that may not write its own memory (read-only, a quota) ends with the
+        // message only; the store failing is not a refusal and is not hidden as one.
+        if (error instanceof StoreError) throw error;
         return { type: "exit", message };
       }
     }

@@ -7,7 +7,7 @@
  */
 import type { Action, Decision, DecisionContext, DecisionLayer, Subject } from "./decide.ts";
 import { hardlineRule, isForkBomb } from "./hardline.ts";
-import { analyzeArgv, type ScriptAnalyzer } from "./shell_argv.ts";
+import { analyzeArgv, type ScriptAnalyzer, UNPARSED } from "./shell_argv.ts";
 import { SCRIPT_LIMITS } from "./shell_script.ts";
 
 /** Layer 1: the hardline floor, for shell actions. */
@@ -24,6 +24,11 @@ export class HardlineLayer implements DecisionLayer {
     const r = action.resource;
     if (r.type !== "shell" || r.argv.length === 0) return undefined;
     for (const command of analyzeArgv(r.argv, this.#scripts())) {
+      // A script body the floor cannot look into (the parser is not loaded) could hide what
+      // the floor forbids: refused, never passed on as "nothing to forbid".
+      if (command.kind === "opaque" && command.reason === UNPARSED) {
+        return { effect: "deny", reason: "hardline:unparsed-script", layer: "hardline" };
+      }
       const rule = hardlineRule(command.argv) ??
         (command.argv.some((t) => t.length <= SCRIPT_LIMITS.maxBytes && isForkBomb(t))
           ? "fork-bomb"

@@ -317,7 +317,11 @@ export class Scheduler implements Disposable {
         controller.abort(new Error(`process ${pid} ran out of wall time`));
         this.#processes.enforceWallTime(pid);
       },
-      () => {},
+      (error: unknown) => {
+        // The quantum ended first. A timer that failed otherwise cannot hold the budget: the
+        // quantum stops now.
+        if (!deadlineTimer.signal.aborted) controller.abort(error);
+      },
     );
     const recovered = this.#ledger.unreported(pid);
     let result: QuantumResult;

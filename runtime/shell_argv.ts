@@ -34,6 +34,9 @@ export type CommandKind =
   | "opaque"
   | "wrapper";
 
+/** The reason of an `opaque` script body when no shell parser was given. */
+export const UNPARSED = "the shell parser is not loaded";
+
 /** One command the argv will run. */
 export interface NestedCommand {
   /** Its argv, exactly as the program receives it (for `opaque`, what could be seen). */
@@ -508,7 +511,7 @@ class Analysis {
       return;
     }
     if (!this.#scripts) {
-      this.push(argv, frame, "opaque", "the shell parser is not loaded");
+      this.push(argv, frame, "opaque", UNPARSED);
       return;
     }
     const analysis = this.#scripts.analyze(script);

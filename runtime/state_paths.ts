@@ -89,6 +89,7 @@ export function databaseRealPath(path: string, cwd: string): string {
   try {
     dir = Deno.realPathSync(dirname(absolute));
   } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
     throw new ValidationError(
       `Cannot use database ${
         JSON.stringify(path)

@@ -103,10 +103,15 @@ export function canonicalPath(
     if (fs.lstat(absolute).isSymlink) {
       // Not followed for the operation, but a link that leads out is named for what it is.
       let target: string | undefined;
+      let unresolvable = false;
       try {
         target = fs.realPath(absolute);
-      } catch { /* dangling: refused later as a symlink */ }
-      if (target !== undefined && !insideWorkspace(workspace, target)) {
+      } catch (error) {
+        // Dangling: refused later as a symlink. Anything else (no permission to follow it, a
+        // loop) cannot be shown to stay inside, so it is taken to lead out.
+        unresolvable = !(error instanceof Deno.errors.NotFound);
+      }
+      if (unresolvable || (target !== undefined && !insideWorkspace(workspace, target))) {
         throw new OutsideWorkspaceError(
           `Cannot use ${JSON.stringify(path.relative)}: a symlink leads outside the workspace`,
         );

@@ -331,7 +331,7 @@ attempt("read-outside", () => Deno.readTextFileSync(${
 attempt("write-outside", () => Deno.writeTextFileSync(${
         JSON.stringify(join(outside, "planted.txt"))
       }, "x"));
-attempt("env-other", () => Deno.env.get("PATH"));
+attempt("env-other", () => Deno.env.get("SHELL"));
 attempt("run", () => new Deno.Command("true").outputSync());
 attempt("ffi", () => Deno.dlopen("libc.so.6", {}));
 `,

@@ -14,6 +14,7 @@ import { LibosError } from "../runtime/errors.ts";
 import { parsePolicy, PolicyRules } from "../runtime/policy_rules.ts";
 import type { ShellProvider } from "../runtime/providers/shell.ts";
 import { hostShell } from "../runtime/providers/shell.ts";
+import { type FilesystemProvider, hostFilesystem } from "../runtime/providers/filesystem.ts";
 import {
   eventually,
   exists,
@@ -468,6 +469,89 @@ Deno.test({
         assert.equal(error.code, "git_config_unsafe");
         assert.match(error.message, /without the OS wall/);
       }
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "Shell wall fail-closed attack: a bind that cannot be made (a toolchain removed after start) refuses the command as wall_incomplete; nothing runs",
+  ignore: mode.ignore,
+  fn: async () => {
+    const toolchain = Deno.makeTempDirSync({ dir: "/var/tmp", prefix: "libos-tc-" });
+    try {
+      await using f = await shellFixture({
+        level: "always_allow",
+        wall: true,
+        extra: { toolchains: [toolchain] },
+      });
+      const log = join(f.ws, "ran.txt");
+      script(join(f.ws, "mark.sh"), `echo ran > '${log}'`);
+      const control = await runScript(f, ["./mark.sh"]);
+      assert.equal(control.exitCode, 0, "control: it runs while the toolchain is there");
+      Deno.removeSync(log);
+      Deno.removeSync(toolchain, { recursive: true });
+      const error = await failure(runScript(f, ["./mark.sh"]), LibosError);
+      assert.equal(error.code, "wall_incomplete");
+      assert.match(error.message, /could not be set up/);
+      assert.equal(exists(log), false, "nothing ran with less protection");
+      const [record] = f.runtime.audit.query({ action: "shell.run", order: "desc", limit: 1 });
+      assert.equal(record?.decision, "deny");
+      assert.equal(record?.authority, "wall_incomplete");
+    } finally {
+      if (exists(toolchain)) Deno.removeSync(toolchain, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "Shell wall fail-closed attack: libos's own directory inside the workspace that cannot be looked at refuses the command (wall_incomplete), never runs it uncovered",
+  ignore: mode.ignore,
+  fn: async () => {
+    const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-conceal-" }));
+    try {
+      const ws = join(root, "ws");
+      const config = join(ws, ".config");
+      Deno.mkdirSync(join(config, "libos"), { recursive: true });
+      Deno.writeTextFileSync(join(config, "libos", "env"), "OPENAI_API_KEY=CONCEALED-7d1e\n");
+      // The stat of the configuration directory fails as it does without read permission.
+      const fs = hostFilesystem();
+      const denying: FilesystemProvider = {
+        ...fs,
+        stat: (path) => {
+          if (path === join(config, "libos")) {
+            throw new Deno.errors.NotCapable(`Requires read access to "${path}"`);
+          }
+          return fs.stat(path);
+        },
+      };
+      for (const blind of [false, true]) {
+        await using f = await shellFixture({
+          level: "always_allow",
+          wall: true,
+          extra: {
+            workspace: ws,
+            env: { get: (n) => (n === "XDG_CONFIG_HOME" ? config : undefined) },
+            ...(blind ? { filesystem: denying } : {}),
+          },
+        });
+        script(join(ws, "peek.sh"), `cat .config/libos/env > seen.txt 2>&1; echo ran >> seen.txt`);
+        if (!blind) {
+          const r = await runScript(f, ["./peek.sh"]);
+          assert.equal(r.exitCode, 0);
+          const seen = Deno.readTextFileSync(join(ws, "seen.txt"));
+          assert.match(seen, /ran/, "control: the command ran");
+          assert.doesNotMatch(seen, /CONCEALED/, "libos's configuration is covered inside");
+          Deno.removeSync(join(ws, "seen.txt"));
+        } else {
+          const error = await failure(runScript(f, ["./peek.sh"]), LibosError);
+          assert.equal(error.code, "wall_incomplete");
+          assert.equal(exists(join(ws, "seen.txt")), false, "nothing ran");
+        }
+      }
+    } finally {
+      Deno.removeSync(root, { recursive: true });
     }
   },
 });

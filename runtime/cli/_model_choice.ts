@@ -42,8 +42,16 @@ function configOf(parsed: ParsedArgs, io: CliIo): ModelConfig {
     realPath: (path) => {
       try {
         return Deno.realPathSync(path);
-      } catch {
-        return path;
+      } catch (error) {
+        // A file that does not exist is reported by the read; one that cannot be resolved
+        // cannot be shown to lie outside the workspace.
+        if (error instanceof Deno.errors.NotFound) return path;
+        throw new UsageError(
+          `Cannot resolve ${JSON.stringify(path)} (${
+            error instanceof Error ? error.message : String(error)
+          }); name an env file libos can read`,
+          { cause: error },
+        );
       }
     },
   });

@@ -180,6 +180,15 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   // the operator's toolchains (and in the user's PATH, for a hint when they differ).
   if (words[0] === "agent") {
     for (const dir of SYSTEM_PATH) grant(dir, false);
+    // The repository around the workspace, if any: git finds it upwards, so the repository scan
+    // must be able to look at each ancestor's .git (and nothing else of them).
+    const workspace = facts.realPath(
+      resolve(facts.cwd, optionValue(facts.args, "workspace") ?? "."),
+    );
+    for (let dir = dirname(workspace);; dir = dirname(dir)) {
+      if (!dir.includes(",")) grant(join(dir, ".git"), false);
+      if (dir === dirname(dir)) break;
+    }
     for (const dir of optionValues(facts.args, "toolchain")) {
       if (dir.trim() !== "") grant(resolve(facts.cwd, dir), false);
     }

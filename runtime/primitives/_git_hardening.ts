@@ -223,6 +223,11 @@ export interface RepositoryScan {
   readonly repositories: string[];
   /** True when the walk below the run's directory stopped at its budget. */
   readonly partial: boolean;
+  /**
+   * Directories that could not be looked at (no permission, a name the host cannot spell back):
+   * a repository there would be missed, so the caller treats each as a gap.
+   */
+  readonly unreadable: string[];
 }
 
 /** How many directories the walk below a run's directory visits at most. */
@@ -231,7 +236,8 @@ export const REPOSITORY_SCAN_BUDGET = 20_000;
 /**
  * The repository around `start` (the nearest directory upwards with a `.git`, wherever it is)
  * and every repository below it, without following symbolic links and without entering `.git`
- * directories, visiting at most `budget` directories.
+ * directories, visiting at most `budget` directories. What cannot be looked at is reported, not
+ * taken for "no repository".
  */
 export function findRepositories(
   fs: FilesystemProvider,
@@ -239,12 +245,16 @@ export function findRepositories(
   budget = REPOSITORY_SCAN_BUDGET,
 ): RepositoryScan {
   const repositories: string[] = [];
+  const unreadable: string[] = [];
   const hasGit = (dir: string) => {
     try {
       // Followed: git takes a `.git` symlink (to a directory or a gitdir file) as its own.
       const facts = fs.stat(join(dir, ".git"));
       return facts.isDirectory || facts.isFile;
-    } catch {
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory)) {
+        unreadable.push(dir);
+      }
       return false;
     }
   };
@@ -257,8 +267,13 @@ export function findRepositories(
   }
   const { partial } = boundedWalk(fs, start, budget, (child, entry) => {
     if (!entry.isDirectory || entry.isSymlink || entry.name === ".git") return false;
+    if (entry.name.includes("\uFFFD")) {
+      // Not UTF-8: the host cannot name it back to look inside.
+      unreadable.push(child);
+      return false;
+    }
     if (hasGit(child) && !repositories.includes(child)) repositories.push(child);
     return true;
-  });
-  return { repositories, partial };
+  }, (dir) => unreadable.push(dir));
+  return { repositories, partial, unreadable };
 }

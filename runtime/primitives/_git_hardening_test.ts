@@ -128,6 +128,7 @@ Deno.test("findRepositories() finds the enclosing repository and every nested on
     const fs = hostFilesystem();
     const scan = findRepositories(fs, outer);
     assert.equal(scan.partial, false);
+    assert.deepEqual(scan.unreadable, []);
     assert.deepEqual([...scan.repositories].sort(), [nested, outer, worktree].sort());
 
     // From a directory inside the outer repository: the enclosing one, upwards.
@@ -138,6 +139,42 @@ Deno.test("findRepositories() finds the enclosing repository and every nested on
     const cut = findRepositories(fs, outer, 1);
     assert.equal(cut.partial, true);
     assert.ok(cut.repositories.includes(outer), "the enclosing repository is always found");
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
+});
+
+Deno.test("findRepositories() reports what it cannot look at instead of taking it for no repository (attack: an enclosing repository behind a missing permission, a name that is not UTF-8)", () => {
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-gitscan-" }));
+  try {
+    const outer = join(root, "outer");
+    const ws = join(outer, "ws");
+    Deno.mkdirSync(join(outer, ".git"), { recursive: true });
+    Deno.mkdirSync(join(ws, "src"), { recursive: true });
+    // A directory whose name is not UTF-8 (Deno reads it back with U+FFFD).
+    new Deno.Command("/bin/sh", { args: ["-c", `mkdir "$(printf 'ws/bad\\377')"`], cwd: outer })
+      .outputSync();
+    const host = hostFilesystem();
+    // What the CLI's bootstrap permissions make of a directory above the workspace.
+    const fs = {
+      ...host,
+      stat: (path: string) => {
+        if (path === join(outer, ".git")) throw new Deno.errors.NotCapable("Requires read access");
+        return host.stat(path);
+      },
+    };
+    const scan = findRepositories(fs, ws);
+    assert.ok(!scan.repositories.includes(outer), "the enclosing repository was not seen");
+    assert.ok(scan.unreadable.includes(outer), "…and that is said, not taken for none");
+    assert.ok(
+      scan.unreadable.some((dir) => dir.includes("\uFFFD")),
+      "a name the host cannot spell back is reported too",
+    );
+    // Control: with the permission the enclosing repository is found, and nothing is unreadable
+    // but the non-UTF-8 directory.
+    const seeing = findRepositories(host, ws);
+    assert.deepEqual(seeing.repositories, [outer]);
+    assert.equal(seeing.unreadable.length, 1);
   } finally {
     Deno.removeSync(root, { recursive: true });
   }

@@ -203,7 +203,16 @@ export class Deadline implements Disposable {
         this.#controller.abort(
           new NetError("timeout", `The request took longer than its ${this.#ms} ms limit`),
         ),
-      () => {/* the request ended first */},
+      (error: unknown) => {
+        // The request ended first (the stop signal). A timer that failed otherwise cannot
+        // bound the request: it ends now rather than run unbounded.
+        if (this.#stop.signal.aborted) return;
+        this.#controller.abort(
+          new NetError("timeout", `The request's ${this.#ms} ms limit could not be kept`, {
+            cause: error,
+          }),
+        );
+      },
     );
   }
 

@@ -761,6 +761,18 @@ export class ShellPrimitive implements AsyncDisposable {
         `the search for nested repositories stopped after ${REPOSITORY_SCAN_BUDGET} directories`,
       );
     }
+    // Inside the wall only the workspace exists: a directory above it that could not be looked
+    // at holds nothing a walled git could read.
+    const unreadable = found.unreadable.filter((dir) =>
+      !context.wall || insideWorkspace(this.#workspace, dir)
+    );
+    if (unreadable.length > 0) {
+      gaps.push(
+        `${unreadable.length} director${
+          unreadable.length === 1 ? "y" : "ies"
+        } could not be looked at for repositories (${unreadable.slice(0, 3).join(", ")})`,
+      );
+    }
     if (found.repositories.length > GIT_REPOSITORIES_MAX) {
       gaps.push(
         `${found.repositories.length} repositories were found and at most ${GIT_REPOSITORIES_MAX} are read`,

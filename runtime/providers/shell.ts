@@ -315,7 +315,13 @@ export function hostShell(
         stderr: "null",
         clearEnv: true,
         env: { PATH: "/usr/bin:/bin" },
-      }).output().then((o) => o.success, () => false);
+      }).output().then((o) => o.success, (error: unknown) => {
+        // Not "bwrap does not work": the probe could not even start (no permission to run
+        // setsid, no such program). Nothing can run, walled or not; say why.
+        throw new Error(`Cannot start the OS wall's probe (${tools.setsid}): ${error}`, {
+          cause: error,
+        });
+      });
       return probe;
     },
 
