@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { JitSandbox } from "../jit/mod.ts";
 import { SANDBOX_DENO, sandboxWallArgv, seccompFilter } from "../runtime/providers/wall.ts";
-import { sandbox, task } from "./_cli_sandbox.ts";
+import { REPO, sandbox, task } from "./_cli_sandbox.ts";
 import { wallTestMode } from "./shell_fixture.ts";
 
 const mode = wallTestMode();
@@ -148,5 +148,40 @@ Deno.test({
     const ran = await task(s.workspace, s.state, "libos", "jit", "run", pid, "where", "--json");
     assert.equal(ran.status, 0, ran.stderr);
     assert.equal(JSON.parse(ran.stdout).value, true, "walled under the launcher's permissions");
+  },
+});
+
+Deno.test({
+  name:
+    "JIT sandbox attack: a tool that sleeps past its wall time is stopped under the bootstrap's permissions (Deno.kill on a group refused)",
+  ignore: mode.ignore,
+  fn: async () => {
+    const temp = Deno.makeTempDirSync({ prefix: "libos-jit-narrow-" });
+    try {
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--quiet",
+          "--no-prompt",
+          `--config=${join(REPO, "deno.json")}`,
+          `--allow-read`,
+          `--allow-write=${temp}`,
+          "--allow-run=/usr/bin/setsid",
+          "--allow-env=TMPDIR",
+          join(REPO, "tests", "_jit_narrow_child.ts"),
+        ],
+        env: { TMPDIR: temp, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const text = new TextDecoder().decode(out.stdout).trim();
+      assert.ok(out.success, new TextDecoder().decode(out.stderr));
+      const { code, ms } = JSON.parse(text) as { code: string; ms: number };
+      assert.equal(code, "timeout");
+      // It sleeps for two minutes; stopped, the call ends within seconds.
+      assert.ok(ms < 60_000, `the call ended after ${ms} ms`);
+    } finally {
+      Deno.removeSync(temp, { recursive: true });
+    }
   },
 });

@@ -393,3 +393,24 @@ Deno.test({
     assert.doesNotMatch(result, new RegExp(TOOL_OUTPUT), "it did not run from the host's PATH");
   },
 });
+
+Deno.test({
+  name:
+    "Wall through the launcher: a command's timeout is enforced under the bootstrap's permissions (attack: outlive the timeout where Deno.kill on a group is refused)",
+  ignore: mode.ignore,
+  fn: async () => {
+    using h = host();
+    const started = performance.now();
+    await agent(h, [
+      call("run_shell_command", {
+        argv: ["sh", "-c", "echo started > out/slow.txt; sleep 120; echo finished >> out/slow.txt"],
+        timeout_ms: 1500,
+      }),
+    ]);
+    const seconds = (performance.now() - started) / 1000;
+    assert.match(kept(h, "slow"), /started/, "control: the command ran");
+    assert.doesNotMatch(kept(h, "slow"), /finished/, "it was stopped, not waited for");
+    // Two minutes of sleep; the whole run (two agent turns, deno startup) takes a few seconds.
+    assert.ok(seconds < 60, `the run ended after ${seconds.toFixed(1)} s, not after the sleep`);
+  },
+});
