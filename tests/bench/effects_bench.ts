@@ -17,6 +17,7 @@
 import { join } from "node:path";
 import { parsePolicy, PolicyRules } from "../../runtime/policy_rules.ts";
 import { createRuntime, type Runtime } from "../../runtime/runtime.ts";
+import { seccompFilter, wallLauncher, wallOptions } from "../../runtime/providers/wall.ts";
 import { type BenchCase, benchDir, measure } from "./_bench.ts";
 
 const ALLOW = new PolicyRules(
@@ -147,11 +148,61 @@ function netCase(name: string, guarded: boolean): BenchCase {
   };
 }
 
+/**
+ * bubblewrap alone around `/bin/true`, launched as the provider launches it: the old wall (the
+ * whole host read-only, as root inside) against the allowlist wall (system directories, /etc
+ * with its credential covers decided by the launcher script, an unprivileged user namespace).
+ */
+function wallCase(name: string, allowlist: boolean): BenchCase {
+  return {
+    group: "shell: the OS wall alone around /bin/true",
+    name,
+    async run() {
+      using dir = benchDir();
+      const ws = join(dir.path, "ws");
+      const home = join(dir.path, "home");
+      Deno.mkdirSync(ws);
+      Deno.mkdirSync(home);
+      const seccomp = join(dir.path, "seccomp.bpf");
+      const empty = join(dir.path, "empty");
+      Deno.writeFileSync(seccomp, seccompFilter()!);
+      Deno.writeFileSync(empty, new Uint8Array());
+      const tools = { sh: "/bin/sh", bwrap: "/usr/bin/bwrap" };
+      const tail = ["--chdir", ws, "--", "/bin/true"];
+      const argv = allowlist
+        ? wallLauncher(tools, { seccomp, empty }, [
+          ...wallOptions({ workspace: ws, writable: true, home, network: false }, empty),
+          ...tail,
+        ])
+        : [
+          "/bin/sh",
+          "-c",
+          'exec 3<"$0" && exec "$@"',
+          seccomp,
+          "/usr/bin/bwrap",
+          "--seccomp",
+          "3",
+          ...["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"],
+          ...["--bind", ws, ws, "--bind", home, home],
+          ...["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"],
+          ...["--cap-drop", "ALL", "--unshare-net", "--die-with-parent", "--new-session"],
+          ...tail,
+        ];
+      return await measure(200, async () => {
+        const out = await new Deno.Command(argv[0]!, { args: argv.slice(1) }).output();
+        if (!out.success) throw new Error(new TextDecoder().decode(out.stderr));
+      }, allowlist ? "allowlist, uid 65534, credential covers" : "host read-only, as before");
+    },
+  };
+}
+
 /** The external-effects rows. */
 export const CASES: readonly BenchCase[] = [
   directCase("spawn /usr/bin/true directly (competitor)", ["true"], 300),
   shellCase("ShellPrimitive.run true, no wall", ["true"], false, 300),
   shellCase("ShellPrimitive.run true, OS wall", ["true"], true, 300),
+  wallCase("bwrap: the host read-only (the wall before issue 20)", false),
+  wallCase("bwrap: the allowlist wall (issue 20)", true),
   directCase("spawn git status directly (competitor)", ["git", "status"], 100),
   shellCase("ShellPrimitive.run git status, hardened, no wall", ["git", "status"], false, 100),
   shellCase("ShellPrimitive.run git status, hardened, OS wall", ["git", "status"], true, 100),

@@ -1,5 +1,6 @@
 /**
- * JIT sandbox benchmark (issue 11): what a tool call costs. A new Deno process per call (the
+ * JIT sandbox benchmark (issue 11): what a tool call costs. Each process runs inside the OS
+ * wall (issue 20) where bubblewrap works; two rows without it show what the wall adds. A new Deno process per call (the
  * paper prototype's way) against the warm pool (processes started ahead, one call each), at one
  * call every 100 ms (target: warm p50 ≤ 5 ms) and back to back (sustained calls/s); and syscall
  * round trips per second from one tool through a real runtime's syscall session (target
@@ -29,11 +30,13 @@ async function paced(
   calls: number,
   gapMs: number,
   transpiled = false,
+  wall: boolean | "auto" = "auto",
 ): Promise<BenchResult> {
   await using validator = new JitValidator();
   const js = transpiled ? await validator.transpile(TOOL) : undefined;
   if (transpiled && js === undefined) throw new Error("the bench tool did not transpile");
-  await using sandbox = new JitSandbox({ poolSize });
+  await using sandbox = new JitSandbox({ poolSize, wall });
+  const walled = await sandbox.wall();
   sandbox.warm();
   await new Promise((resolve) => setTimeout(resolve, 600));
   const latencies: number[] = [];
@@ -56,7 +59,7 @@ async function paced(
     latenciesMs: latencies,
     note: `${gapMs > 0 ? `one call every ${gapMs} ms` : "back to back"}${
       transpiled ? ", transpiled on the host" : ", TypeScript"
-    }`,
+    }${walled ? ", inside the OS wall" : ", no OS wall"}`,
   };
 }
 
@@ -113,6 +116,16 @@ export const CASES: readonly BenchCase[] = [
     name: "warm pool of 2, paced, a registered tool (transpiled once on the host)",
     target: { maxP50Ms: 5 },
     run: () => paced(2, 30, 100, true),
+  },
+  {
+    group: "jit sandbox: one call every 100 ms",
+    name: "warm pool of 2, paced, a registered tool, without the OS wall (as before it)",
+    run: () => paced(2, 30, 100, true, false),
+  },
+  {
+    group: "jit sandbox: one call every 100 ms",
+    name: "new Deno process per call, without the OS wall (as before it)",
+    run: () => paced(0, 30, 100, false, false),
   },
   {
     group: "jit sandbox: back to back",
