@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { SECRET_FILES } from "./secret_files.ts";
 
 /** A compiled glob. */
 export interface PathGlob {
@@ -144,15 +145,11 @@ export const PROTECTED_GLOBS: readonly string[] = Object.freeze([
   ".libos/**",
 ]);
 
-/** Files whose reads ask even under a broad read grant (DESIGN §2). */
-export const SECRET_GLOBS: readonly string[] = Object.freeze([
-  "**/.env*",
-  "**/*.pem",
-  "**/id_*",
-  "**/.npmrc",
-  "**/.netrc",
-  "**/.git-credentials",
-]);
+/**
+ * Secret-bearing files (DESIGN §2): reads ask even under a broad read grant, writes ask in every
+ * mode. The globs of {@link SECRET_FILES}, where each has its reason and source.
+ */
+export const SECRET_GLOBS: readonly string[] = Object.freeze(SECRET_FILES.map((f) => f.glob));
 
 /** The first glob in `globs` that matches `path`, if any. */
 export function firstMatch(globs: readonly PathGlob[], path: string): PathGlob | undefined {
