@@ -179,3 +179,41 @@ Deno.test("edit_file and create_object_from_file attack: a file carrying a key i
   const names = f.runtime.memory.view(f.pid).map((o) => o.name);
   assert.ok(names.includes("rd") && !names.includes("cfg"), names.join(", "));
 });
+
+Deno.test("FilesystemPrimitive.writeText() attack: overwriting .env or creating .npmrc asks in workspace-write and full-access; no request shows (and stores) a diff of a secret there now, by name or by content; src.ts is written", async () => {
+  for (const mode of ["workspace-write", "full-access"] as const) {
+    await using f = await fixture({ human: "queue", mode });
+    Deno.writeTextFileSync(join(f.ws, ".env"), `TOKEN=${MARKER}\n`);
+    // A hard link asks on any write (its other name would change too): notes.txt carries a key.
+    Deno.linkSync(join(f.ws, "notes.txt"), join(f.ws, "notes-link.txt"));
+    const fs = f.runtime.primitives.fs;
+    for (const path of [".env", ".npmrc", "notes.txt"]) {
+      await assert.rejects(
+        fs.writeText(f.pid, { path, content: "registry=https://evil.example/\n" }),
+        HumanPendingError,
+        `${mode} ${path}`,
+      );
+    }
+    const requests = f.runtime.human.list({ pid: f.pid });
+    assert.deepEqual(
+      requests.map((r) => [r.approval?.path, r.approval?.reason, r.approval?.diff ?? null]),
+      [
+        [".env", "protected:**/.env*", null],
+        [".npmrc", "protected:**/.npmrc", null],
+        ["notes.txt", "protected:hardlink", null],
+      ],
+      mode,
+    );
+    assert.doesNotMatch(JSON.stringify(requests), new RegExp(MARKER), mode);
+    assert.equal(Deno.readTextFileSync(join(f.ws, ".env")), `TOKEN=${MARKER}\n`, mode);
+    assert.equal(Deno.readTextFileSync(join(f.ws, "notes.txt")), NOTES, mode);
+    assert.throws(() => Deno.lstatSync(join(f.ws, ".npmrc")), Deno.errors.NotFound, mode);
+    // Control: an ordinary file is written, and a hard-linked innocent one shows its diff.
+    await fs.writeText(f.pid, { path: "src.ts", content: "export {};\n" });
+    assert.equal(Deno.readTextFileSync(join(f.ws, "src.ts")), "export {};\n", mode);
+    Deno.linkSync(join(f.ws, "README.md"), join(f.ws, "readme-link.md"));
+    await assert.rejects(fs.writeText(f.pid, { path: "README.md", content: "new\n" }));
+    const diff = f.runtime.human.list({ pid: f.pid }).at(-1)?.approval?.diff ?? "";
+    assert.match(diff, /^-plain text$/m, mode);
+  }
+});

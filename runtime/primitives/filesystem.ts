@@ -53,6 +53,7 @@ import type { RuntimeCore } from "../runtime_core.ts";
 import { globFiles, type GrepArgs, grepFiles, type GrepResult } from "./_fs_search.ts";
 import { type Redactor, redactor } from "../redaction.ts";
 import { SECRET_SCAN_LOOKAHEAD, SecretScanner } from "../secret_scan.ts";
+import { globSet, SECRET_GLOBS } from "../path_glob.ts";
 import { unifiedDiff } from "../unified_diff.ts";
 import type { WorkspaceLock } from "../workspace_lock.ts";
 import { canonicalPath, lexicalPath, type WorkspacePath } from "../workspace_path.ts";
@@ -93,6 +94,8 @@ export interface FilesystemPrimitiveOptions {
 /** What an operation's body works with. */
 interface OpContext {
   readonly path: WorkspacePath & { readonly exists: boolean };
+  /** The path as the caller wrote it (workspace-relative), before symlinks were resolved. */
+  readonly written: string;
   readonly decision: Decision;
   readonly digest: string;
   /**
@@ -125,6 +128,8 @@ export class FilesystemPrimitive {
   readonly #secretBytes: number;
   /** Finds a secret (a private key, a token) in what a read is about to return. */
   readonly #scanner = new SecretScanner();
+  /** Secret-bearing files by path, whose current content a write's diff must not show. */
+  readonly #secretPaths = globSet(SECRET_GLOBS);
   readonly limits: FilesystemLimits;
 
   /** Binds the primitive to a runtime. */
@@ -361,6 +366,7 @@ export class FilesystemPrimitive {
           let decision = taken.reduce(stricter);
           const ctx: OpContext = {
             path,
+            written: lexical.relative,
             digest,
             get decision() {
               return decision;
@@ -651,8 +657,15 @@ export class FilesystemPrimitive {
           "it changed since it was read (its sha256 differs); read it again",
         );
       }
-      const current = existing && (ctx.decision.effect === "ask" || existing.nlink > 1)
+      const readable = existing && (ctx.decision.effect === "ask" || existing.nlink > 1)
         ? this.#current(path.absolute, existing)
+        : undefined;
+      // A diff shows the human — and stores with the request, in the database — what the file
+      // holds now: never for a secret (by its name, as written or resolved, or by its content).
+      const current = readable !== undefined &&
+          !this.#secretPaths.match(ctx.written) && !this.#secretPaths.match(path.relative) &&
+          this.#scanner.scan(readable) === undefined
+        ? readable
         : undefined;
       ctx.gate({
         target: existing,
