@@ -20,6 +20,10 @@
  * the OS wall with secret-bearing files covered and `.git`/`.gitmodules` read-only. What the
  * shield does not cover is said where it matters: a secret committed to the repository's history,
  * and a protected path a command creates where none existed.
+ *
+ * The last tests take what counts as a secret beyond `.env`: the path forms of
+ * `runtime/secret_files.ts` (key containers, `secrets/` folders, cloud credentials) and a key in
+ * an innocently named file (`runtime/secret_scan.ts`), through the real launcher and a JIT tool.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -781,6 +785,31 @@ Deno.test("attack: under workspace-write through the real launcher (--human none
       );
     }
   }
+});
+
+Deno.test("attack: a JIT tool reads notes.txt carrying a private key through the fs.read_text syscall — the --yes human refuses it (protected:content:private-key); README.md is read", async () => {
+  using s = sandbox();
+  workspace(s.workspace);
+  Deno.writeTextFileSync(join(s.workspace, "notes.txt"), `Deploy notes\n${PRIVATE_KEY}`);
+  Deno.writeTextFileSync(join(s.workspace, "README.md"), `# ${BENIGN}\n`);
+  {
+    await using runtime = await openRuntime(s, { human: "queue" });
+    await using jitSandbox = new JitSandbox();
+    await using validator = new JitValidator();
+    const lifecycle = lifecycleFor(runtime, { sandbox: jitSandbox, validator });
+    const { pid } = runtime.processes.spawn({ goal: "peek", image: "coding-agent:v0" });
+    const tool = await jitTool(runtime, lifecycle, pid, "fs.read_text", (a) => ({ path: a }));
+    const notes: string[] = [];
+    const secret = await underYes(runtime, tool("notes.txt"), notes);
+    const control = await underYes(runtime, tool("README.md"), notes);
+    assert.match(control, new RegExp(BENIGN), "the JIT tool works");
+    assert.ok(!carries(secret), `the JIT tool's result carries the key: ${secret}`);
+    assert.match(
+      notes.join("\n"),
+      /--yes refused fs\.read notes\.txt .*protected:content:private-key/,
+    );
+  }
+  assert.ok(!carries(stateText(s)), "the key reached the database");
 });
 
 // ------------------------------------------------------------------------------ JIT helpers
