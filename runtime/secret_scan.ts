@@ -444,24 +444,25 @@ export class SecretScanner {
     return p;
   }
 
-  #matches(text: string, at: number, entry: Entry): boolean {
-    if (!text.startsWith(entry.anchor, at)) return false;
+  /** The end of the match of `entry` at `at`, or -1. */
+  #matchEnd(text: string, at: number, entry: Entry): number {
+    if (!text.startsWith(entry.anchor, at)) return -1;
     const end = this.#tail(text, at + entry.anchor.length, entry.tail);
-    if (end < 0) return false;
+    if (end < 0) return -1;
     if (entry.notFollowedBy && end < text.length && this.#mask(text, end) & entry.notFollowedBy) {
-      return false;
+      return -1;
     }
     const placeholder = entry.rule.placeholderSuffix;
-    return placeholder === undefined || !text.slice(at, end).endsWith(placeholder);
+    return placeholder === undefined || !text.slice(at, end).endsWith(placeholder) ? end : -1;
   }
 
-  /** The first secret in `text` (by position), or undefined. Linear in the text. */
-  scan(text: string): SecretFound | undefined {
+  /** Every secret from `from` on, in order, each with where its match ends. Linear. */
+  *#all(text: string, from = 0): Generator<SecretFound & { readonly end: number }> {
     const byPair = this.#byPair;
     const n = text.length;
-    let previousWord = false;
-    let c = text.charCodeAt(0);
-    for (let i = 0; i < n; i++) {
+    let previousWord = from > 0 && isWordChar(text.charCodeAt(from - 1));
+    let c = text.charCodeAt(from);
+    for (let i = from; i < n; i++) {
       // NaN past the end: no anchor pair matches it.
       const next = text.charCodeAt(i + 1);
       if ((c | next) < 128) {
@@ -469,16 +470,64 @@ export class SecretScanner {
         if (entries !== undefined) {
           for (const entry of entries) {
             if (entry.boundary && previousWord) continue;
-            if (this.#matches(text, i, entry)) return { rule: entry.rule.id, index: i };
+            const end = this.#matchEnd(text, i, entry);
+            if (end >= 0) {
+              yield { rule: entry.rule.id, index: i, end };
+              break;
+            }
           }
         }
       }
-      previousWord = (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) ||
-        c === 95;
+      previousWord = isWordChar(c);
       c = next;
     }
+  }
+
+  /** The first secret in `text` (by position), or undefined. Linear in the text. */
+  scan(text: string): SecretFound | undefined {
+    for (const found of this.#all(text)) return { rule: found.rule, index: found.index };
     return undefined;
   }
+
+  /**
+   * `text` with every secret replaced by `[redacted: RULE]` (a key block through its `END` line,
+   * or to the end of the text when it has none), and the rules found. For output a command
+   * already printed: it cannot ask any more, so what it would show is withheld. Linear.
+   */
+  redact(text: string): { readonly text: string; readonly rules: readonly string[] } {
+    const rules: string[] = [];
+    let out = "";
+    let kept = 0;
+    let from = 0;
+    for (;;) {
+      const found = this.#all(text, from).next();
+      if (found.done) break;
+      const { rule, index } = found.value;
+      let end = found.value.end;
+      if (BLOCK_RULES.has(rule)) {
+        const close = END_MARKERS.map((m) => text.indexOf(m, end)).filter((i) => i >= 0);
+        if (close.length === 0) end = text.length;
+        else {
+          const newline = text.indexOf("\n", Math.min(...close));
+          end = newline < 0 ? text.length : newline;
+        }
+      }
+      out += `${text.slice(kept, index)}[redacted: ${rule}]`;
+      if (!rules.includes(rule)) rules.push(rule);
+      kept = end;
+      from = end;
+    }
+    return { text: rules.length === 0 ? text : out + text.slice(kept), rules };
+  }
+}
+
+/** Rules whose match is the head of a block: redaction takes the block through its end. */
+const BLOCK_RULES: ReadonlySet<string> = new Set(["private-key", "putty-private-key"]);
+/** How a key block ends (PEM, SSH2 and PuTTY forms). */
+const END_MARKERS: readonly string[] = Object.freeze(["-----END ", "---- END ", "Private-MAC:"]);
+
+function isWordChar(c: number): boolean {
+  return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95;
 }
 
 /** The first secret in `text` by `rules` (a {@link SecretScanner} built for this call). */

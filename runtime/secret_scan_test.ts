@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { CONTENT_RULES, scanSecrets, SECRET_SCAN_LOOKAHEAD } from "./secret_scan.ts";
+import { CONTENT_RULES, scanSecrets, SECRET_SCAN_LOOKAHEAD, SecretScanner } from "./secret_scan.ts";
 
 /**
  * Deterministic filler from an alphabet (a fixed LCG). Tokens are assembled at run time, so this
@@ -269,4 +269,27 @@ Deno.test("scanSecrets() on pathological text (attack: anchors without end, near
     scanSecrets(`${"AKIA".repeat(1000)} ${t("AK", "IA", chars(UPPER, 16))}`)?.rule,
     "aws-access-key-id",
   );
+});
+
+Deno.test("SecretScanner.redact() withholds each secret — a key block through its END line, a token by its match — and keeps the rest", () => {
+  const scanner = new SecretScanner();
+  const body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7abcdefghijklmnop";
+  const key = `-----BEGIN RSA PRIVATE KEY-----\n${body}\n${body}\n-----END RSA PRIVATE KEY-----`;
+  const token = ["ghp", "_", "B".repeat(36)].join("");
+  const text = `before\n${key}\nbetween ${token} after\n`;
+  const out = scanner.redact(text);
+  assert.deepEqual(out.rules, ["private-key", "github-token"]);
+  assert.equal(
+    out.text,
+    "before\n[redacted: private-key]\nbetween [redacted: github-token] after\n",
+  );
+  // A key cut off before its END: withheld to the end of the text (fail closed).
+  const cut = scanner.redact(`x\n-----BEGIN PRIVATE KEY-----\n${body}\n${body}`);
+  assert.equal(cut.text, "x\n[redacted: private-key]");
+  // Benign text is returned as it was, untouched.
+  const benign = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nghp_short\n";
+  assert.deepEqual(scanner.redact(benign), { text: benign, rules: [] });
+  // Linear on hostile input: many headers without a body.
+  const hostile = "-----BEGIN PRIVATE KEY-----\n".repeat(20_000);
+  assert.equal(scanner.redact(hostile).rules.length, 0);
 });

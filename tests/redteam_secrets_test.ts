@@ -787,6 +787,39 @@ Deno.test("attack: under workspace-write through the real launcher (--human none
   }
 });
 
+Deno.test("attack: under --yes through the real launcher, a shell command prints notes.txt carrying a private key and a token — the output reaches the model with both withheld ([redacted: …]); README.md's text comes through", async () => {
+  using s = sandbox();
+  workspace(s.workspace);
+  const token = ["ghp", "_", "A".repeat(36)].join("");
+  Deno.writeTextFileSync(
+    join(s.workspace, "notes.txt"),
+    `Deploy notes\n${PRIVATE_KEY}after the key\nGITHUB_TOKEN=${token}\n`,
+  );
+  Deno.writeTextFileSync(join(s.workspace, "README.md"), `# ${BENIGN}\n`);
+  const run = await agent(
+    s,
+    { [ROOT]: [shell("cat", "notes.txt"), shell("cat", "README.md"), final("done")] },
+    ["--yes", "--mode", "workspace-write"],
+    [".env", "notes.txt"],
+    true,
+  );
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  const printed = run.model.result(ROOT, 0);
+  assert.match(
+    printed,
+    /Deploy notes/,
+    "control: the command ran and its other lines came through",
+  );
+  assert.match(printed, /after the key/, "the text after the key block is kept");
+  assert.match(printed, /\[redacted: private-key\]/);
+  assert.match(printed, /\[redacted: github-token\]/);
+  assert.ok(!carries(printed), `the key reached the model: ${printed}`);
+  assert.ok(!printed.includes(token), "the token reached the model");
+  assert.ok(!printed.includes("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"), "key body");
+  assert.match(run.model.result(ROOT, 1), new RegExp(BENIGN), "control: README.md comes through");
+  assert.ok(!carries(stateText(s)), "the key reached the database");
+});
+
 Deno.test("attack: a JIT tool reads notes.txt carrying a private key through the fs.read_text syscall — the --yes human refuses it (protected:content:private-key); README.md is read", async () => {
   using s = sandbox();
   workspace(s.workspace);

@@ -64,6 +64,7 @@ import {
 } from "../errors.ts";
 import type { HumanChannel } from "../human_channel.ts";
 import { type Redactor, redactor } from "../redaction.ts";
+import { SecretScanner } from "../secret_scan.ts";
 import { actionApproval, type ApprovalDetails, type PendingAction } from "../human_request.ts";
 import { isFinal } from "../process.ts";
 import type { ModeName } from "../modes.ts";
@@ -267,6 +268,7 @@ export class ShellPrimitive implements AsyncDisposable {
   readonly #wallSetting: WallSetting;
   readonly #searchPath: readonly string[];
   readonly #redactor: Redactor;
+  readonly #scanner = new SecretScanner();
   readonly #identity: GitIdentity;
   readonly level: ShellPolicyLevel;
   readonly limits: ShellLimits;
@@ -845,6 +847,23 @@ export class ShellPrimitive implements AsyncDisposable {
     return this.#redactor.text(text);
   }
 
+  /**
+   * A command's output as the caller may see it: known secret values and every secret the
+   * content rules know (a key block, a token in an innocently named file that `cat` printed)
+   * withheld — the command already ran, so the output can no longer ask a human.
+   */
+  #withheld(text: string, warnings: string[], stream: string): string {
+    const { text: clean, rules } = this.#scanner.redact(this.#redact(text));
+    if (rules.length > 0) {
+      warnings.push(
+        `the command's ${stream} held what looks like a secret (${
+          rules.join(", ")
+        }); it was withheld as [redacted: …]. Read a secret-bearing file with the file tools, which ask a human first`,
+      );
+    }
+    return clean;
+  }
+
   /** The approval request a human sees for a run that asked. */
   #details(
     args: Record<string, JsonValue>,
@@ -1104,8 +1123,8 @@ export class ShellPrimitive implements AsyncDisposable {
         }
         const output: ShellRunOutput = {
           ...result,
-          stdout: this.#redact(result.stdout),
-          stderr: this.#redact(result.stderr),
+          stdout: this.#withheld(result.stdout, warnings, "output"),
+          stderr: this.#withheld(result.stderr, warnings, "error output"),
           argv,
           executable: program.executable,
           cwd,
