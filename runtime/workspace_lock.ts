@@ -1,12 +1,15 @@
 /**
  * The per-workspace lock that serialises filesystem primitives against shell runs: filesystem
- * primitives hold it shared (they may overlap each other), a shell run holds it exclusive. Inside
+ * primitives hold it shared (they may overlap each other), a shell run holds it exclusive while
+ * it prepares and starts (the shield's and the repository scan's view of the workspace, the
+ * approvals it uses up, its ledger intent) — not while the command runs, which would stall every
+ * filesystem primitive of every process for as long as a test suite or a build takes. Inside
  * one runtime it is an async read-write lock; across runtimes on the same workspace it is also an
  * advisory `flock` on a lock file in the state directory.
  *
  * What it does not cover (the remaining window): programs outside libos (an editor, the user's
- * own terminal), and background processes a shell command leaves running after it returns — they
- * can change the workspace between a primitive's checks and its effect. The primitives' own
+ * own terminal), a running shell command, and background processes a command leaves running
+ * after it returns — they can change the workspace between a primitive's checks and its effect. The primitives' own
  * verification (identity checks after opening, see `primitives/filesystem.ts`) is what still
  * holds then.
  *

@@ -555,3 +555,31 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "ShellPrimitive.run() does not stall other processes' file reads while a long command runs (the workspace lock is held only to start it)",
+  ignore: mode.ignore,
+  fn: async () => {
+    await using f = await shellFixture({ level: "always_allow", wall: true });
+    Deno.writeTextFileSync(join(f.ws, "a.txt"), "read me\n");
+    const other = f.runtime.processes.spawn({ goal: "reader", image: "base-agent:v0" }).pid;
+    // The command waits for a file only the test creates — after the read has come back. If the
+    // read waited for the command, neither would ever finish (until the command's timeout).
+    script(join(f.ws, "wait.sh"), "while [ ! -f go ]; do sleep 0.05; done; echo finished");
+    const order: string[] = [];
+    const long = runScript(f, ["./wait.sh"], 30_000).then((r) => {
+      order.push("command");
+      return r;
+    });
+    await eventually(() => processesWith(join(f.ws, "wait.sh")).length > 0);
+    const read = await f.runtime.primitives.fs.readText(other, { path: "a.txt" });
+    order.push("read");
+    assert.equal(read.content, "read me\n");
+    Deno.writeTextFileSync(join(f.ws, "go"), "");
+    const r = await long;
+    assert.equal(r.stdout, "finished\n", "control: the command ran to its end");
+    assert.equal(r.timedOut, false);
+    assert.deepEqual(order, ["read", "command"]);
+  },
+});

@@ -16,8 +16,9 @@
  *    whether the wall is on — so an approval of `git status` does not run `git push`, and a
  *    different directory or a different program first on PATH asks again. Without one it goes to
  *    the human channel: interactive approval retries the call, queue mode parks the process;
- * 5. under the workspace lock (exclusive: no filesystem primitive runs meanwhile), with the
- *    intent committed to the action ledger, the provider runs it: an explicit environment (no
+ * 5. under the workspace lock (exclusive while the run is prepared and started: no filesystem
+ *    primitive runs meanwhile; released while the command runs), with the intent committed to
+ *    the action ledger, the provider runs it: an explicit environment (no
  *    API key, no `DENO_*`, no `GIT_*` from anyone but libos, nothing from `.env`), git hardened
  *    (`_git_hardening.ts`), limits, a timeout that kills the whole process group, capped output;
  *    inside the OS wall when it works here.
@@ -1054,7 +1055,7 @@ export class ShellPrimitive implements AsyncDisposable {
         used.push(approved.capability);
         authority = `cap:${approved.capability.id}`;
       }
-      return await this.#lock.exclusive(async () => {
+      const started = await this.#lock.exclusive(async () => {
         // Shielded: decided before anything is used up, so a refused run costs no approval.
         const shield = this.#shielded(wall);
         // Use up every one-shot capability behind this run before it starts (compare-and-set).
@@ -1074,85 +1075,94 @@ export class ShellPrimitive implements AsyncDisposable {
           kind: "shell.run",
           request: { argv, cwd, executable: program.executable, digest },
         });
-        let result: ShellRunResult;
-        try {
-          result = await this.#provider.run({
-            executable: program.executable,
-            args: argv.slice(1),
-            cwd: cwdAbsolute,
-            env: { ...base, ...gitEnv },
-            timeoutMs: input.timeoutMs,
-            maxOutputBytes: input.maxOutputBytes,
-            ...(input.stdin === null ? {} : { stdin: input.stdin }),
-            wall: wall
-              ? {
-                workspace: this.#workspace,
-                writable: !["read-only", "plan"].includes(this.#modeOf(pid)),
-                home,
-                ...this.#mounts(shield),
-                network,
-              }
-              : null,
-          });
-        } catch (error) {
-          this.#ledger.finish(id, {
-            ok: false,
-            error: {
-              code: error instanceof LibosError ? error.code : "spawn_failed",
-              message: error instanceof Error ? error.message : String(error),
-            },
-          });
-          throw error;
-        }
-        const failed = wall ? wallFailure(result.exitCode, result.stderr) : null;
-        if (failed !== null) {
-          // The wall could not be built: the command never started. Refused, not its result.
-          const message = `Cannot run ${
-            JSON.stringify(argv.join(" ").slice(0, 200))
-          }: the OS wall could not be set up (${
-            this.#redact(failed)
-          }), so the command did not start; check the toolchain directories and bubblewrap, or report it`;
-          this.#ledger.finish(id, { ok: false, error: { code: "wall_incomplete", message } });
-          this.#record(pid, argv, "deny", "wall_incomplete", { inputDigest: digest });
-          throw new LibosError("wall_incomplete", "operator", message);
-        }
-        if (result.outputLeftOpen) {
-          warnings.push(
-            "the command exited, but a process it left running held its output open; the call returned and that process keeps running (without output) until it ends or the runtime does",
-          );
-        }
-        const output: ShellRunOutput = {
-          ...result,
-          stdout: this.#withheld(result.stdout, warnings, "output"),
-          stderr: this.#withheld(result.stderr, warnings, "error output"),
-          argv,
+        // Started here, under the lock (the process exists once run() returns its promise);
+        // waited for after the lock is released: a long command must not stall every
+        // filesystem primitive of every process. Against a command that changes the workspace
+        // meanwhile, the filesystem primitive's own checks hold (identity after opening, the
+        // parent still where it was), as they do against what a command leaves running.
+        const running = this.#provider.run({
           executable: program.executable,
-          cwd,
+          args: argv.slice(1),
+          cwd: cwdAbsolute,
+          env: { ...base, ...gitEnv },
+          timeoutMs: input.timeoutMs,
+          maxOutputBytes: input.maxOutputBytes,
+          ...(input.stdin === null ? {} : { stdin: input.stdin }),
+          wall: wall
+            ? {
+              workspace: this.#workspace,
+              writable: !["read-only", "plan"].includes(this.#modeOf(pid)),
+              home,
+              ...this.#mounts(shield),
+              network,
+            }
+            : null,
+        });
+        running.catch(() => {/* awaited below, once the lock is released */});
+        return { id, warnings, running };
+      });
+      const { id, warnings } = started;
+      let result: ShellRunResult;
+      try {
+        result = await started.running;
+      } catch (error) {
+        this.#ledger.finish(id, {
+          ok: false,
+          error: {
+            code: error instanceof LibosError ? error.code : "spawn_failed",
+            message: error instanceof Error ? error.message : String(error),
+          },
+        });
+        throw error;
+      }
+      const failed = wall ? wallFailure(result.exitCode, result.stderr) : null;
+      if (failed !== null) {
+        // The wall could not be built: the command never started. Refused, not its result.
+        const message = `Cannot run ${
+          JSON.stringify(argv.join(" ").slice(0, 200))
+        }: the OS wall could not be set up (${
+          this.#redact(failed)
+        }), so the command did not start; check the toolchain directories and bubblewrap, or report it`;
+        this.#ledger.finish(id, { ok: false, error: { code: "wall_incomplete", message } });
+        this.#record(pid, argv, "deny", "wall_incomplete", { inputDigest: digest });
+        throw new LibosError("wall_incomplete", "operator", message);
+      }
+      if (result.outputLeftOpen) {
+        warnings.push(
+          "the command exited, but a process it left running held its output open; the call returned and that process keeps running (without output) until it ends or the runtime does",
+        );
+      }
+      const output: ShellRunOutput = {
+        ...result,
+        stdout: this.#withheld(result.stdout, warnings, "output"),
+        stderr: this.#withheld(result.stderr, warnings, "error output"),
+        argv,
+        executable: program.executable,
+        cwd,
+        wall,
+        highRisk: decision.highRisk,
+        warnings,
+      };
+      this.#ledger.finish(id, {
+        ok: true,
+        value: {
+          exitCode: result.exitCode,
+          signal: result.signal,
+          timedOut: result.timedOut,
+        },
+      });
+      this.#record(pid, argv, "allow", authority, {
+        inputDigest: digest,
+        detail: {
+          executable: program.executable,
+          exitCode: result.exitCode,
+          signal: result.signal,
+          timedOut: result.timedOut,
           wall,
           highRisk: decision.highRisk,
-          warnings,
-        };
-        this.#ledger.finish(id, {
-          ok: true,
-          value: {
-            exitCode: result.exitCode,
-            signal: result.signal,
-            timedOut: result.timedOut,
-          },
-        });
-        this.#record(pid, argv, "allow", authority, {
-          inputDigest: digest,
-          detail: {
-            executable: program.executable,
-            exitCode: result.exitCode,
-            signal: result.signal,
-            timedOut: result.timedOut,
-            wall,
-            highRisk: decision.highRisk,
-          },
-        });
-        return output;
+        },
       });
+      return output;
     }
   }
 

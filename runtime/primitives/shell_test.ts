@@ -194,20 +194,27 @@ Deno.test("ShellPrimitive.run() feeds stdin, and the approval digest binds it", 
   assert.equal(r.stdout, "hello\n");
 });
 
-Deno.test("ShellPrimitive.run() holds the workspace lock exclusively: a file write waits for the run", async () => {
+Deno.test("ShellPrimitive.run() holds the workspace lock only to start a command: a file write goes through while it runs", async () => {
   await using f = await shellFixture({ level: "always_allow" });
   const order: string[] = [];
-  const run = f.runtime.primitives.shell.run(f.pid, { argv: ["sleep", "0.4"] }).then(() => {
+  // The command ends only once the write has landed: a write that waited for it would never
+  // land (until the command's timeout).
+  const marker = "libos-lock-test-4e1c";
+  const run = f.runtime.primitives.shell.run(f.pid, {
+    argv: ["sh", "-c", `while [ ! -f a.txt ]; do sleep 0.05; done; cat a.txt # ${marker}`],
+    timeoutMs: 30_000,
+  }).then((r) => {
     order.push("shell");
+    return r;
   });
-  await new Promise((r) => setTimeout(r, 100));
-  const write = f.runtime.primitives.fs.writeText(f.pid, { path: "a.txt", content: "x" }).then(
-    () => {
-      order.push("write");
-    },
-  );
-  await Promise.all([run, write]);
-  assert.deepEqual(order, ["shell", "write"]);
+  // Written only once the command is running.
+  assert.ok(await eventually(() => processesWith(marker).length > 0), "the command started");
+  await f.runtime.primitives.fs.writeText(f.pid, { path: "a.txt", content: "x" });
+  order.push("write");
+  const r = await run;
+  assert.equal(r.stdout, "x");
+  assert.equal(r.timedOut, false);
+  assert.deepEqual(order, ["write", "shell"]);
 });
 
 Deno.test("ShellPrimitive.run() redacts known secret values from its output", async () => {
