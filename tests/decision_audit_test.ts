@@ -41,6 +41,8 @@ import { parseStrictYaml } from "../runtime/strict_yaml.ts";
 import { ToolBroker } from "../runtime/tool_broker.ts";
 import { JitSandbox, JitToolLifecycle, JitValidator, lifecycleFor } from "../jit/mod.ts";
 import { BENIGN, DOCS_READER, echoCandidate } from "./sample_fixture.ts";
+import { sandbox, task } from "./_cli_sandbox.ts";
+import { call, final } from "./agent_fixture.ts";
 
 const NEVER = new AbortController().signal;
 const PROVENANCE = { source: "model", label: "decision audit", ref: null } as const;
@@ -1594,4 +1596,108 @@ Deno.test("decision audit table: every operation of every authority-bearing comp
     "an operation is one or the other",
   );
   assert.equal(new Set(rows).size, rows.length, "one row per operation");
+});
+
+// ---------------------------------------------------------------- through the real launcher
+
+/** An image whose agent can store, read, ask and fork (no built-in image has all four). */
+const AUDITED = `id: audited:v1
+name: audited
+version: v1
+description: Stores and reads notes, asks its human, forks.
+systemPrompt: |
+  You keep notes.
+defaultTools: [create_memory_object, read_memory_object, ask_human, fork_child_process]
+safety:
+  maxMode: workspace-write
+requiredCapabilities:
+  - resource: { type: human, key: owner, scope: exact }
+    rights: [write]
+`;
+
+interface CliRecord {
+  readonly actor: string;
+  readonly action: string;
+  readonly decision: string;
+  readonly authority: string;
+  readonly resource: string;
+  readonly pid: string | null;
+  readonly detail: Record<string, unknown> | null;
+}
+
+Deno.test("libos agent through the real launcher: a scripted agent's allowed object read and its fork refused with cannot_delegate each leave one decision record in `libos audit query --json`, naming what decided; no child is made", async () => {
+  using s = sandbox();
+  const image = join(s.workspace, "..", "audited.yaml");
+  Deno.writeTextFileSync(image, AUDITED);
+  assert.equal((await s.cli("images", "load", image)).status, 0, "the operator loads the image");
+  // First run: store a note, then ask the human (queue: the launcher stops, exit 3) — the pause
+  // tells the test the oid the scripted model will read next.
+  const script = join(s.workspace, "..", "script.jsonl");
+  const first = [
+    call("create_memory_object", { type: "note", payload: "for the record" }),
+    call("ask_human", { question: "Go on?" }),
+  ];
+  Deno.writeTextFileSync(script, first.join("\n") + "\n");
+  const agent = ["libos", "agent", "--model", `replay:${script}`, "--human", "queue", "--json"];
+  const parked = await task(
+    s.workspace,
+    s.state,
+    ...agent,
+    "--goal",
+    "keep a note",
+    "--image",
+    "audited:v1",
+  );
+  assert.equal(parked.status, 3, parked.stdout + parked.stderr);
+  const { pid, waiting } = JSON.parse(parked.stdout) as {
+    pid: string;
+    waiting: { request: string };
+  };
+  const query = async (...filter: string[]): Promise<CliRecord[]> => {
+    const run = await task(s.workspace, s.state, "libos", "audit", "query", "--json", ...filter);
+    assert.equal(run.status, 0, run.stdout + run.stderr);
+    return (JSON.parse(run.stdout) as { records: CliRecord[] }).records;
+  };
+  const [created] = (await query("--pid", pid, "--action", "object.create"))
+    .filter((r) => r.actor !== "runtime");
+  const oid = created!.resource.slice(created!.resource.lastIndexOf("/") + 1);
+  assert.match(oid, /^obj_/);
+  assert.equal((await s.cli("human", "answer", waiting.request, "yes")).status, 0);
+  // Second run: read the note (allowed), fork with the whole network (refused), finish.
+  Deno.writeTextFileSync(
+    script,
+    [
+      ...first,
+      call("read_memory_object", { oid }),
+      call("fork_child_process", {
+        goal: "reach everything",
+        inherit: [{ resource: { type: "net", key: "*", scope: "any" }, rights: ["connect"] }],
+      }),
+      final("done"),
+    ].join("\n") + "\n",
+  );
+  const done = await task(s.workspace, s.state, ...agent, "--resume", pid);
+  assert.equal(done.status, 0, done.stdout + done.stderr);
+  const records = await query("--pid", pid, "--limit", "10000");
+  const reads = records.filter((r) => r.action === "object.read");
+  assert.deepEqual(
+    reads.map((r) => [r.decision, r.resource]),
+    [["allow", `object:process:${pid}/${oid}`]],
+    "the allowed read: one record",
+  );
+  assert.match(reads[0]!.authority, CAP, "naming the capability that allowed it");
+  const forks = records.filter((r) => r.action === "process.fork");
+  assert.deepEqual(
+    forks.map((r) => [r.decision, r.authority, r.resource, r.detail?.code]),
+    [["deny", "default", `process:${pid}`, "cannot_delegate"]],
+    "the refused fork: one record, naming why",
+  );
+  const ps = await s.json("ps");
+  assert.deepEqual(
+    (ps.doc.processes as { parent: string | null }[]).filter((p) => p.parent === pid),
+    [],
+    "no child was made",
+  );
+  const verified = await task(s.workspace, s.state, "libos", "audit", "verify", "--json");
+  assert.equal(JSON.parse(verified.stdout).ok, true, verified.stdout);
 });
