@@ -1,7 +1,8 @@
 /**
  * Object memory read benchmark (issue 20): what one `ObjectMemory.read()` by a process costs —
  * the capability decision, the audit record of that decision, decoding and the payload — on a
- * file database with group commit, the runtime's default. Competitors, measured in the same run:
+ * file database with group commit, the runtime's default; then the read that renders a process's
+ * view into its context every turn (decided, not recorded). Competitors, measured in the same run:
  * the same read by the runtime itself (no decision, no record), and the store lookup with the
  * decode alone (no checks at all).
  *
@@ -74,6 +75,11 @@ export const CASES: readonly BenchCase[] = [
     "ObjectMemory.read() by a process (decide + audit record)",
     (runtime, pid, oid) => runtime.memory.read(pid, oid),
     `${OBJECTS} objects, random oid, file db, group commit`,
+  ),
+  readCase(
+    "ObjectMemory.read() rendering a process's view (decided, not recorded)",
+    (runtime, pid, oid) => runtime.memory.read(pid, oid, { view: true }),
+    "the per-turn context render's read",
   ),
   readCase(
     "ObjectMemory.read() by the runtime (no decision, no record; competitor)",
