@@ -298,17 +298,34 @@ export class JitToolLifecycle {
       right: "register" as const,
       digest,
     };
+    // One decision record per decision (see runtime/audit_log.ts): the allow names what allowed
+    // it (through the tool broker's registration record); a deny or an ask is recorded here.
+    const refused = (effect: "ask" | "deny", reason: string) =>
+      this.#o.host.core.audit.append({
+        actor: pid,
+        pid,
+        action: "tool.register",
+        resource: `tool:${candidate.name}`,
+        decision: effect,
+        authority: reason,
+        inputDigest: digest,
+      });
+    let allowed: string;
     for (let attempt = 0;; attempt++) {
       const decision = this.#o.authority.decide(pid, action);
       if (decision.effect === "allow") {
         this.#o.authority.consume(decision);
+        allowed = decision.reason;
         break;
       }
       const what = `register tool ${candidate.name}`;
       // Nothing granted it (the default) or something asks: a human may approve it. A
       // capability or rule that denies it is final.
       const askable = decision.effect === "ask" || decision.reason === "default";
-      if (!askable) throw this.#o.authority.refusal(pid, action, decision, what);
+      if (!askable) {
+        refused("deny", decision.reason);
+        throw this.#o.authority.refusal(pid, action, decision, what);
+      }
       // A human's approval of exactly this source (one-shot, digest-bound) answers it.
       const approved = this.#o.authority.capabilities.approval(
         pid,
@@ -318,8 +335,10 @@ export class JitToolLifecycle {
       );
       if (approved) {
         this.#o.authority.capabilities.consume(approved.capability);
+        allowed = `cap:${approved.capability.id}`;
         break;
       }
+      refused("ask", decision.reason);
       if (!this.#o.human || this.#o.human.mode === "none" || attempt > 0) {
         throw new ApprovalRequiredError(
           `Cannot register tool ${candidate.name}: it needs the register right on tool:${candidate.name} (${decision.reason}) or a human's approval; grant it (libos grant PID tool:${candidate.name} --right register) or run with a human (--human queue)`,
@@ -347,7 +366,7 @@ export class JitToolLifecycle {
         }),
       );
     }
-    this.#install(pid, candidate, passed.compiled);
+    this.#install(pid, candidate, passed.compiled, allowed);
     // What restore and inherit use: its own copy of exactly the source registered (and the
     // JavaScript its tests ran), which no later edit of the candidate changes.
     this.#record(pid, REGISTRATION_TYPE, candidate.name, {
@@ -426,14 +445,22 @@ export class JitToolLifecycle {
       if (this.#o.tools.visible(child).some((t) => t.name === candidate.name)) continue;
       const { pid: _, ...registration } = payload as Record<string, JsonValue>;
       this.#record(child, REGISTRATION_TYPE, candidate.name, registration);
-      this.#install(child, candidate, compiled);
+      this.#install(child, candidate, compiled, decision.reason);
       names.push(candidate.name);
     }
     return names;
   }
 
-  /** Puts a tool in `pid`'s table; it runs `compiled` (the JavaScript its tests ran) if any. */
-  #install(pid: string, candidate: ToolCandidate, compiled: string | null): void {
+  /**
+   * Puts a tool in `pid`'s table; it runs `compiled` (the JavaScript its tests ran) if any.
+   * `authority` is the decision that allowed it (none: a stored registration put back).
+   */
+  #install(
+    pid: string,
+    candidate: ToolCandidate,
+    compiled: string | null,
+    authority?: string,
+  ): void {
     const args = schemaOf(candidate.input_schema, "input schema");
     const host = this.#o.host;
     this.#o.tools.registerJit(pid, {
@@ -455,7 +482,7 @@ export class JitToolLifecycle {
         });
         return result.value as JsonValue;
       },
-    });
+    }, authority);
   }
 }
 

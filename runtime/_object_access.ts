@@ -1,7 +1,12 @@
 /**
  * What every part of the object memory shares: the runtime it is bound to, the decisions (with
- * the one "invisible" refusal that tells nothing about existence), row decoding, payloads — the
- * volatile ones held in this runtime's memory only — and input parsing.
+ * the one "invisible" refusal that tells nothing about existence) and their audit records, row
+ * decoding, payloads — the volatile ones held in this runtime's memory only — and input parsing.
+ *
+ * Every operation runs as one {@link ObjectAccess.step} and leaves one decision record (see
+ * `audit_log.ts`): a refusal when it is made (written after the step, which rolls back), or the
+ * allow its body writes with {@link ObjectAccess.allowed}, naming the first check it passed; an
+ * operation that passed its checks and then failed leaves that allow with `detail.failed`.
  *
  * @module
  */
@@ -13,6 +18,7 @@ import type { Decision } from "./decide.ts";
 import type { AuditEntry } from "./audit_log.ts";
 import {
   CapabilityDeniedError,
+  LibosError,
   NotFoundError,
   StoreError,
   ValidationError,
@@ -69,6 +75,24 @@ export const OBJECT_RIGHTS: readonly Right[] = Object.freeze([
   "link",
 ]);
 
+/** A check an operation passed: what it was, on what, and the reason of the decision. */
+interface Passed {
+  readonly actor: MemoryActor;
+  readonly action: string;
+  readonly resource: string;
+  readonly reason: string;
+}
+
+/** What the operation running in the current step decided so far. */
+interface Operation {
+  /** Refusals, written after the step (a rolled-back step would lose them). */
+  readonly refusals: AuditEntry[];
+  readonly passed: Passed[];
+}
+
+/** A decision record's detail. */
+type Detail = Record<string, string | number | boolean | null>;
+
 /** Parses with a schema; a failure is a ValidationError naming the field. */
 export function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
   const result = schema.safeParse(value);
@@ -86,8 +110,8 @@ export class ObjectAccess {
   readonly limits: ObjectLimits;
   /** Payloads of volatile objects: this runtime's memory only. */
   readonly volatile: Map<string, JsonValue> = new Map();
-  /** Refusals made inside a step, audited after it (a rolled-back step would lose them). */
-  #deferred: AuditEntry[] | null = null;
+  /** The operation running in the current step, if any. */
+  #op: Operation | null = null;
 
   /** Binds the access to a runtime. */
   constructor(
@@ -102,14 +126,17 @@ export class ObjectAccess {
     this.limits = limits;
   }
 
-  /** Audits one object operation of an actor. */
+  /**
+   * Records a decision about an object operation of an actor: an allow at once (inside the
+   * operation's step, with its effect), a refusal after the step (which rolls back).
+   */
   audit(
     actor: MemoryActor,
     action: string,
     resource: string,
-    decision: "allow" | "deny",
+    decision: "allow" | "ask" | "deny",
     authority: string,
-    detail?: Record<string, string | number | boolean | null>,
+    detail?: Detail,
   ): void {
     const entry: AuditEntry = {
       actor,
@@ -120,23 +147,91 @@ export class ObjectAccess {
       authority,
       ...(detail ? { detail } : {}),
     };
-    if (decision === "deny" && this.#deferred) this.#deferred.push(entry);
+    if (decision !== "allow" && this.#op) this.#op.refusals.push(entry);
     else this.core.audit.append(entry);
   }
 
   /**
-   * Runs `fn` as one store step. A refusal inside it rolls the step back, and the audit records
-   * of refusals are written afterwards, in steps of their own, so no denial goes unrecorded.
+   * Records the allow of the operation running in this step — its one decision record — naming
+   * the first check it passed (the others' reasons in `detail.also`). A read by the operator or
+   * the runtime (`read: true`) is not decided and leaves no record.
+   */
+  allowed(
+    actor: MemoryActor,
+    action: string,
+    resource: string,
+    detail?: Detail,
+    options: {
+      readonly read?: boolean;
+      /** The check that names the allow, when it is not the first one passed. */
+      readonly primary?: Decision;
+    } = {},
+  ): void {
+    if (options.read && isPrivileged(actor)) return;
+    const reasons = [
+      ...new Set([
+        ...(options.primary ? [options.primary.reason] : []),
+        ...(this.#op?.passed ?? []).map((c) => c.reason),
+      ]),
+    ];
+    const also = reasons.slice(1);
+    this.audit(
+      actor,
+      action,
+      resource,
+      "allow",
+      reasons[0] ?? (isPrivileged(actor) ? actor : "self"),
+      also.length ? { ...detail, also: also.join(" ") } : detail,
+    );
+  }
+
+  /** Notes a check the current operation passed (`reason` names the operation's allow). */
+  passed(actor: MemoryActor, action: string, resource: string, reason: string): void {
+    this.#op?.passed.push({ actor, action, resource, reason });
+  }
+
+  /**
+   * Runs `fn` as one operation's store step. A refusal inside it rolls the step back, and the
+   * refusal's record is written afterwards, in a step of its own, so none goes unrecorded; an
+   * operation of a process that passed its checks and then failed is recorded as allowed, with
+   * `detail.failed` (its own allow record, if it wrote one, went with the step).
    */
   step<T>(fn: () => T): T {
-    if (this.#deferred) return this.core.store.step(fn);
-    this.#deferred = [];
+    return this.#operation(() => this.core.store.step(fn));
+  }
+
+  /**
+   * Runs `fn` as one operation that writes nothing but its decision record (a read): recorded
+   * like {@link ObjectAccess.step}, without a store step around it — the hot path stays short,
+   * and the operator's reads (not recorded) write nothing, so a read-only database serves them.
+   */
+  reading<T>(fn: () => T): T {
+    return this.#operation(fn);
+  }
+
+  #operation<T>(fn: () => T): T {
+    if (this.#op) return fn();
+    const op: Operation = { refusals: [], passed: [] };
+    this.#op = op;
     try {
-      return this.core.store.step(fn);
+      return fn();
+    } catch (error) {
+      const first = op.passed[0];
+      if (first && op.refusals.length === 0 && !isPrivileged(first.actor)) {
+        op.refusals.push({
+          actor: first.actor,
+          pid: first.actor,
+          action: first.action,
+          resource: first.resource,
+          decision: "allow",
+          authority: first.reason,
+          detail: { failed: error instanceof LibosError ? error.code : "failed" },
+        });
+      }
+      throw error;
     } finally {
-      const denials = this.#deferred;
-      this.#deferred = null;
-      for (const entry of denials) this.core.audit.append(entry);
+      this.#op = null;
+      for (const entry of op.refusals) this.core.audit.append(entry);
     }
   }
 
@@ -156,26 +251,26 @@ export class ObjectAccess {
   }
 
   /**
-   * Requires `right` on `resource`; a refusal is audited and thrown as `refusal()` (so callers
-   * choose a message that tells nothing the actor may not know). An ask is refused the same way
-   * (audited as an ask): objects have no route to a human yet, and an approval error would tell
-   * an object exists where a refusal does not.
+   * Requires `right` on `resource` for operation `action`; a refusal is recorded and thrown as
+   * `refusal()` (so callers choose a message that tells nothing the actor may not know). An ask
+   * is refused the same way (recorded as the ask it was): objects have no route to a human yet,
+   * and an approval error would tell an object exists where a refusal does not.
    */
   require(
     actor: MemoryActor,
     action: string,
     resource: ActionResource,
     right: Right,
-    refusal: () => Error,
+    refusal: (decision: Decision) => Error,
   ): Decision {
     const decision = this.decision(actor, resource, right);
     const key = `${resource.type}:${"key" in resource ? resource.key : ""}`;
-    if (decision.effect === "allow") return decision;
-    this.audit(actor, action, key, "deny", decision.reason, {
-      right,
-      ...(decision.effect === "ask" ? { asked: true } : {}),
-    });
-    throw refusal();
+    if (decision.effect === "allow") {
+      this.passed(actor, action, key, decision.reason);
+      return decision;
+    }
+    this.audit(actor, action, key, decision.effect, decision.reason, { right });
+    throw refusal(decision);
   }
 
   /** The one answer for "no such object" and "you may not": identical, so nothing leaks. */

@@ -7,6 +7,39 @@
  * A record's hash is `sha256(prev + "\n" + canonicalJson(body))`, where the body holds every
  * stored field except `prev` and `hash` (the detail as its stored canonical text).
  *
+ * ## One record per decision (DESIGN §2: every decision is audited, allowed or not)
+ *
+ * Every operation a process asks of an authority-bearing component — the primitives (fs, shell,
+ * net, clock), the object memory, the image registry, the process manager, the human channel,
+ * the tool broker and the JIT tool lifecycle — leaves exactly one decision record: `allow`, `ask`
+ * or `deny`, whose `authority` names what decided it: the decision's reason (`cap:<id>`,
+ * `rule:<file>#<n>`, `mode:<name>`, `run:<n>`, `protected:<glob>`, `hardline:<rule>`, `default`)
+ * or a named rule of the runtime (`containment`, `lineage:not_a_child`, `budget:<kind>`,
+ * `human:none`, `runtime` for the clock, which needs no capability).
+ *
+ * - A **refusal** (a deny, or an ask that goes no further) is recorded when it is made, in a step
+ *   of its own, before the error is thrown: it survives the rollback of the refused operation.
+ * - An **allow** is recorded with the operation's effect: in the same store step when the effect
+ *   is a store write (objects, processes, capabilities, images), so both commit or neither; just
+ *   after the decision when the operation only reads; and after an external effect (a file
+ *   write, a shell run, a fetch) with its outcome — the action ledger's `action.intent`, with the
+ *   same input digest and committed before the effect starts (§6), stands for it should the
+ *   runtime die mid-effect.
+ * - An operation allowed and then failed before its effect (a precondition, a conflict) still
+ *   leaves its allow record, with `detail.failed` naming the error code. (Not yet in the
+ *   filesystem and shell primitives, which record an allow only with a completed effect.)
+ * - An operation that takes several checks (a link needs link on one object and read on the
+ *   other) leaves one record naming its primary check, the others' reasons in `detail.also`; an
+ *   operation made of other operations (an edit is a read and a write; a search lists and reads;
+ *   a fetch decides each hop) leaves theirs.
+ * - A human's answer is a decision of its own (`human.approve`, `human.reject`, `human.answer`,
+ *   `human.expire`; `human.approval` deny when no human is reachable); storing the request is not
+ *   (`none`: the asking operation recorded the ask).
+ * - Not decisions: checks that only shape an answer (whether an error may say a file exists,
+ *   which objects a listing shows) and reads by the operator or the runtime, which act on their
+ *   own authority (their writes are audited, authority `operator` / `runtime`). Records of what
+ *   merely happened (`action.*`, `process.recover`, `object.release`) carry `none`.
+ *
  * @module
  */
 import { z } from "zod";
@@ -63,6 +96,9 @@ export const AuditEntry = z.object({
 }).strict();
 /** What a caller supplies to {@link AuditLog.append}. */
 export type AuditEntry = z.input<typeof AuditEntry>;
+
+/** The record of one decision (see the module documentation): allow, ask or deny, never `none`. */
+export type DecisionEntry = AuditEntry & { readonly decision: "allow" | "ask" | "deny" };
 
 /** A stored audit record as callers see it (the detail parsed back into JSON). */
 export interface AuditRecord extends Omit<AuditRow, "detail"> {

@@ -6,6 +6,10 @@
  * set for a top-level process, lineage rights between a parent and its child, and delegated
  * scopes (see `delegation.ts`).
  *
+ * Decisions are recorded by the component whose operation they gate (one record per decision,
+ * see `audit_log.ts`): {@link Authority.gate} records a refusal where it is made; the allow is
+ * recorded with the operation's effect, naming the `reason` of the decision this returned.
+ *
  * @module
  */
 import {
@@ -183,6 +187,33 @@ export class Authority {
     const decision = this.check(pid, action, what);
     this.consume(decision);
     return decision;
+  }
+
+  /**
+   * {@link Authority.require} for a process's operation `op` (`process.fork`, `human.question`)
+   * that records a refusal as the operation's one decision record — a deny, or an ask that goes
+   * no further — in a step of its own, then throws it. Call it before the operation's step, so
+   * the record is not rolled back with it; the allow is the caller's to record with its effect.
+   * @throws {CapabilityDeniedError} when the decision is deny (recorded).
+   * @throws {ApprovalRequiredError} when it is ask (recorded).
+   */
+  gate(pid: string, op: string, action: Action, what: string): Decision {
+    try {
+      return this.require(pid, action, what);
+    } catch (error) {
+      if (error instanceof CapabilityDeniedError || error instanceof ApprovalRequiredError) {
+        this.#core.audit.append({
+          actor: pid,
+          pid,
+          action: op,
+          resource: resourceString(action.resource),
+          decision: error instanceof ApprovalRequiredError ? "ask" : "deny",
+          authority: error.reason,
+          ...(action.digest === undefined ? {} : { inputDigest: action.digest }),
+        });
+      }
+      throw error;
+    }
   }
 
   /**

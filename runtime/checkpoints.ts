@@ -142,10 +142,11 @@ export class Checkpoints {
   }
 
   /**
-   * Takes a checkpoint of `pid`; returns it.
+   * Takes a checkpoint of `pid` for `by` (the process itself through its tool, or the operator);
+   * returns it. A process may always checkpoint itself: its record names `self`.
    * @throws {IllegalTransitionError} for a finished process.
    */
-  create(pid: string, label = ""): Checkpoint {
+  create(pid: string, label = "", by = "operator"): Checkpoint {
     const p = this.#o.processes.get(pid);
     if (isFinal(p.status)) {
       throw new IllegalTransitionError(
@@ -173,13 +174,26 @@ export class Checkpoints {
       objects: this.#objects(pid),
       auditSeq: tail?.seq ?? 0,
     };
-    const info = this.#o.memory.create(RUNTIME_ACTOR, {
-      namespace: processNamespace(pid),
-      type: TYPE,
-      payload: body as unknown as JsonValue,
-      tags: ["checkpoint"],
-      provenance: { source: "tool", label: "checkpoint", ref: null },
-      immutable: true,
+    const info = this.#o.core.store.step(() => {
+      const created = this.#o.memory.create(RUNTIME_ACTOR, {
+        namespace: processNamespace(pid),
+        type: TYPE,
+        payload: body as unknown as JsonValue,
+        tags: ["checkpoint"],
+        provenance: { source: "tool", label: "checkpoint", ref: null },
+        immutable: true,
+      });
+      this.#audit().append({
+        actor: by,
+        pid,
+        action: "checkpoint.create",
+        resource: `process:${pid}`,
+        decision: "allow",
+        authority: by === pid ? "self" : by,
+        correlation: created.oid,
+        detail: { objects: body.objects.length },
+      });
+      return created;
     });
     return { id: info.oid, ...body };
   }

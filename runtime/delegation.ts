@@ -123,6 +123,7 @@ export function delegate(
           `Cannot hand ${right} on ${resourceString(scope.resource)} to a child: the parent ${
             root ? `is denied it (${root.capability.id})` : "holds no such authority"
           }; delegate a scope the parent may use`,
+          { reason: root ? `cap:${root.capability.id}` : "default" },
         );
       }
       const boundaries = [

@@ -187,7 +187,7 @@ Deno.test("ProcessManager.fork() refuses to delegate a scope the parent lacks an
   assert.equal(effect(runtime, parent, fsAction("README.md", "read")), "allow");
   assert.equal(effect(runtime, parent, fsAction("src/a.ts", "read")), "deny");
   const before = runtime.processes.list().map((p) => p.pid);
-  const auditBefore = runtime.audit.query().length;
+  const lastSeq = runtime.audit.query({ order: "desc", limit: 1 })[0]?.seq ?? 0;
   const forksBefore = runtime.audit.query({ action: "process.fork" }).length;
   const parentCaps = runtime.authority.capabilities.list(parent).length;
   assert.throws(
@@ -201,9 +201,13 @@ Deno.test("ProcessManager.fork() refuses to delegate a scope the parent lacks an
   );
   assert.deepEqual(runtime.processes.list().map((p) => p.pid), before);
   assert.deepEqual(runtime.processes.list({ parent }), []);
-  // No fork record, no lineage grant, no child capability survived the refusal.
-  assert.equal(runtime.audit.query().length, auditBefore);
-  assert.equal(runtime.audit.query({ action: "process.fork" }).length, forksBefore);
+  // No lineage grant, no child capability survived the refusal; its one record is the refusal.
+  const added = runtime.audit.query({ afterSeq: lastSeq, limit: 10 });
+  assert.deepEqual(
+    added.map((r) => [r.action, r.decision, r.authority, r.pid, r.detail?.code]),
+    [["process.fork", "deny", "default", parent, "cannot_delegate"]],
+  );
+  assert.equal(runtime.audit.query({ action: "process.fork" }).length, forksBefore + 1);
   assert.equal(runtime.authority.capabilities.list(parent).length, parentCaps);
   // The refusal left the parent able to fork within what it holds.
   const ok = fork(runtime, parent, [{ resource: readme, rights: ["read"] }]);

@@ -11,6 +11,12 @@
  * rejection or an expiry becomes a failed result with no side effect. "Allow always" mints a
  * capability with an explicit scope, described to the human before it is created.
  *
+ * Decision records (see `audit_log.ts`): a process talking to its human (`human.question`,
+ * `human.output`, `human.permission`) is decided on `human:owner` write and recorded once — the
+ * refusal where it is made, the allow with the stored request, `human:none` when no human is
+ * reachable. An approval request records no decision of its own (the primitive that asked
+ * recorded the ask); the human's answer is one (`human.approve`, `human.reject`, …).
+ *
  * @module
  */
 import { dirname } from "node:path";
@@ -222,11 +228,17 @@ export class HumanChannel {
     return out;
   }
 
+  /**
+   * Stores a request. `allowed` is the reason of the decision that let the process make it (a
+   * question, a message, a permission request): its record is that decision's. An approval's
+   * record is not a decision (the primitive recorded its ask), nor an interrupt's.
+   */
   #create(
     pid: string,
     kind: HumanRequestKind,
     fields: Partial<Pick<HumanRequest, "approval" | "text" | "permission" | "status">>,
     expires = true,
+    allowed?: string,
   ): HumanRequest {
     return this.#core.store.step(() => {
       const now = Math.trunc(this.#core.clock.now());
@@ -249,8 +261,8 @@ export class HumanChannel {
         pid,
         action: `human.${kind}`,
         resource: request.approval?.resource ?? `human:owner`,
-        decision: kind === "approval" || kind === "permission" ? "ask" : "none",
-        authority: request.approval?.reason ?? "runtime",
+        decision: allowed === undefined ? "none" : "allow",
+        authority: allowed ?? request.approval?.reason ?? "runtime",
         correlation: request.id,
         ...(request.approval ? { inputDigest: request.approval.digest } : {}),
       });
@@ -262,13 +274,30 @@ export class HumanChannel {
     });
   }
 
-  /** Requires the process may talk to its human (`human:owner` write). */
-  #mayTalk(pid: string, what: string): void {
-    this.#authority.require(
+  /**
+   * Requires the process may talk to its human (`human:owner` write) for operation `op`; a
+   * refusal is recorded. Returns the reason of the decision that allowed it.
+   */
+  #mayTalk(pid: string, op: string, what: string): string {
+    return this.#authority.gate(
       pid,
+      op,
       { resource: { type: "human", key: "owner" }, right: "write" },
       what,
-    );
+    ).reason;
+  }
+
+  /** Records that no human is reachable to take a process's request, and returns the error. */
+  #unreachable(pid: string, op: string, message: string): HumanDecisionError {
+    this.#core.audit.append({
+      actor: "runtime",
+      pid,
+      action: op,
+      resource: "human:owner",
+      decision: "deny",
+      authority: "human:none",
+    });
+    return new HumanDecisionError("human_unavailable", message);
   }
 
   // ------------------------------------------------------------------ from processes
@@ -347,14 +376,15 @@ export class HumanChannel {
    * @throws {CapabilityDeniedError} without `human:owner` write.
    */
   async ask(pid: string, question: string): Promise<string> {
-    this.#mayTalk(pid, "ask the human a question");
+    const allowed = this.#mayTalk(pid, "human.question", "ask the human a question");
     if (this.mode === "none") {
-      throw new HumanDecisionError(
-        "human_unavailable",
+      throw this.#unreachable(
+        pid,
+        "human.question",
         "No human is reachable (human mode none) to answer the question; run with --human queue",
       );
     }
-    const request = this.#create(pid, "question", { text: question });
+    const request = this.#create(pid, "question", { text: question }, true, allowed);
     if (this.mode === "queue") {
       throw new HumanPendingError(
         `The question waits for a human (request ${request.id}); answer with "libos human answer ${request.id} TEXT"`,
@@ -379,8 +409,8 @@ export class HumanChannel {
    * @throws {CapabilityDeniedError} without `human:owner` write.
    */
   output(pid: string, text: string): HumanRequest {
-    this.#mayTalk(pid, "send the human a message");
-    const request = this.#create(pid, "output", { text, status: "delivered" }, false);
+    const allowed = this.#mayTalk(pid, "human.output", "send the human a message");
+    const request = this.#create(pid, "output", { text, status: "delivered" }, false, allowed);
     this.#prompt?.notify?.(request, renderApprovalRequest(request));
     return request;
   }
@@ -390,16 +420,17 @@ export class HumanChannel {
    * Interactive: resolves with the minted capability ids. Queue: throws {@link HumanPendingError}.
    */
   async requestPermission(pid: string, permission: PermissionRequest): Promise<string[]> {
-    this.#mayTalk(pid, "ask the human for a permission");
+    const allowed = this.#mayTalk(pid, "human.permission", "ask the human for a permission");
     // Refused before a human is bothered: approving it could not mint it.
     refuseNetPrefix(permission.resource);
     if (this.mode === "none") {
-      throw new HumanDecisionError(
-        "human_unavailable",
+      throw this.#unreachable(
+        pid,
+        "human.permission",
         "No human is reachable (human mode none) to grant a permission; run with --human queue",
       );
     }
-    const request = this.#create(pid, "permission", { permission });
+    const request = this.#create(pid, "permission", { permission }, true, allowed);
     if (this.mode === "queue") {
       throw new HumanPendingError(
         `The permission request waits for a human (request ${request.id}); answer with "libos human approve ${request.id}"`,

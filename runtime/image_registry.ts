@@ -8,7 +8,13 @@
  */
 import type { Authority } from "./authority.ts";
 import type { Right } from "./capability.ts";
-import { CapabilityDeniedError, NotFoundError, StoreError, ValidationError } from "./errors.ts";
+import {
+  CapabilityDeniedError,
+  LibosError,
+  NotFoundError,
+  StoreError,
+  ValidationError,
+} from "./errors.ts";
 import { AgentImage, type AgentImageInput, ImageId } from "./image.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
 import { parseStrictYaml } from "./strict_yaml.ts";
@@ -87,8 +93,11 @@ export class ImageRegistry {
     }
   }
 
-  /** Requires `right` on `image:<id>` for a process; a refusal is audited. */
-  #require(actor: ImageActor, id: string, right: Right, what: string): string {
+  /**
+   * Requires `right` on `image:<id>` for a process's operation `op`; a refusal (a deny, or an ask:
+   * images have no route to a human) is recorded as the operation's decision and thrown.
+   */
+  #require(actor: ImageActor, op: string, id: string, right: Right, what: string): string {
     if (actor === IMAGE_OPERATOR) return "operator";
     const resource = { type: "image", key: id } as const;
     const decision = this.#authority.decide(actor, { resource, right });
@@ -96,10 +105,11 @@ export class ImageRegistry {
     this.#core.audit.append({
       actor,
       pid: actor,
-      action: `image.${right}`,
+      action: op,
       resource: `image:${id}`,
-      decision: "deny",
+      decision: decision.effect,
       authority: decision.reason,
+      detail: { right },
     });
     throw new CapabilityDeniedError(
       "capability_denied",
@@ -113,8 +123,20 @@ export class ImageRegistry {
    * @throws {NotFoundError} for an unknown id; {@link CapabilityDeniedError} without read.
    */
   get(actor: ImageActor, id: string): AgentImage {
-    this.#require(actor, id, "read", `read image ${id}`);
+    const authority = this.#require(actor, "image.read", id, "read", `read image ${id}`);
     const image = this.resolve(id);
+    if (actor !== IMAGE_OPERATOR) {
+      // The operator's reads are not decided; a process's read is, found or not.
+      this.#core.audit.append({
+        actor,
+        pid: actor,
+        action: "image.read",
+        resource: `image:${id}`,
+        decision: "allow",
+        authority,
+        ...(image ? {} : { detail: { failed: "not_found" } }),
+      });
+    }
     if (!image) {
       throw new NotFoundError(
         `No image ${
@@ -125,7 +147,10 @@ export class ImageRegistry {
     return image;
   }
 
-  /** Every image, built-in and loaded, in id order (for an actor, those it may read). */
+  /**
+   * Every image, built-in and loaded, in id order (for an actor, those it may read). Which
+   * images a process is shown is a filter, not a decision: a listing leaves no record.
+   */
   list(actor: ImageActor): ImageSummary[] {
     const out = new Map<string, ImageSummary>();
     for (const image of this.#builtins.values()) {
@@ -175,7 +200,7 @@ export class ImageRegistry {
     const source = options.source ?? "the image";
     const image = validate(input, source);
     // Decided before the step, so a refusal's audit record is not rolled back with it.
-    let authority = this.#require(actor, image.id, "write", `load image ${image.id}`);
+    let authority = this.#require(actor, "image.load", image.id, "write", `load image ${image.id}`);
     const builtin = this.#builtins.has(image.id);
     const stored = this.#core.store.getImage(image.id);
     // Replacing a built-in, or an image somebody else loaded, is an administrator's act: with
@@ -183,6 +208,15 @@ export class ImageRegistry {
     const foreign = builtin || (stored !== undefined && stored.loader !== actor);
     if (foreign && options.replace) {
       if (actor === IMAGE_OPERATOR && !options.admin) {
+        // The operator is refused by a rule, not a capability: recorded all the same.
+        this.#core.audit.append({
+          actor,
+          action: "image.load",
+          resource: `image:${image.id}`,
+          decision: "deny",
+          authority: builtin ? "image:builtin" : "image:foreign",
+          detail: { admin: false },
+        });
         throw new CapabilityDeniedError(
           "capability_denied",
           `Image ${image.id} is ${
@@ -191,8 +225,41 @@ export class ImageRegistry {
           { reason: builtin ? "builtin" : "foreign" },
         );
       }
-      authority = this.#require(actor, image.id, "admin", `replace image ${image.id}`);
+      authority = this.#require(
+        actor,
+        "image.load",
+        image.id,
+        "admin",
+        `replace image ${image.id}`,
+      );
     }
+    try {
+      return this.#loadStep(actor, image, builtin, authority, options);
+    } catch (error) {
+      // A process's load allowed, then refused by a precondition (it exists; replace was not
+      // asked): the step and the allow record in it rolled back, so the allow is recorded here,
+      // failed. (The operator's attempts are not decisions; its loads are audited.)
+      if (actor === IMAGE_OPERATOR) throw error;
+      this.#core.audit.append({
+        actor,
+        pid: actor,
+        action: "image.load",
+        resource: `image:${image.id}`,
+        decision: "allow",
+        authority,
+        detail: { failed: error instanceof LibosError ? error.code : "failed" },
+      });
+      throw error;
+    }
+  }
+
+  #loadStep(
+    actor: ImageActor,
+    image: AgentImage,
+    builtin: boolean,
+    authority: string,
+    options: LoadOptions,
+  ): AgentImage {
     return this.#core.store.step(() => {
       const exists = builtin || this.#core.store.getImage(image.id) !== undefined;
       if (exists && !options.replace) {

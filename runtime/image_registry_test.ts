@@ -174,8 +174,8 @@ Deno.test("A built-in image cannot be replaced without admin — not by the oper
     "full-access",
   );
   assert.ok(
-    f.runtime.audit.query({ pid, action: "image.admin", limit: 5 }).some((r) =>
-      r.decision === "deny"
+    f.runtime.audit.query({ pid, action: "image.load", limit: 5 }).some((r) =>
+      r.decision === "deny" && r.detail?.right === "admin"
     ),
     "the refusal is audited",
   );

@@ -113,7 +113,11 @@ export class ObjectMemory {
   constructor(core: RuntimeCore, options: ObjectMemoryOptions) {
     this.limits = { ...DEFAULT_OBJECT_LIMITS, ...options.limits };
     this.#a = new ObjectAccess(core, options.authority, options.processes, this.limits);
-    this.#sharing = new ObjectSharing(this.#a, (actor, ns, opts) => this.list(actor, ns, opts));
+    // A process's view is the runtime rendering its context, not a listing it asked for.
+    this.#sharing = new ObjectSharing(
+      this.#a,
+      (actor, ns, opts) => listObjects(this.#a, actor, ns, opts, { record: false }),
+    );
     options.processes.onFinished((p) => this.#sharing.release(p));
   }
 
@@ -165,7 +169,7 @@ export class ObjectMemory {
           issuer: `namespace:${key}`,
         }, "runtime");
       }
-      this.#a.audit(actor, "namespace.create", `namespace:${key}`, "allow", "namespace");
+      this.#a.allowed(actor, "namespace.create", `namespace:${key}`);
     });
   }
 
@@ -240,36 +244,46 @@ export class ObjectMemory {
       };
       this.#a.save(info, payload.text);
       if (info.volatile) this.#a.volatile.set(info.oid, JSON.parse(payload.text) as JsonValue);
-      this.#a.audit(
-        actor,
-        "object.create",
-        `object:${namespace}/${info.oid}`,
-        "allow",
-        "namespace",
-        {
-          type,
-          bytes: payload.bytes,
-          volatile: info.volatile,
-        },
-      );
+      this.#a.allowed(actor, "object.create", `object:${namespace}/${info.oid}`, {
+        type,
+        bytes: payload.bytes,
+        volatile: info.volatile,
+      });
       return info;
     });
   }
 
   /**
-   * Reads an object and its payload.
+   * Reads an object and its payload. `view: true` is the runtime rendering the process's own
+   * view into its context (each turn, every object in it): decided like any read, but not a
+   * request of the process, so it leaves no record (a refusal still does).
    * @throws {CapabilityDeniedError} without read — the same error when there is no such object;
    *   {@link VolatileLostError} for a volatile object after a restart.
    */
-  read(actor: MemoryActor, oid: string): MemoryRecord {
-    const row = this.#a.visible(actor, oid, "read", "object.read");
-    const info = this.#a.decode(row);
-    return { info, payload: this.#a.payload(row, info) };
+  read(actor: MemoryActor, oid: string, options: { readonly view?: boolean } = {}): MemoryRecord {
+    return this.#a.reading(() => {
+      const row = this.#a.visible(actor, oid, "read", "object.read");
+      const info = this.#a.decode(row);
+      const payload = this.#a.payload(row, info);
+      if (!options.view) {
+        this.#a.allowed(actor, "object.read", `object:${row.namespace}/${row.oid}`, undefined, {
+          read: true,
+        });
+      }
+      return { info, payload };
+    });
   }
 
   /** An object's description (no payload), with read. */
   info(actor: MemoryActor, oid: string): ObjectInfo {
-    return this.#a.decode(this.#a.visible(actor, oid, "read", "object.read"));
+    return this.#a.reading(() => {
+      const row = this.#a.visible(actor, oid, "read", "object.read");
+      const info = this.#a.decode(row);
+      this.#a.allowed(actor, "object.read", `object:${row.namespace}/${row.oid}`, {
+        payload: false,
+      }, { read: true });
+      return info;
+    });
   }
 
   /**
@@ -280,29 +294,35 @@ export class ObjectMemory {
   readByName(actor: MemoryActor, namespace: string, name: string): MemoryRecord {
     const ns = parse(NamespaceKey, namespace, "namespace");
     const objectName = parse(ObjectName, name, "name");
-    this.#a.require(
-      actor,
-      "object.lookup",
-      namespaceResource(ns),
-      "list",
-      () => this.#a.namespaceRefusal(actor, ns, "list"),
-    );
-    const row = this.#a.core.store.getObjectByName(ns, objectName);
-    if (!row) throw new NotFoundError(`No object named ${JSON.stringify(objectName)} in ${ns}`);
-    this.#a.require(
-      actor,
-      "object.read",
-      objectResource(row.namespace, row.oid),
-      "read",
-      () =>
-        new CapabilityDeniedError(
-          "capability_denied",
-          `${actor} may list ${ns} but lacks read on ${objectName}; a process that holds it can grant it`,
-          { reason: "object" },
-        ),
-    );
-    const info = this.#a.decode(row);
-    return { info, payload: this.#a.payload(row, info) };
+    return this.#a.reading(() => {
+      this.#a.require(
+        actor,
+        "object.lookup",
+        namespaceResource(ns),
+        "list",
+        () => this.#a.namespaceRefusal(actor, ns, "list"),
+      );
+      const row = this.#a.core.store.getObjectByName(ns, objectName);
+      if (!row) throw new NotFoundError(`No object named ${JSON.stringify(objectName)} in ${ns}`);
+      const read = this.#a.require(
+        actor,
+        "object.read",
+        objectResource(row.namespace, row.oid),
+        "read",
+        () =>
+          new CapabilityDeniedError(
+            "capability_denied",
+            `${actor} may list ${ns} but lacks read on ${objectName}; a process that holds it can grant it`,
+            { reason: "object" },
+          ),
+      );
+      const info = this.#a.decode(row);
+      const payload = this.#a.payload(row, info);
+      this.#a.allowed(actor, "object.read", `object:${row.namespace}/${row.oid}`, {
+        by: "name",
+      }, { read: true, primary: read });
+      return { info, payload };
+    });
   }
 
   /** The objects of a namespace the actor may read (needs namespace list), in oid order. */
@@ -405,7 +425,7 @@ export class ObjectMemory {
       if (payload && next.volatile) {
         this.#a.volatile.set(oid, JSON.parse(payload.text) as JsonValue);
       }
-      this.#a.audit(actor, "object.write", `object:${info.namespace}/${oid}`, "allow", "object", {
+      this.#a.allowed(actor, "object.write", `object:${info.namespace}/${oid}`, {
         version: next.version,
       });
       return next;
@@ -425,7 +445,7 @@ export class ObjectMemory {
       if (newName !== null) this.#a.mayName(actor, "object.rename", info.namespace);
       const next = { ...info, name: newName, updatedAt: Math.trunc(this.#a.core.clock.now()) };
       this.#a.save(next, row.payload);
-      this.#a.audit(actor, "object.rename", `object:${info.namespace}/${oid}`, "allow", "object");
+      this.#a.allowed(actor, "object.rename", `object:${info.namespace}/${oid}`);
       return next;
     });
   }
@@ -467,9 +487,7 @@ export class ObjectMemory {
         updatedAt: Math.trunc(this.#a.core.clock.now()),
       };
       this.#a.save(next, row.payload);
-      this.#a.audit(actor, "object.move", `object:${target}/${oid}`, "allow", "object", {
-        from: info.namespace,
-      });
+      this.#a.allowed(actor, "object.move", `object:${target}/${oid}`, { from: info.namespace });
       return next;
     });
   }
@@ -480,7 +498,7 @@ export class ObjectMemory {
       const row = this.#a.visible(actor, oid, "delete", "object.delete");
       this.#a.core.store.deleteObject(oid);
       this.#a.volatile.delete(oid);
-      this.#a.audit(actor, "object.delete", `object:${row.namespace}/${oid}`, "allow", "object");
+      this.#a.allowed(actor, "object.delete", `object:${row.namespace}/${oid}`);
     });
   }
 

@@ -1,6 +1,8 @@
 /**
  * Listing and querying the object memory: only objects the caller may read, in namespaces it may
- * list, bounded in what is scanned and returned.
+ * list, bounded in what is scanned and returned. A listing or a query is one operation with one
+ * decision record (`namespace.list`, `object.query`); which objects it shows is a filter, not a
+ * decision of its own (see `audit_log.ts`).
  *
  * @module
  */
@@ -37,28 +39,50 @@ export interface QueryResult {
   readonly truncated: boolean;
 }
 
-/** The objects of a namespace the actor may read (needs namespace list), in oid order. */
+/**
+ * The objects of a namespace the actor may read (needs namespace list), in oid order.
+ * `record: false` is the runtime rendering a process's own view (decided, not recorded).
+ */
 export function listObjects(
   a: ObjectAccess,
   actor: MemoryActor,
   namespace?: string,
   options: { readonly limit?: number; readonly after?: string } = {},
+  audit: { readonly record?: boolean } = {},
 ): ObjectInfo[] {
   const ns = parse(NamespaceKey, namespace ?? processNamespace(actor), "namespace");
-  a.require(
-    actor,
-    "namespace.list",
-    namespaceResource(ns),
-    "list",
-    () => a.namespaceRefusal(actor, ns, "list"),
-  );
   const asked = options.limit ?? a.limits.pageMax;
   if (!Number.isInteger(asked) || asked < 1) {
     throw new ValidationError(`A listing limit must be a positive integer, got ${asked}`);
   }
+  return a.reading(() => {
+    a.require(
+      actor,
+      "namespace.list",
+      namespaceResource(ns),
+      "list",
+      () => a.namespaceRefusal(actor, ns, "list"),
+    );
+    const out = listPage(a, actor, ns, asked, options.after);
+    if (audit.record !== false) {
+      a.allowed(actor, "namespace.list", `namespace:${ns}`, { objects: out.length }, {
+        read: true,
+      });
+    }
+    return out;
+  });
+}
+
+function listPage(
+  a: ObjectAccess,
+  actor: MemoryActor,
+  ns: string,
+  asked: number,
+  start: string | undefined,
+): ObjectInfo[] {
   const limit = Math.min(asked, a.limits.pageMax);
   const out: ObjectInfo[] = [];
-  let after = options.after;
+  let after = start;
   for (let scanned = 0; out.length < limit && scanned < a.limits.queryScanMax;) {
     const rows = a.core.store.listObjects({
       namespaces: [ns],
@@ -97,20 +121,51 @@ export function queryObjects(
   if (text !== undefined && (text.length === 0 || text.length > 256)) {
     throw new ValidationError("A text query must be 1-256 characters");
   }
-  const namespaces = options.namespace !== undefined
-    ? [parse(NamespaceKey, options.namespace, "namespace")]
-    : listable(a, actor);
-  for (const ns of namespaces) {
-    if (options.namespace !== undefined) {
+  const one = options.namespace === undefined
+    ? undefined
+    : parse(NamespaceKey, options.namespace, "namespace");
+  return a.reading(() => {
+    if (one !== undefined) {
       a.require(
         actor,
         "object.query",
-        namespaceResource(ns),
+        namespaceResource(one),
         "list",
-        () => a.namespaceRefusal(actor, ns, "list"),
+        () => a.namespaceRefusal(actor, one, "list"),
       );
+    } else {
+      // No namespace named: the query covers those the actor may list, and nothing else.
+      a.passed(actor, "object.query", "namespace:*", "filter:namespace.list");
     }
-  }
+    const found = scan(a, actor, one === undefined ? listable(a, actor) : [one], {
+      limit,
+      type,
+      text,
+      ...(options.tags === undefined ? {} : { tags: options.tags }),
+      ...(options.name === undefined ? {} : { name: options.name }),
+    });
+    a.allowed(actor, "object.query", `namespace:${one ?? "*"}`, {
+      objects: found.objects.length,
+      truncated: found.truncated,
+    }, { read: true });
+    return found;
+  });
+}
+
+/** The bounded scan of a query over `namespaces`. */
+function scan(
+  a: ObjectAccess,
+  actor: MemoryActor,
+  namespaces: string[],
+  options: {
+    readonly limit: number;
+    readonly type: string | undefined;
+    readonly text: string | undefined;
+    readonly tags?: readonly string[];
+    readonly name?: string;
+  },
+): QueryResult {
+  const { limit, type, text } = options;
   const out: ObjectInfo[] = [];
   let scanned = 0;
   let after: string | undefined;
@@ -137,7 +192,6 @@ export function queryObjects(
   }
 }
 
-/** The namespaces an actor may list: its own, and explicit ones it holds list on. */
 /**
  * The namespaces an actor may list: its own, then explicit ones (exact or prefix grants alike),
  * at most 1000 of them — the operator lists every explicit namespace.

@@ -67,10 +67,7 @@ export class ObjectSharing {
         createdAt: Math.trunc(this.#a.core.clock.now()),
       };
       this.#a.core.store.putLink({ ...link, created: link.createdAt });
-      this.#a.audit(actor, "object.link", `object:${src.namespace}/${from}`, "allow", "object", {
-        to,
-        rel,
-      });
+      this.#a.allowed(actor, "object.link", `object:${src.namespace}/${from}`, { to, rel });
       return link;
     });
   }
@@ -78,27 +75,39 @@ export class ObjectSharing {
   /** Removes a link (link on `from`); false when there was none. */
   unlink(actor: MemoryActor, from: string, to: string, rel: string): boolean {
     return this.#a.step(() => {
-      this.#a.visible(actor, from, "link", "object.unlink");
+      const src = this.#a.visible(actor, from, "link", "object.unlink");
       // Like link(): the other end must be visible too, or unlink would tell it exists.
       this.#a.visible(actor, to, "read", "object.unlink");
-      return this.#a.core.store.deleteLink(from, to, rel);
+      const removed = this.#a.core.store.deleteLink(from, to, rel);
+      this.#a.allowed(actor, "object.unlink", `object:${src.namespace}/${from}`, {
+        to,
+        rel,
+        removed,
+      });
+      return removed;
     });
   }
 
   /** Links from or to an object the actor may read, whose other end it may read too. */
   links(actor: MemoryActor, oid: string): ObjectLink[] {
-    this.#a.visible(actor, oid, "read", "object.links");
-    return this.#a.core.store.listLinks(oid, this.#a.limits.pageMax).filter((l) => {
-      const other = this.#a.core.store.getObject(l.from === oid ? l.to : l.from);
-      return other !== undefined &&
-        this.#a.may(actor, objectResource(other.namespace, other.oid), "read");
-    }).map((l) => ({
-      from: l.from,
-      to: l.to,
-      rel: l.rel,
-      creator: l.creator,
-      createdAt: l.created,
-    }));
+    return this.#a.reading(() => {
+      const row = this.#a.visible(actor, oid, "read", "object.links");
+      const links = this.#a.core.store.listLinks(oid, this.#a.limits.pageMax).filter((l) => {
+        const other = this.#a.core.store.getObject(l.from === oid ? l.to : l.from);
+        return other !== undefined &&
+          this.#a.may(actor, objectResource(other.namespace, other.oid), "read");
+      }).map((l) => ({
+        from: l.from,
+        to: l.to,
+        rel: l.rel,
+        creator: l.creator,
+        createdAt: l.created,
+      }));
+      this.#a.allowed(actor, "object.links", `object:${row.namespace}/${oid}`, {
+        links: links.length,
+      }, { read: true });
+      return links;
+    });
   }
 
   // ---------------------------------------------------------------- handles and grants
@@ -109,30 +118,47 @@ export class ObjectSharing {
    * @throws {CapabilityDeniedError} when it holds none (the same when there is no such object).
    */
   handle(actor: MemoryActor, oid: string): ObjectHandle {
-    const row = Oid.safeParse(oid).success ? this.#a.core.store.getObject(oid) : undefined;
-    if (!row) throw this.#a.invisible(actor, oid, "read");
-    const resource = objectResource(row.namespace, row.oid);
-    const rights: Right[] = [];
-    let expiresAt: number | null = null;
-    for (const right of OBJECT_RIGHTS) {
-      const d = this.#a.decision(actor, resource, right);
-      if (d.effect !== "allow") continue;
-      rights.push(right);
-      const cap = d.capability ? this.#a.authority.capabilities.get(d.capability) : undefined;
-      if (cap?.expiresAt != null) {
-        expiresAt = expiresAt === null ? cap.expiresAt : Math.min(expiresAt, cap.expiresAt);
+    return this.#a.reading(() => {
+      const row = Oid.safeParse(oid).success ? this.#a.core.store.getObject(oid) : undefined;
+      const action = "object.handle";
+      if (!row) {
+        this.#a.audit(actor, action, `object:?/${String(oid).slice(0, 64)}`, "deny", "not_visible");
+        throw this.#a.invisible(actor, oid, "read");
       }
-    }
-    if (rights.length === 0) throw this.#a.invisible(actor, oid, "read");
-    const info = this.#a.decode(row);
-    return {
-      oid,
-      namespace: info.namespace,
-      name: info.name,
-      type: info.type,
-      rights,
-      expiresAt,
-    };
+      const resource = objectResource(row.namespace, row.oid);
+      const rights: Right[] = [];
+      let expiresAt: number | null = null;
+      let refused = "default";
+      for (const right of OBJECT_RIGHTS) {
+        const d = this.#a.decision(actor, resource, right);
+        if (d.effect !== "allow") {
+          if (right === "read") refused = d.reason;
+          continue;
+        }
+        if (rights.length === 0) this.#a.passed(actor, action, `object:${resource.key}`, d.reason);
+        rights.push(right);
+        const cap = d.capability ? this.#a.authority.capabilities.get(d.capability) : undefined;
+        if (cap?.expiresAt != null) {
+          expiresAt = expiresAt === null ? cap.expiresAt : Math.min(expiresAt, cap.expiresAt);
+        }
+      }
+      if (rights.length === 0) {
+        this.#a.audit(actor, action, `object:${resource.key}`, "deny", refused);
+        throw this.#a.invisible(actor, oid, "read");
+      }
+      const info = this.#a.decode(row);
+      this.#a.allowed(actor, action, `object:${resource.key}`, { rights: rights.join(",") }, {
+        read: true,
+      });
+      return {
+        oid,
+        namespace: info.namespace,
+        name: info.name,
+        type: info.type,
+        rights,
+        expiresAt,
+      };
+    });
   }
 
   /**
@@ -167,6 +193,7 @@ export class ObjectSharing {
           this.#a.audit(actor, "object.grant", `object:${row.namespace}/${oid}`, "deny", d.reason, {
             right,
             to,
+            code: "cannot_delegate",
           });
           throw new CapabilityDeniedError(
             "cannot_delegate",
@@ -198,7 +225,7 @@ export class ObjectSharing {
           ...(limits.length ? { expiresAt: Math.min(...limits) } : {}),
         }, actor));
       }
-      this.#a.audit(actor, "object.grant", `object:${row.namespace}/${oid}`, "allow", "object", {
+      this.#a.allowed(actor, "object.grant", `object:${row.namespace}/${oid}`, {
         to,
         rights: rights.join(","),
       });
@@ -249,16 +276,21 @@ export class ObjectSharing {
     return this.#a.step(() => {
       // An unknown pid gets the non-child's answer, word for word (no existence oracle).
       const c = this.#a.processes.find(child);
+      const action = "object.merge";
       if (!c || c.parent !== parent) {
+        this.#a.audit(parent, action, `process:${child}`, "deny", "lineage:not_a_child");
         throw new IllegalTransitionError(
           "not_a_child",
           `${child} is not a child of ${parent}; only a parent merges a child's result`,
         );
       }
-      this.#a.authority.require(
+      const waits = { resource: { type: "process" as const, key: child }, right: "wait" as const };
+      this.#a.require(
         parent,
-        { resource: { type: "process", key: child }, right: "wait" },
-        `merge the result of ${child}`,
+        action,
+        waits.resource,
+        waits.right,
+        (d) => this.#a.authority.refusal(parent, waits, d, `merge the result of ${child}`),
       );
       if (!isFinal(c.status)) {
         throw new IllegalTransitionError(
@@ -271,7 +303,7 @@ export class ObjectSharing {
         ? this.#a.core.store.getObject(result)
         : undefined;
       if (!row || row.namespace !== processNamespace(child) || row.creator !== child) {
-        this.#a.audit(parent, "object.merge", `process:${child}`, "deny", "forged_result", {
+        this.#a.audit(parent, action, `process:${child}`, "deny", "forged_result", {
           result: result ?? null,
         });
         throw new CapabilityDeniedError(
@@ -289,7 +321,10 @@ export class ObjectSharing {
         c.resource.key === key
       );
       // Merging twice changes nothing.
-      if (merged) return this.#a.decode(row);
+      if (merged) {
+        this.#a.allowed(parent, action, `object:${key}`, { child, already: true });
+        return this.#a.decode(row);
+      }
       this.#a.authority.capabilities.grant({
         subject: parent,
         resource: { type: "object", key, scope: "exact" },
@@ -297,16 +332,7 @@ export class ObjectSharing {
         effect: "allow",
         issuer,
       }, "runtime");
-      this.#a.audit(
-        parent,
-        "object.merge",
-        `object:${row.namespace}/${row.oid}`,
-        "allow",
-        "lineage",
-        {
-          child,
-        },
-      );
+      this.#a.allowed(parent, action, `object:${key}`, { child });
       return this.#a.decode(row);
     });
   }

@@ -37,7 +37,7 @@ export function processContext(
     (info) => {
       let payload: JsonValue | undefined;
       try {
-        payload = memory.read(pid, info.oid).payload;
+        payload = memory.read(pid, info.oid, { view: true }).payload;
       } catch (error) {
         if (!(error instanceof VolatileLostError)) throw error;
       }

@@ -5,6 +5,11 @@
  * lineage first, so an illegal request changes nothing, then writes rows, audit and events
  * together (see `_process_engine.ts`).
  *
+ * A process actor's operation leaves one decision record (see `audit_log.ts`): a refusal by a
+ * capability (`Authority.gate`), by lineage (`lineage:not_a_child`), by a delegation the parent
+ * cannot make or by a budget is recorded when it is made — one made inside the operation's step
+ * after that step rolled back —, and the allow inside the step, with the rows it wrote.
+ *
  * Finishing a process (exit, fail, kill) settles its budget with its parent, wakes a parent that
  * waits for it, and terminates its live descendants: a finished agent leaves no orphans spending
  * a budget nobody owns. The result link (`result`) is written only by exit and never touched
@@ -15,10 +20,10 @@
 import { type Actor, ProcessEngine, type ProcessListener } from "./_process_engine.ts";
 import { containedDirectory } from "./workspace_path.ts";
 import {
-  ApprovalRequiredError,
   BudgetExhaustedError,
   CapabilityDeniedError,
   IllegalTransitionError,
+  LibosError,
   NotFoundError,
   ValidationError,
 } from "./errors.ts";
@@ -33,7 +38,7 @@ import {
 import { childBudgets, deadline, remaining, reserve } from "./process_budget.ts";
 import type { Authority, ImageRequirements } from "./authority.ts";
 import { type ModeName, narrower } from "./modes.ts";
-import { type ActionResource, resourceString, type Right } from "./capability.ts";
+import type { ActionResource, Right } from "./capability.ts";
 import type { InheritScope } from "./delegation.ts";
 import type { FilesystemProvider } from "./providers/filesystem.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
@@ -151,31 +156,6 @@ function checkImage(image: string): string {
   return image;
 }
 
-/**
- * A process may narrow the tool table of an image it execs or spawns a child with, never widen
- * it past the image's own list (the operator may).
- * @throws {CapabilityDeniedError} naming the tools the image does not list.
- */
-function refuseWiderTools(
-  actor: Actor,
-  explicit: readonly string[] | undefined,
-  resolved: { readonly id: string; readonly image: ResolvedImage | undefined },
-  what: string,
-): void {
-  if (actor.kind !== "process" || !explicit || !resolved.image) return;
-  const defaults = resolved.image.defaultTools;
-  const extra = explicit.filter((t) => !defaults.includes(t));
-  if (extra.length) {
-    throw new CapabilityDeniedError(
-      "capability_denied",
-      `Process ${actor.pid} cannot ${what} tools ${
-        extra.join(", ")
-      }: image ${resolved.id} does not list them`,
-      { reason: `image:${resolved.id}` },
-    );
-  }
-}
-
 function refuseFinished(p: AgentProcess, what: string): void {
   if (isFinal(p.status)) {
     throw new IllegalTransitionError(
@@ -207,31 +187,115 @@ export class ProcessManager {
   }
 
   /**
-   * Checks a process actor's authority before anything is written. A denial (or an ask) is
-   * audited in a step of its own, so the record survives, and thrown. The operator and the
-   * runtime act on their own authority. Returns the decision's reason for the audit record.
+   * Checks a process actor's authority for operation `op` before anything is written. A denial
+   * (or an ask) is recorded in a step of its own, so the record survives, and thrown. The
+   * operator and the runtime act on their own authority. Returns the decision's reason for the
+   * operation's allow record.
    */
   #authorize(
     actor: Actor,
+    op: string,
     resource: ActionResource,
     right: Right,
     what: string,
   ): string | undefined {
     if (actor.kind !== "process") return undefined;
+    return this.#authority.gate(actor.pid, op, { resource, right }, what).reason;
+  }
+
+  /**
+   * Records a process actor's operation refused by a rule of the runtime rather than a
+   * capability (lineage, an image's tool list), in a step of its own; returns the error to throw.
+   */
+  #refused<E extends Error>(
+    actor: Actor,
+    op: string,
+    resource: string,
+    authority: string,
+    error: E,
+  ): E {
+    if (actor.kind === "process") {
+      this.#engine.audit.append({
+        actor: actor.pid,
+        pid: actor.pid,
+        action: op,
+        resource,
+        decision: "deny",
+        authority,
+        detail: { code: error instanceof LibosError ? error.code : "refused" },
+      });
+    }
+    return error;
+  }
+
+  /**
+   * Runs operation `op` of an actor as one store step. For a process actor whose checks passed
+   * (`authority`), a failure inside the step — which rolls back the allow record written there —
+   * is recorded after it: a refusal (a delegation the parent cannot make, a budget, a wait on a
+   * non-child) as the operation's deny; anything else as its allow with `detail.failed`.
+   */
+  #step<T>(
+    actor: Actor,
+    op: string,
+    resource: string,
+    authority: string | undefined,
+    fn: () => T,
+  ): T {
     try {
-      return this.#authority.require(actor.pid, { resource, right }, what).reason;
+      return this.#engine.op(fn);
     } catch (error) {
-      if (error instanceof CapabilityDeniedError || error instanceof ApprovalRequiredError) {
+      if (actor.kind === "process") {
+        const refusal = error instanceof CapabilityDeniedError
+          ? error.reason
+          : error instanceof BudgetExhaustedError
+          ? `budget:${error.kind}`
+          : error instanceof IllegalTransitionError && error.code === "not_a_child"
+          ? "lineage:not_a_child"
+          : undefined;
+        const code = error instanceof LibosError ? error.code : "failed";
         this.#engine.audit.append({
           actor: actor.pid,
           pid: actor.pid,
-          action: `process.${right}`,
-          resource: resourceString(resource),
-          decision: error instanceof CapabilityDeniedError ? "deny" : "ask",
-          authority: error.reason,
+          action: op,
+          resource,
+          decision: refusal === undefined ? "allow" : "deny",
+          authority: refusal ?? authority ?? "self",
+          detail: refusal === undefined ? { failed: code } : { code },
         });
       }
       throw error;
+    }
+  }
+
+  /**
+   * A process may narrow the tool table of an image it execs or spawns a child with, never widen
+   * it past the image's own list (the operator may). A refusal is recorded.
+   * @throws {CapabilityDeniedError} naming the tools the image does not list.
+   */
+  #widerTools(
+    actor: Actor,
+    op: string,
+    explicit: readonly string[] | undefined,
+    resolved: { readonly id: string; readonly image: ResolvedImage | undefined },
+    what: string,
+  ): void {
+    if (actor.kind !== "process" || !explicit || !resolved.image) return;
+    const defaults = resolved.image.defaultTools;
+    const extra = explicit.filter((t) => !defaults.includes(t));
+    if (extra.length) {
+      throw this.#refused(
+        actor,
+        op,
+        `image:${resolved.id}`,
+        `image:${resolved.id}`,
+        new CapabilityDeniedError(
+          "capability_denied",
+          `Process ${actor.pid} cannot ${what} tools ${
+            extra.join(", ")
+          }: image ${resolved.id} does not list them`,
+          { reason: `image:${resolved.id}` },
+        ),
+      );
     }
   }
 
@@ -304,12 +368,18 @@ export class ProcessManager {
     }).map((row) => this.get(row.pid));
   }
 
-  /** Requires that `actor` is the process itself (or not a process at all). */
-  #requireSelf(actor: Actor, pid: string, what: string): void {
+  /** Requires that `actor` is the process itself (or not a process at all); a refusal is recorded. */
+  #requireSelf(actor: Actor, op: string, pid: string, what: string): void {
     if (actor.kind === "process" && actor.pid !== pid) {
-      throw new IllegalTransitionError(
-        "not_a_child",
-        `Process ${actor.pid} cannot ${what} process ${pid}: a process may only ${what} itself`,
+      throw this.#refused(
+        actor,
+        op,
+        `process:${pid}`,
+        "lineage:not_a_child",
+        new IllegalTransitionError(
+          "not_a_child",
+          `Process ${actor.pid} cannot ${what} process ${pid}: a process may only ${what} itself`,
+        ),
       );
     }
   }
@@ -359,11 +429,12 @@ export class ProcessManager {
    */
   #image(
     id: string,
-    actor: Actor = OPERATOR,
-    what = "use",
+    actor: Actor,
+    op: string,
+    what: string,
   ): { readonly id: string; readonly image: ResolvedImage | undefined } {
     const checked = checkImage(id);
-    this.#authorize(actor, { type: "image", key: checked }, "read", `${what} image ${checked}`);
+    this.#authorize(actor, op, { type: "image", key: checked }, "read", `${what} image ${checked}`);
     const image = this.#images?.resolve(checked);
     if (this.#images && !image) {
       throw new NotFoundError(
@@ -384,16 +455,22 @@ export class ProcessManager {
     if (actor.kind === "process") {
       // A top-level process receives the mode's defaults: a process creating one would escape
       // attenuation. Processes create children (spawnChild, fork), which get only what they pass.
-      throw new IllegalTransitionError(
-        "not_a_child",
-        `Process ${actor.pid} cannot spawn a top-level process; spawn a child instead`,
+      throw this.#refused(
+        actor,
+        "process.spawn",
+        "process:*",
+        "lineage:not_a_child",
+        new IllegalTransitionError(
+          "not_a_child",
+          `Process ${actor.pid} cannot spawn a top-level process; spawn a child instead`,
+        ),
       );
     }
     // Everything the caller wrote is validated before anything is looked up.
     const goal = checkGoal(options.goal);
     const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
     const budgets = this.#mergeBudgets(options.budgets);
-    const resolved = this.#image(options.image, actor, "spawn");
+    const resolved = this.#image(options.image, actor, "process.spawn", "spawn");
     const fields = {
       parent: null,
       image: resolved.id,
@@ -443,14 +520,17 @@ export class ProcessManager {
     inherit: readonly InheritScope[],
   ): AgentProcess {
     const engine = this.#engine;
-    this.#requireSelf(actor, parentPid, how === "fork" ? "fork" : "spawn a child of");
+    const op = `process.${how}`;
+    this.#requireSelf(actor, op, parentPid, how === "fork" ? "fork" : "spawn a child of");
     const authority = this.#authorize(
       actor,
+      op,
       { type: "process", key: parentPid },
       "spawn",
       `${how.replace("_", " ")} from ${parentPid}`,
     );
-    return engine.op(() => {
+    // A delegation the parent cannot make, or a budget, refuses inside the step: recorded after.
+    return this.#step(actor, op, `process:${parentPid}`, authority, () => {
       const parent = this.get(parentPid);
       refuseFinished(parent, how.replace("_", " ") + " from");
       const live = engine.store.countLiveChildren(parentPid, FINAL);
@@ -471,7 +551,7 @@ export class ProcessManager {
       });
       engine.save(child);
       engine.save({ ...parent, usage: reserve(parent.usage, budgets), updatedAt: now });
-      engine.record(actor, child, `process.${how}`, {
+      engine.record(actor, child, op, {
         parent: parentPid,
         image: child.image,
         maxToolCalls: budgets.maxToolCalls,
@@ -519,8 +599,9 @@ export class ProcessManager {
   spawnChild(parentPid: string, options: SpawnChildOptions, actor: Actor = OPERATOR): AgentProcess {
     const goal = checkGoal(options.goal);
     const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
-    const resolved = this.#image(options.image, actor, "spawn a child with");
-    refuseWiderTools(actor, explicit, resolved, "spawn a child with");
+    const op = "process.spawn_child";
+    const resolved = this.#image(options.image, actor, op, "spawn a child with");
+    this.#widerTools(actor, op, explicit, resolved, "spawn a child with");
     const fields = {
       image: resolved.id,
       goal,
@@ -551,20 +632,22 @@ export class ProcessManager {
   ): AgentProcess {
     const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
     const goal = options.goal === undefined ? undefined : checkGoal(options.goal);
-    this.#requireSelf(actor, pid, "exec");
-    const resolved = this.#image(options.image, actor, "exec");
+    const op = "process.exec";
+    this.#requireSelf(actor, op, pid, "exec");
+    const resolved = this.#image(options.image, actor, op, "exec");
     const image = resolved.id;
     const defaults = resolved.image?.defaultTools ?? [];
-    refuseWiderTools(actor, explicit, resolved, "exec with");
+    this.#widerTools(actor, op, explicit, resolved, "exec with");
     const tools = explicit ?? checkTools(defaults);
     const engine = this.#engine;
     const authority = this.#authorize(
       actor,
+      op,
       { type: "process", key: pid },
       "exec",
       `exec ${image}`,
     );
-    return engine.op(() => {
+    return this.#step(actor, op, `process:${pid}`, authority, () => {
       const p = this.get(pid);
       refuseFinished(p, "exec");
       const next: AgentProcess = {
@@ -637,16 +720,21 @@ export class ProcessManager {
    */
   chdir(pid: string, path: string, actor: Actor = OPERATOR): AgentProcess {
     const engine = this.#engine;
-    this.#requireSelf(actor, pid, "chdir");
+    const op = "process.chdir";
+    this.#requireSelf(actor, op, pid, "chdir");
     const current = this.get(pid);
     refuseFinished(current, "chdir");
     let authority: string | undefined;
     const cwd = containedDirectory(this.#fs, this.#workspace, current.cwd, path, (relative) => {
-      authority =
-        this.#authorize(actor, { type: "fs", path: relative }, "stat", `chdir to "${path}"`) ??
-          authority;
+      authority = this.#authorize(
+        actor,
+        op,
+        { type: "fs", path: relative },
+        "stat",
+        `chdir to "${path}"`,
+      ) ?? authority;
     });
-    return engine.op(() => {
+    return this.#step(actor, op, `process:${pid}`, authority, () => {
       const p = this.get(pid);
       refuseFinished(p, "chdir");
       const next = { ...p, cwd, updatedAt: engine.clock.now() };
@@ -667,13 +755,23 @@ export class ProcessManager {
     actor: Actor = OPERATOR,
   ): AgentProcess | undefined {
     const engine = this.#engine;
-    this.#requireSelf(actor, parentPid, "wait as");
-    if (childPid !== null) {
-      this.#authorize(actor, { type: "process", key: childPid }, "wait", `wait for ${childPid}`);
-    }
-    return engine.op(() => {
-      const child = engine.finishedChild(this.get(parentPid), childPid, this.#mayWait(actor));
+    const op = "process.wait";
+    this.#requireSelf(actor, op, parentPid, "wait as");
+    // Waiting for any child needs no capability: only children it may wait for are considered.
+    const authority = childPid === null ? "lineage:parent" : this.#authorize(
+      actor,
+      op,
+      { type: "process", key: childPid },
+      "wait",
+      `wait for ${childPid}`,
+    );
+    return this.#step(actor, op, `process:${parentPid}`, authority, () => {
+      const parent = this.get(parentPid);
+      const child = engine.finishedChild(parent, childPid, this.#mayWait(actor));
       if (child) engine.save({ ...child, reaped: true });
+      if (actor.kind === "process") {
+        engine.record(actor, parent, op, { child: child?.pid ?? null }, authority);
+      }
       return child;
     });
   }
@@ -687,20 +785,38 @@ export class ProcessManager {
   signal(pid: string, signal: Signal, actor: Actor = OPERATOR): AgentProcess {
     // A process asking about an unknown pid gets the non-child's answer (no existence oracle).
     const target = actor.kind === "process" ? this.find(pid) : this.get(pid);
+    const op = "process.signal";
     if (actor.kind === "process" && target?.parent !== actor.pid) {
-      throw new IllegalTransitionError(
-        "not_a_child",
-        `Process ${actor.pid} cannot signal ${pid}: it is not its child; nothing was changed`,
+      throw this.#refused(
+        actor,
+        op,
+        `process:${pid}`,
+        "lineage:not_a_child",
+        new IllegalTransitionError(
+          "not_a_child",
+          `Process ${actor.pid} cannot signal ${pid}: it is not its child; nothing was changed`,
+        ),
       );
     }
     const authority = this.#authorize(
       actor,
+      op,
       { type: "process", key: pid },
       "signal",
       `${signal} ${pid}`,
     );
-    return this.#engine.op(() =>
-      this.#engine.move(this.get(pid), signal, actor, authority === undefined ? {} : { authority })
+    return this.#step(
+      actor,
+      op,
+      `process:${pid}`,
+      authority,
+      () =>
+        this.#engine.move(
+          this.get(pid),
+          signal,
+          actor,
+          authority === undefined ? {} : { authority },
+        ),
     );
   }
 
@@ -720,14 +836,18 @@ export class ProcessManager {
     options: { readonly result?: string; readonly message?: string } = {},
     actor: Actor = OPERATOR,
   ): AgentProcess {
-    return this.#engine.op(() => {
-      const p = this.get(pid);
-      this.#requireSelf(actor, pid, "exit");
-      return this.#engine.move(p, "exit", actor, {
-        result: options.result ?? null,
-        message: options.message ?? null,
-      });
-    });
+    this.#requireSelf(actor, "process.exit", pid, "exit");
+    return this.#step(
+      actor,
+      "process.exit",
+      `process:${pid}`,
+      "self",
+      () =>
+        this.#engine.move(this.get(pid), "exit", actor, {
+          result: options.result ?? null,
+          message: options.message ?? null,
+        }),
+    );
   }
 
   /** Fails a process with a reason. */

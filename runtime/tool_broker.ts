@@ -181,9 +181,11 @@ export class ToolBroker {
   /**
    * Registers a JIT tool in process `pid`'s own table. A JIT tool can never take a built-in's
    * name (it would shadow what an image means by that name), nor a name already in the table.
+   * `authority` is what allowed it (the JIT lifecycle's decision on `tool:<name>` register, or
+   * `registration` when a stored registration is put back); the record names it.
    * @throws {ValidationError} for a taken name.
    */
-  registerJit(pid: string, tool: ToolDefinition): void {
+  registerJit(pid: string, tool: ToolDefinition, authority = "registration"): void {
     const p = this.#o.processes.get(pid);
     if (isFinal(p.status)) throw new ValidationError(`Process ${pid} is ${p.status}`);
     if (tool.origin !== "jit") throw new ValidationError(`${tool.name} is not a JIT tool`);
@@ -200,7 +202,7 @@ export class ToolBroker {
     }
     own.set(tool.name, tool);
     this.#jit.set(pid, own);
-    this.#audit(pid, "tool.register", tool.name, "allow", "jit");
+    this.#audit(pid, "tool.register", tool.name, "allow", authority);
   }
 
   /** Attaches the JIT tool lifecycle the `propose/validate/register_jit_tool` tools use. */
@@ -622,7 +624,7 @@ export class ToolBroker {
           if (!checkpoints) {
             throw new ValidationError("Checkpoints are not enabled in this runtime");
           }
-          const cp = checkpoints.create(pid, label);
+          const cp = checkpoints.create(pid, label, pid);
           return { id: cp.id, at: cp.at, objects: cp.objects.length };
         },
         exit(options) {

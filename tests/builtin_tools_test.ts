@@ -175,7 +175,9 @@ function snapshot(f: Fixture) {
     images: f.runtime.images.list(IMAGE_OPERATOR).map((i) => i.id),
     tools: f.runtime.tools.visible(f.pid).map((t) => t.name),
     files: tree(f.ws),
-    objects: f.runtime.memory.list(f.pid).map((o) => `${o.oid} v${o.version} ${o.bytes}`),
+    // Observed as the operator: a listing by the process would itself be a decision, recorded.
+    objects: f.runtime.memory.list("operator", `process:${f.pid}`)
+      .map((o) => `${o.oid} v${o.version} ${o.bytes}`),
     requests: f.runtime.human.list({ statuses: EVERY_STATUS }).map((r) => `${r.id} ${r.status}`),
     capabilities: f.runtime.authority.capabilities.list(f.pid).map((c) => c.id),
     effects: f.runtime.audit.query({ pid: f.pid, limit: 1000 })
@@ -1137,9 +1139,11 @@ const ROWS: readonly Row[] = [
         f.runtime.images.get(IMAGE_OPERATOR, "docs-reader:v1").description,
         "Reads docs and answers questions.",
       );
+      // One record per decision: the second load was allowed, then failed its precondition.
       assert.deepEqual(
-        f.runtime.audit.query({ pid: f.pid, action: "image.load" }).map((r) => r.decision),
-        ["allow", "allow"],
+        f.runtime.audit.query({ pid: f.pid, action: "image.load" })
+          .map((r) => [r.decision, r.detail?.failed ?? null]),
+        [["allow", null], ["allow", "validation_failed"], ["allow", null]],
       );
       // An operator can now spawn it.
       assert.equal(

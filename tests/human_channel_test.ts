@@ -101,10 +101,16 @@ Deno.test("HumanChannel (queue): an ask parks the process in waiting_human with 
   assert.match(a.digest, /^sha256:[0-9a-f]{64}$/);
   assert.equal(fileText(s), null, "nothing is written while the request waits");
   assert.equal(writesDone(runtime, pid), 0);
-  const asked = runtime.audit.query({ pid, action: "human.approval", limit: 10 });
-  assert.equal(asked.length, 1);
-  assert.equal(asked[0]!.decision, "ask");
-  assert.equal(asked[0]!.correlation, request.id);
+  // The write's one decision record is its ask; storing the request decides nothing more.
+  const asked = runtime.audit.query({ pid, decision: "ask", limit: 10 });
+  assert.deepEqual(asked.map((r) => [r.action, r.authority]), [[
+    "fs.write",
+    request.approval!.reason,
+  ]]);
+  const stored = runtime.audit.query({ pid, action: "human.approval", limit: 10 });
+  assert.equal(stored.length, 1);
+  assert.equal(stored[0]!.decision, "none");
+  assert.equal(stored[0]!.correlation, request.id);
 });
 
 Deno.test("HumanChannel (none): an ask is denied at once, audited, and nothing is stored or written", async () => {

@@ -246,9 +246,11 @@ Deno.test("process.merge() attack: a child that exits naming another process's p
     ),
     "no capability on the secret was minted",
   );
+  // Each refusal is recorded once, naming what refused it.
   assert.deepEqual(
-    s.runtime.audit.query({ pid: s.pid, action: "object.merge" }).map((r) => r.decision),
-    ["deny"],
+    s.runtime.audit.query({ pid: s.pid, action: "object.merge" })
+      .map((r) => [r.decision, r.authority]),
+    [["deny", "forged_result"], ["deny", "lineage:not_a_child"]],
   );
   // Control: a child's own result object merges, and the parent can then read it.
   const honest = s.runtime.processes.fork(s.pid, { goal: "honest" }).pid;
@@ -481,7 +483,12 @@ Deno.test("process.exec() attack: a deferred exec with tools its new image does 
   assert.deepEqual(after.tools, before.tools);
   assert.equal(after.status, "runnable");
   assert.deepEqual(decisions(s.runtime, s.pid, "syscall.process.exec"), ["allow", "deny"]);
-  assert.deepEqual(s.runtime.audit.query({ pid: s.pid, action: "process.exec" }), []);
+  // The refusal is the exec's one decision record; no exec was recorded as done.
+  assert.deepEqual(
+    s.runtime.audit.query({ pid: s.pid, action: "process.exec" })
+      .map((r) => [r.decision, r.authority]),
+    [["deny", "image:base-agent:v0"]],
+  );
   // Exec of another process is not even expressible: the syscall names no pid.
   const other = s.runtime.processes.fork(s.pid, { goal: "c" }).pid;
   const r = await s.run(s.pid, "remote", PROBE, {

@@ -690,7 +690,8 @@ export class NetPrimitive {
 
   /**
    * Sends a hop to its checked addresses in order; the next one is tried only when a connection
-   * never reached the server (nothing was sent).
+   * never reached the server (nothing was sent). The hop's decision is recorded once: on failure
+   * here, on success by the caller — either naming the addresses tried that were not reached.
    */
   async #send(
     pid: string,
@@ -700,7 +701,8 @@ export class NetPrimitive {
     deadline: Deadline,
     maxBytes: number,
     audit: { readonly digest: string; readonly reason: string; readonly hop: number },
-  ): Promise<{ reply: NetReply; address: string }> {
+  ): Promise<{ reply: NetReply; address: string; unreached: string[] }> {
+    const unreached: string[] = [];
     for (const [i, { address }] of addresses.entries()) {
       try {
         const reply = await abortable(
@@ -716,7 +718,7 @@ export class NetPrimitive {
           }),
           deadline.signal,
         );
-        return { reply, address };
+        return { reply, address, unreached };
       } catch (error) {
         const failure = deadline.signal.aborted
           ? deadline.failure()
@@ -731,6 +733,10 @@ export class NetPrimitive {
             } (${shown(error instanceof Error ? error.message : String(error), 200)})`,
             { address, cause: error },
           );
+        if (!failure) {
+          unreached.push(address);
+          continue;
+        }
         this.#record(pid, target.host, "allow", audit.reason, {
           inputDigest: audit.digest,
           detail: {
@@ -739,10 +745,11 @@ export class NetPrimitive {
             address,
             port: target.port,
             hop: audit.hop,
-            error: failure?.code ?? "unreached",
+            error: failure.code,
+            ...(unreached.length ? { unreached: unreached.join(" ") } : {}),
           },
         });
-        if (failure) throw failure;
+        throw failure;
       }
     }
     throw new NetError("request_failed", `Cannot fetch ${this.#quote(target)}: no address to try`);
@@ -840,7 +847,7 @@ export class NetPrimitive {
           }).id;
         }
         this.#spend([decision, ...addresses.map((a) => a.unlock)]);
-        const { reply, address } = await this.#send(
+        const { reply, address, unreached } = await this.#send(
           pid,
           target,
           hop,
@@ -862,6 +869,7 @@ export class NetPrimitive {
             bytes: cutUtf8(reply.bodyBytes, call.maxBytes).length,
             truncated: reply.truncated || reply.bodyBytes.length > call.maxBytes,
             ...(unlock ? { unlockedBy: unlock.reason } : {}),
+            ...(unreached.length ? { unreached: unreached.join(" ") } : {}),
           },
         });
         const location = reply.headers["location"];
