@@ -24,6 +24,7 @@ import {
   HumanDecisionError,
   HumanPendingError,
   IllegalTransitionError,
+  NotFoundError,
   ValidationError,
 } from "../runtime/errors.ts";
 import { HumanChannel, type HumanMode, type HumanPrompt } from "../runtime/human_channel.ts";
@@ -1446,6 +1447,34 @@ Deno.test("ObjectMemory.update() allowed, then failed (an immutable object): its
   assert.match(decisions(f.runtime, mark, false)[0]!.authority, CAP);
 });
 
+Deno.test("FilesystemPrimitive.readText() allowed, then failed (no such file): its one record is the allow, with detail.failed", async () => {
+  await using f = await fixture();
+  f.grant({ type: "fs", path: "missing.txt", scope: "exact" }, ["read"]);
+  const mark = tail(f.runtime);
+  await refusedWith(
+    () => f.runtime.primitives.fs.readText(f.pid, { path: "missing.txt" }),
+    NotFoundError,
+  );
+  assert.deepEqual(
+    decisions(f.runtime, mark, false).map((r) => [r.action, r.decision, r.detail?.failed]),
+    [["fs.read", "allow", "not_found"]],
+  );
+  assert.match(decisions(f.runtime, mark, false)[0]!.authority, CAP);
+});
+
+Deno.test("ShellPrimitive.run() allowed, then failed (no such program): its one record is the allow, with detail.failed; nothing ran", async () => {
+  await using f = await fixture();
+  const argv = ["libos-no-such-program-91c2"];
+  f.grant({ type: "shell", argv, scope: "exact" }, ["execute"]);
+  const mark = tail(f.runtime);
+  await refusedWith(() => f.runtime.primitives.shell.run(f.pid, { argv }), NotFoundError);
+  assert.deepEqual(
+    decisions(f.runtime, mark, false).map((r) => [r.action, r.decision, r.detail?.failed]),
+    [["shell.run", "allow", "not_found"]],
+  );
+  assert.match(decisions(f.runtime, mark, false)[0]!.authority, CAP);
+});
+
 Deno.test("ProcessManager.fork() refused by its live-children budget (inside the step that rolls back) is recorded once, as a deny naming the budget; no child", async () => {
   await using f = await fixture();
   const parent = f.runtime.processes.fork(f.pid, { budgets: { maxLiveChildren: 0 } }, f.self).pid;
@@ -1497,6 +1526,7 @@ const NOT_DECISIONS: Readonly<Record<string, string>> = {
   "FilesystemPrimitive.dispatch":
     "re-runs an approved stored action through its operation (its row)",
   "ShellPrimitive.wall": "probes whether the OS wall works here; decides nothing",
+  "ShellPrimitive.toolchains": "the toolchain directories in force, for the run's first line",
   "ShellPrimitive.dispatch": "re-runs an approved stored action through run (its row)",
   "NetPrimitive.dispatch": "re-runs an approved stored action through fetch (its row)",
   "ObjectMemory.records":

@@ -39,6 +39,7 @@ import type { Decision } from "../decide.ts";
 import {
   ApprovalRequiredError,
   IllegalTransitionError,
+  LibosError,
   NotFoundError,
   OutsideWorkspaceError,
   UnsafePathError,
@@ -123,6 +124,8 @@ export class FilesystemPrimitive {
   readonly #fs: FilesystemProvider;
   readonly #workspace: string;
   readonly #lock: WorkspaceLock;
+  /** Records written so far (to tell whether a failed operation left its decision's record). */
+  #records = 0;
   readonly #redactor: Redactor;
   /** The longest secret, in bytes: how far past its cut a read looks to redact a whole secret. */
   readonly #secretBytes: number;
@@ -160,6 +163,7 @@ export class FilesystemPrimitive {
     authority: string,
     extra: { inputDigest?: string; detail?: Record<string, string | number | boolean | null> } = {},
   ): void {
+    this.#records++;
     this.#core.audit.append({
       actor: pid,
       pid,
@@ -355,6 +359,7 @@ export class FilesystemPrimitive {
       const digest = digestOf({ primitive: op, path: lexical.relative, ...digestFields });
       const what = verb(lexical.relative);
       const first = this.#decide(pid, op, lexical.relative, right, digest, what);
+      const recordsBefore = this.#records;
       try {
         return await this.#lock.shared(() => {
           const path = this.#canonical(pid, op, lexical);
@@ -443,7 +448,17 @@ export class FilesystemPrimitive {
         if (error instanceof UnsafePathError) {
           this.#record(pid, op, lexical.relative, "deny", "unsafe_path", { inputDigest: digest });
         }
-        if (!(error instanceof AskNeeded)) throw error;
+        if (!(error instanceof AskNeeded)) {
+          // One record per decision (audit_log.ts): an allowed operation that failed a
+          // precondition (not found, already exists) keeps its allow, with what failed.
+          if (this.#records === recordsBefore && first.effect === "allow") {
+            this.#record(pid, op, lexical.relative, "allow", first.reason, {
+              inputDigest: digest,
+              detail: { failed: error instanceof LibosError ? error.code : "failed" },
+            });
+          }
+          throw error;
+        }
         this.#record(pid, op, error.path.relative, "ask", error.reason, {
           inputDigest: error.digest,
         });

@@ -149,8 +149,14 @@ function assertAuditedRefusal(
   else assert.match(match.authority, expected.authority);
 }
 
+/**
+ * No `action` is audited as allowed and done: an allow that then failed (its record carries
+ * `detail.failed`, one record per decision) did nothing.
+ */
 function assertNoAllow(runtime: Runtime, pid: string, action: string): void {
-  const allowed = fsAudit(runtime, pid, action).filter((r) => r.decision === "allow");
+  const allowed = fsAudit(runtime, pid, action).filter((r) =>
+    r.decision === "allow" && r.detail?.failed === undefined
+  );
   assert.deepEqual(allowed.map((r) => r.resource), [], `no ${action} may be audited as allowed`);
 }
 

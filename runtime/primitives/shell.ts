@@ -992,177 +992,199 @@ export class ShellPrimitive implements AsyncDisposable {
           { reason: decision.reason },
         );
       }
-      const program = this.#resolve(argv[0]!, cwdAbsolute);
-      if (wall) this.#checkVisible(program);
-      const home = this.#home(pid);
-      const base = this.#baseEnv(home);
-      const envHash = `sha256:${
-        sha256Hex(
-          JSON.stringify(
-            Object.entries({
-              ...base,
-              HOME: HOME_PLACEHOLDER,
-              GIT_CONFIG_GLOBAL: HOME_PLACEHOLDER,
-            }).sort(),
-          ),
-        )
-      }`;
-      const digest = digestOf({
-        primitive: "shell.run",
-        executable: program.executable,
-        real: program.real,
-        argv,
-        cwd,
-        envHash,
-        stdin: input.stdin === null ? null : sha256Hex(input.stdin),
-        wall,
-        contents: this.#contents(program, argv, cwdAbsolute),
-      });
+      // One record per decision (audit_log.ts): an allowed run that fails before or while it
+      // runs (no such program, the shield, a spawn failure) keeps its allow, with what failed;
+      // an ask that fails before it reaches the human is recorded as the ask it was.
+      let recorded = false;
       let authority = decision.reason;
-      if (decision.decision === "ask") {
-        const approved = this.#authority.capabilities.approval(
-          pid,
-          { type: "shell", argv },
-          "execute",
-          digest,
-        );
-        if (!approved) {
-          this.#record(pid, argv, "ask", decision.reason, { inputDigest: digest });
-          if (attempt >= 3) {
-            throw new ValidationError(
-              `${JSON.stringify(argv.join(" ").slice(0, 200))} still needs approval after ${
-                attempt - 1
-              } approvals; what it would run keeps changing — try again`,
-            );
-          }
-          await this.#human.escalate(
-            pid,
-            this.#details(
-              callArgs,
-              argv,
-              program,
-              cwd,
-              envHash,
-              input.stdin,
-              decision,
-              digest,
-              wall,
-              this.#modeOf(pid),
-            ),
-          );
-          continue;
-        }
-        used.push(approved.capability);
-        authority = `cap:${approved.capability.id}`;
-      }
-      const started = await this.#lock.exclusive(async () => {
-        // Shielded: decided before anything is used up, so a refused run costs no approval.
-        const shield = this.#shielded(wall);
-        // Use up every one-shot capability behind this run before it starts (compare-and-set).
-        for (const cap of new Set(used)) this.#authority.capabilities.consume(cap);
-        const warnings: string[] = [];
-        const hint = this.#suggestion(argv[0]!, cwdAbsolute, program);
-        if (hint) warnings.push(`${argv[0]} ran ${program.executable}; ${hint}`);
-        const gitEnv = await this.#gitEnv(cwdAbsolute, base, this.#mayRunGit(decision), {
-          wall,
-          timeoutMs: input.timeoutMs,
-          warnings,
-        });
-        const network = wall &&
-          this.#authority.decide(pid, { resource: { type: "net", key: "*" }, right: "connect" })
-              .effect === "allow";
-        const { id } = this.#ledger.begin(pid, {
-          kind: "shell.run",
-          request: { argv, cwd, executable: program.executable, digest },
-        });
-        // Started here, under the lock (the process exists once run() returns its promise);
-        // waited for after the lock is released: a long command must not stall every
-        // filesystem primitive of every process. Against a command that changes the workspace
-        // meanwhile, the filesystem primitive's own checks hold (identity after opening, the
-        // parent still where it was), as they do against what a command leaves running.
-        const running = this.#provider.run({
-          executable: program.executable,
-          args: argv.slice(1),
-          cwd: cwdAbsolute,
-          env: { ...base, ...gitEnv },
-          timeoutMs: input.timeoutMs,
-          maxOutputBytes: input.maxOutputBytes,
-          ...(input.stdin === null ? {} : { stdin: input.stdin }),
-          wall: wall
-            ? {
-              workspace: this.#workspace,
-              writable: !["read-only", "plan"].includes(this.#modeOf(pid)),
-              home,
-              ...this.#mounts(shield),
-              network,
-            }
-            : null,
-        });
-        running.catch(() => {/* awaited below, once the lock is released */});
-        return { id, warnings, running };
-      });
-      const { id, warnings } = started;
-      let result: ShellRunResult;
+      let approvedNow = false;
       try {
-        result = await started.running;
-      } catch (error) {
-        this.#ledger.finish(id, {
-          ok: false,
-          error: {
-            code: error instanceof LibosError ? error.code : "spawn_failed",
-            message: error instanceof Error ? error.message : String(error),
-          },
-        });
-        throw error;
-      }
-      const failed = wall ? wallFailure(result.exitCode, result.stderr) : null;
-      if (failed !== null) {
-        // The wall could not be built: the command never started. Refused, not its result.
-        const message = `Cannot run ${
-          JSON.stringify(argv.join(" ").slice(0, 200))
-        }: the OS wall could not be set up (${
-          this.#redact(failed)
-        }), so the command did not start; check the toolchain directories and bubblewrap, or report it`;
-        this.#ledger.finish(id, { ok: false, error: { code: "wall_incomplete", message } });
-        this.#record(pid, argv, "deny", "wall_incomplete", { inputDigest: digest });
-        throw new LibosError("wall_incomplete", "operator", message);
-      }
-      if (result.outputLeftOpen) {
-        warnings.push(
-          "the command exited, but a process it left running held its output open; the call returned and that process keeps running (without output) until it ends or the runtime does",
-        );
-      }
-      const output: ShellRunOutput = {
-        ...result,
-        stdout: this.#withheld(result.stdout, warnings, "output"),
-        stderr: this.#withheld(result.stderr, warnings, "error output"),
-        argv,
-        executable: program.executable,
-        cwd,
-        wall,
-        highRisk: decision.highRisk,
-        warnings,
-      };
-      this.#ledger.finish(id, {
-        ok: true,
-        value: {
-          exitCode: result.exitCode,
-          signal: result.signal,
-          timedOut: result.timedOut,
-        },
-      });
-      this.#record(pid, argv, "allow", authority, {
-        inputDigest: digest,
-        detail: {
+        const program = this.#resolve(argv[0]!, cwdAbsolute);
+        if (wall) this.#checkVisible(program);
+        const home = this.#home(pid);
+        const base = this.#baseEnv(home);
+        const envHash = `sha256:${
+          sha256Hex(
+            JSON.stringify(
+              Object.entries({
+                ...base,
+                HOME: HOME_PLACEHOLDER,
+                GIT_CONFIG_GLOBAL: HOME_PLACEHOLDER,
+              }).sort(),
+            ),
+          )
+        }`;
+        const digest = digestOf({
+          primitive: "shell.run",
           executable: program.executable,
-          exitCode: result.exitCode,
-          signal: result.signal,
-          timedOut: result.timedOut,
+          real: program.real,
+          argv,
+          cwd,
+          envHash,
+          stdin: input.stdin === null ? null : sha256Hex(input.stdin),
+          wall,
+          contents: this.#contents(program, argv, cwdAbsolute),
+        });
+        if (decision.decision === "ask") {
+          const approved = this.#authority.capabilities.approval(
+            pid,
+            { type: "shell", argv },
+            "execute",
+            digest,
+          );
+          if (!approved) {
+            this.#record(pid, argv, "ask", decision.reason, { inputDigest: digest });
+            recorded = true;
+            if (attempt >= 3) {
+              throw new ValidationError(
+                `${JSON.stringify(argv.join(" ").slice(0, 200))} still needs approval after ${
+                  attempt - 1
+                } approvals; what it would run keeps changing — try again`,
+              );
+            }
+            await this.#human.escalate(
+              pid,
+              this.#details(
+                callArgs,
+                argv,
+                program,
+                cwd,
+                envHash,
+                input.stdin,
+                decision,
+                digest,
+                wall,
+                this.#modeOf(pid),
+              ),
+            );
+            continue;
+          }
+          used.push(approved.capability);
+          authority = `cap:${approved.capability.id}`;
+          approvedNow = true;
+        }
+        const started = await this.#lock.exclusive(async () => {
+          // Shielded: decided before anything is used up, so a refused run costs no approval.
+          const shield = this.#shielded(wall);
+          // Use up every one-shot capability behind this run before it starts (compare-and-set).
+          for (const cap of new Set(used)) this.#authority.capabilities.consume(cap);
+          const warnings: string[] = [];
+          const hint = this.#suggestion(argv[0]!, cwdAbsolute, program);
+          if (hint) warnings.push(`${argv[0]} ran ${program.executable}; ${hint}`);
+          const gitEnv = await this.#gitEnv(cwdAbsolute, base, this.#mayRunGit(decision), {
+            wall,
+            timeoutMs: input.timeoutMs,
+            warnings,
+          });
+          const network = wall &&
+            this.#authority.decide(pid, { resource: { type: "net", key: "*" }, right: "connect" })
+                .effect === "allow";
+          const { id } = this.#ledger.begin(pid, {
+            kind: "shell.run",
+            request: { argv, cwd, executable: program.executable, digest },
+          });
+          // Started here, under the lock (the process exists once run() returns its promise);
+          // waited for after the lock is released: a long command must not stall every
+          // filesystem primitive of every process. Against a command that changes the workspace
+          // meanwhile, the filesystem primitive's own checks hold (identity after opening, the
+          // parent still where it was), as they do against what a command leaves running.
+          const running = this.#provider.run({
+            executable: program.executable,
+            args: argv.slice(1),
+            cwd: cwdAbsolute,
+            env: { ...base, ...gitEnv },
+            timeoutMs: input.timeoutMs,
+            maxOutputBytes: input.maxOutputBytes,
+            ...(input.stdin === null ? {} : { stdin: input.stdin }),
+            wall: wall
+              ? {
+                workspace: this.#workspace,
+                writable: !["read-only", "plan"].includes(this.#modeOf(pid)),
+                home,
+                ...this.#mounts(shield),
+                network,
+              }
+              : null,
+          });
+          running.catch(() => {/* awaited below, once the lock is released */});
+          return { id, warnings, running };
+        });
+        const { id, warnings } = started;
+        let result: ShellRunResult;
+        try {
+          result = await started.running;
+        } catch (error) {
+          this.#ledger.finish(id, {
+            ok: false,
+            error: {
+              code: error instanceof LibosError ? error.code : "spawn_failed",
+              message: error instanceof Error ? error.message : String(error),
+            },
+          });
+          throw error;
+        }
+        const failed = wall ? wallFailure(result.exitCode, result.stderr) : null;
+        if (failed !== null) {
+          // The wall could not be built: the command never started. Refused, not its result.
+          const message = `Cannot run ${
+            JSON.stringify(argv.join(" ").slice(0, 200))
+          }: the OS wall could not be set up (${
+            this.#redact(failed)
+          }), so the command did not start; check the toolchain directories and bubblewrap, or report it`;
+          this.#ledger.finish(id, { ok: false, error: { code: "wall_incomplete", message } });
+          this.#record(pid, argv, "deny", "wall_incomplete", { inputDigest: digest });
+          recorded = true;
+          throw new LibosError("wall_incomplete", "operator", message);
+        }
+        if (result.outputLeftOpen) {
+          warnings.push(
+            "the command exited, but a process it left running held its output open; the call returned and that process keeps running (without output) until it ends or the runtime does",
+          );
+        }
+        const output: ShellRunOutput = {
+          ...result,
+          stdout: this.#withheld(result.stdout, warnings, "output"),
+          stderr: this.#withheld(result.stderr, warnings, "error output"),
+          argv,
+          executable: program.executable,
+          cwd,
           wall,
           highRisk: decision.highRisk,
-        },
-      });
-      return output;
+          warnings,
+        };
+        this.#ledger.finish(id, {
+          ok: true,
+          value: {
+            exitCode: result.exitCode,
+            signal: result.signal,
+            timedOut: result.timedOut,
+          },
+        });
+        recorded = true;
+        this.#record(pid, argv, "allow", authority, {
+          inputDigest: digest,
+          detail: {
+            executable: program.executable,
+            exitCode: result.exitCode,
+            signal: result.signal,
+            timedOut: result.timedOut,
+            wall,
+            highRisk: decision.highRisk,
+          },
+        });
+        return output;
+      } catch (error) {
+        if (!recorded) {
+          this.#record(
+            pid,
+            argv,
+            decision.decision === "ask" && !approvedNow ? "ask" : "allow",
+            authority,
+            { detail: { failed: error instanceof LibosError ? error.code : "failed" } },
+          );
+        }
+        throw error;
+      }
     }
   }
 
