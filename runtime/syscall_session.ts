@@ -24,6 +24,11 @@
  * how long a call may wait on the host, how much it may carry — comes from `tools/caps.ts`, so a
  * syscall never accepts what its tool refuses.
  *
+ * Budgets: each known syscall is charged one tool call to the calling process, as the built-in
+ * tool it mirrors is charged by the broker (before its arguments are checked; an unknown syscall
+ * costs nothing, as an unknown tool does). The syscall that finds the budget exhausted is refused
+ * with `BudgetExhaustedError` and the process has failed.
+ *
  * @module
  */
 import { z } from "zod";
@@ -171,6 +176,11 @@ export interface SyscallTargets {
     ): unknown;
     /** Calls `hook` when any process finishes; returns how to stop. */
     onFinished(hook: (p: ProcessView) => void): () => void;
+    /**
+     * Charges one tool call to the process's budget, as the broker does for a built-in tool.
+     * @throws {BudgetExhaustedError} when none is left (the process has failed).
+     */
+    chargeToolCall(pid: string): unknown;
   };
   readonly images: { list(actor: string): readonly { readonly id: string }[] };
 }
@@ -604,8 +614,10 @@ export class LibOSSyscallSession {
   /**
    * Answers one syscall: validates its arguments, calls its primitive method, audits it. A call
    * that waits on a human blocks until the human decides (see the module doc).
-   * @throws {ValidationError} for an unknown syscall or bad arguments; whatever the primitive
-   *   throws (a capability denial, a rejection, …).
+   * Each known syscall is charged one tool call to the process, as its built-in tool would be.
+   * @throws {ValidationError} for an unknown syscall or bad arguments;
+   *   `BudgetExhaustedError` when the process has no tool call left (it has failed);
+   *   whatever the primitive throws (a capability denial, a rejection, …).
    */
   async call(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
     this.#count++;
@@ -621,6 +633,14 @@ export class LibOSSyscallSession {
       args: z.ZodType;
       call: (pid: string, a: unknown, ctx: SyscallContext) => unknown;
     };
+    // Charged like the built-in tool it mirrors: once known, before its arguments are checked
+    // (as the broker does), so a flood of refused syscalls costs what refused tool calls cost.
+    try {
+      this.#targets.processes.chargeToolCall(this.pid);
+    } catch (error) {
+      this.#audit(name, "deny", error instanceof LibosError ? error.code : "failed");
+      throw error;
+    }
     const parsed = entry.args.safeParse(args);
     if (!parsed.success) {
       this.#audit(name, "deny", "validation");
@@ -654,6 +674,16 @@ export class LibOSSyscallSession {
       this.#audit(name, "deny", error instanceof LibosError ? error.code : "failed");
       throw error;
     }
+  }
+
+  /**
+   * Whether the calling process waits on its human right now (an approval, a question or a
+   * permission request of it is pending): the sandbox does not count that time as host time
+   * spent serving the tool, whether the wait is a terminal prompt or the queue.
+   */
+  waitingOnHuman(): boolean {
+    return this.#core.store.listHumanRequests({ pid: this.pid, statuses: ["pending"], limit: 1 })
+      .length > 0;
   }
 
   /**
