@@ -234,18 +234,26 @@ Deno.test("JitSandbox.call() attack: a frame flood, a malformed frame and a fram
 });
 
 Deno.test("JitSandbox leaves no process and no temporary directory behind (a timeout, a pool)", async () => {
-  const dirs = () =>
-    [...Deno.readDirSync(Deno.env.get("TMPDIR") ?? "/tmp")]
-      .filter((e) => e.name.startsWith("libos-jit-")).map((e) => e.name);
-  const before = new Set(dirs());
-  {
-    await using sandbox = new JitSandbox({ limits: { wallMs: 500 }, poolSize: 2 });
-    sandbox.warm();
-    const error = await failure(sandbox.call("export function run() { for (;;) {} }", {}, echo));
-    assert.equal(error.code, "timeout");
+  // Its sandboxes live under a TMPDIR of their own: others' (tests running in parallel on this
+  // machine) are neither counted nor waited for.
+  const temp = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-jit-leak-" }));
+  const saved = Deno.env.get("TMPDIR");
+  Deno.env.set("TMPDIR", temp);
+  try {
+    {
+      await using sandbox = new JitSandbox({ limits: { wallMs: 500 }, poolSize: 2 });
+      sandbox.warm();
+      const error = await failure(sandbox.call("export function run() { for (;;) {} }", {}, echo));
+      assert.equal(error.code, "timeout");
+      assert.ok(processesWith(temp).length >= 1, "control: the pooled processes run under it");
+    }
+    assert.deepEqual(processesWith(temp), []);
+    assert.deepEqual([...Deno.readDirSync(temp)].map((e) => e.name), []);
+  } finally {
+    if (saved === undefined) Deno.env.delete("TMPDIR");
+    else Deno.env.set("TMPDIR", saved);
+    Deno.removeSync(temp, { recursive: true });
   }
-  assert.deepEqual(processesWith("libos-jit-"), []);
-  assert.deepEqual(dirs().filter((d) => !before.has(d)), []);
 });
 
 Deno.test("JitSandbox with a warm pool answers from pre-started processes, one call each", async () => {
