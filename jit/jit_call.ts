@@ -4,6 +4,11 @@
  * before the sandbox starts, outcome after) and audited (`jit.call` on `tool:<name>`: allow with
  * the number of syscalls, or deny with the breach or failure code).
  *
+ * Each syscall is charged to the process's tool-call budget as the built-in tool it mirrors would
+ * be; the syscall that finds the budget exhausted ends the whole call with that
+ * `BudgetExhaustedError` (the process has failed). Time the process waits on its human is not
+ * host time spent serving the tool (the sandbox's `maxServingMs`).
+ *
  * Through the ledger, a call cut off by a restart is never lost: the next runtime finds it
  * `executing` and reports `interrupted_by_restart` to the process (DESIGN §6). An exit or exec
  * the tool asked for is applied after its result frame — and only when the call succeeded.
@@ -12,14 +17,14 @@
  */
 import type { ActionLedger } from "../runtime/action_ledger.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../runtime/canonical_json.ts";
-import { errorInfo, LibosError, QuantumEnd } from "../runtime/errors.ts";
+import { BudgetExhaustedError, errorInfo, LibosError, QuantumEnd } from "../runtime/errors.ts";
 import type { RuntimeCore } from "../runtime/runtime_core.ts";
 import {
   type DeferredOp,
   LibOSSyscallSession,
   type SyscallTargets,
 } from "../runtime/syscall_session.ts";
-import { type JitSandbox, SandboxError, type SandboxResult } from "./sandbox.ts";
+import type { JitSandbox, SandboxResult } from "./sandbox.ts";
 
 /** What a call needs from the runtime. */
 export interface JitCallHost {
@@ -64,8 +69,9 @@ function argsDigest(args: unknown): string {
 
 /**
  * Runs a tool for a process under that process's capabilities.
- * @throws {SandboxError} when the tool fails or breaches a limit; whatever the process manager
- *   refuses about a deferred exit or exec (audited and recorded either way).
+ * @throws {SandboxError} when the tool fails or breaches a limit; {@link BudgetExhaustedError}
+ *   when its syscalls exhaust the process's tool calls; whatever the process manager refuses
+ *   about a deferred exit or exec (audited and recorded either way).
  */
 export async function callJitTool(host: JitCallHost, call: JitCall): Promise<JitCallResult> {
   const session = new LibOSSyscallSession(host.core, host.targets, call.pid, call.tool);
@@ -94,10 +100,14 @@ export async function callJitTool(host: JitCallHost, call: JitCall): Promise<Jit
       call.args,
       (name, args, signal) => session.call(name, args, signal),
       call.signal,
-      call.compiled === undefined ? {} : { language: "javascript" },
+      {
+        ...(call.compiled === undefined ? {} : { language: "javascript" }),
+        waitingOnHuman: () => session.waitingOnHuman(),
+        endsCall: (error) => error instanceof BudgetExhaustedError,
+      },
     );
   } catch (error) {
-    failed(error, error instanceof SandboxError ? error.code : "sandbox_failed");
+    failed(error, error instanceof LibosError ? error.code : "sandbox_failed");
     throw error;
   }
   let applied: DeferredOp | undefined;

@@ -23,13 +23,19 @@
  *   process's memory use, not the tool's claim;
  * - limits: wall time that stops while the host serves a syscall (a human approval does not time
  *   the tool out; work the tool does meanwhile is bounded by the CPU limit), CPU, memory, syscall
- *   count, frame bytes, log and stderr bytes. A breach kills the process group and fails the call
- *   with a typed {@link SandboxError}.
+ *   count, frame bytes, log and stderr bytes; on the host's side, the number of frames, every log
+ *   frame counted at its size on the wire (an empty `console.log()` costs its line), and the host
+ *   time spent serving syscalls, human waits excluded. Host memory per call is thereby bounded
+ *   whatever the tool sends. A breach kills the process group and fails the call with a typed
+ *   {@link SandboxError} — or with the error the syscall handler says ends the call (a budget
+ *   the process has exhausted).
  *
  * @module
  */
 import { join } from "node:path";
 import { LibosError, type LibosErrorOptions } from "../runtime/errors.ts";
+import { frameLines } from "./_frames.ts";
+import { ServingClock } from "./_serving_clock.ts";
 import { PROTOCOL_VERSION, type ToolFrame, ToolFrame as ToolFrameSchema } from "./protocol.ts";
 import { VETTED_IMPORTS } from "./validator.ts";
 import {
@@ -46,7 +52,9 @@ export type SandboxErrorCode =
   | "cpu_limit"
   | "memory_limit"
   | "output_limit"
+  | "frame_limit"
   | "syscall_limit"
+  | "serving_limit"
   | "protocol_error"
   | "tool_error"
   | "sandbox_failed"
@@ -72,8 +80,18 @@ export interface SandboxLimits {
   readonly maxSyscalls: number;
   /** The largest single frame the tool may send. */
   readonly maxFrameBytes: number;
-  /** Log frames and stderr together. */
+  /**
+   * Bytes of log frames (each counted whole, as sent: an empty line costs its frame) and,
+   * separately, of stderr.
+   */
   readonly maxOutputBytes: number;
+  /** Frames of any kind the tool may send in one call. */
+  readonly maxFrames: number;
+  /**
+   * Host time spent serving the call's syscalls, in total (a shell command, a sleep, a child's
+   * wait); time its process waits on its human is not counted.
+   */
+  readonly maxServingMs: number;
 }
 
 /** The limits when nothing else is configured. */
@@ -84,6 +102,9 @@ export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = Object.freeze({
   maxSyscalls: 1_000,
   maxFrameBytes: 1024 * 1024,
   maxOutputBytes: 1024 * 1024,
+  maxFrames: 10_000,
+  // One shell command or child wait at its longest (ten minutes), and then some.
+  maxServingMs: 900_000,
 });
 
 /**
@@ -121,6 +142,17 @@ export interface CallOptions {
    * call Deno's transpile.
    */
   readonly language?: "typescript" | "javascript";
+  /**
+   * Whether the calling process waits on its human right now: that time is not counted against
+   * {@link SandboxLimits.maxServingMs} (default: never).
+   */
+  readonly waitingOnHuman?: () => boolean;
+  /**
+   * Whether an error the syscall handler threw ends the whole call rather than only failing the
+   * syscall (a budget the process has exhausted): the tool is killed and the call fails with
+   * that very error.
+   */
+  readonly endsCall?: (error: unknown) => boolean;
 }
 
 /** Host programs the sandbox launches through. */
@@ -244,7 +276,8 @@ export class JitSandbox implements AsyncDisposable {
    * Runs `source`'s `run(args, libos)` in a sandbox process of its own (a pooled one when the
    * pool has one ready), answering its syscalls with `onSyscall`. The result is returned as
    * soon as its frame arrives; the process is reaped afterwards.
-   * @throws {SandboxError} when the tool throws (`tool_error`) or breaches a limit.
+   * @throws {SandboxError} when the tool throws (`tool_error`) or breaches a limit; the handler's
+   *   own error when {@link CallOptions.endsCall} says it ends the call.
    */
   async call(
     source: string,
@@ -265,7 +298,7 @@ export class JitSandbox implements AsyncDisposable {
       });
     }
     try {
-      return await this.#drive(spawned, source, args, onSyscall, signal, options.language);
+      return await this.#drive(spawned, source, args, onSyscall, signal, options);
     } finally {
       this.#reap(spawned);
       // Refilled after the call: starting a Deno competes with the running tool for the CPU.
@@ -371,7 +404,7 @@ export class JitSandbox implements AsyncDisposable {
     args: unknown,
     onSyscall: SyscallHandler,
     signal: AbortSignal | undefined,
-    language: "typescript" | "javascript" | undefined,
+    options: CallOptions,
   ): Promise<SandboxResult> {
     const limits = this.limits;
     const { child } = spawned;
@@ -383,14 +416,14 @@ export class JitSandbox implements AsyncDisposable {
       writer.write(ENCODER.encode(JSON.stringify(frame) + "\n")).catch(() => {});
 
     // Wall time runs only while the tool runs: paused while the host serves a syscall.
-    let breach: SandboxError | undefined;
+    let breach: LibosError | undefined;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let spent = 0;
     let resumedAt = performance.now();
     // Aborted when the call ends or breaches: a syscall blocked on the host (a human, a child)
     // is cut off with it.
     const serving = new AbortController();
-    const stop = (error: SandboxError) => {
+    const stop = (error: LibosError) => {
       breach ??= error;
       kill();
       serving.abort(error);
@@ -415,8 +448,18 @@ export class JitSandbox implements AsyncDisposable {
     const onAbort = () => stop(new SandboxError("aborted", "The call was cancelled"));
     signal?.addEventListener("abort", onAbort, { once: true });
 
+    const serveClock = new ServingClock(
+      limits.maxServingMs,
+      options.waitingOnHuman ?? (() => false),
+    );
+    const overServing = () =>
+      new SandboxError(
+        "serving_limit",
+        `The host spent more than ${limits.maxServingMs} ms serving the tool's syscalls (time waiting on a human not counted); split the work into several calls`,
+      );
     const logs: ToolLog[] = [];
     let logBytes = 0;
+    let frameCount = 0;
     let syscalls = 0;
     let outcome: { value: unknown } | SandboxError | undefined;
     const death = child.status.then((exited) => ({ exited }));
@@ -427,11 +470,11 @@ export class JitSandbox implements AsyncDisposable {
         nonce,
         memoryBytes: limits.memoryMiB * 1024 * 1024,
         source,
-        ...(language === "javascript" ? { lang: language } : {}),
+        ...(options.language === "javascript" ? { lang: options.language } : {}),
         args,
       });
       resume();
-      for await (const line of frames(child.stdout, limits.maxFrameBytes)) {
+      for await (const line of frameLines(child.stdout, limits.maxFrameBytes)) {
         if (line === undefined) {
           stop(
             new SandboxError(
@@ -441,18 +484,29 @@ export class JitSandbox implements AsyncDisposable {
           );
           break;
         }
-        const frame = parseFrame(line);
+        // Counted before it is parsed: a flood of tiny frames costs the host no more than this.
+        if (++frameCount > limits.maxFrames) {
+          stop(
+            new SandboxError(
+              "frame_limit",
+              `The tool sent more than ${limits.maxFrames} frames (logs, syscalls) in one call; log less, or batch its work`,
+            ),
+          );
+          break;
+        }
+        const frame = parseFrame(line.text);
         if (!frame || frame.n !== nonce) {
           stop(new SandboxError("protocol_error", "The tool sent a malformed frame"));
           break;
         }
         if (frame.type === "log") {
-          logBytes += frame.text.length;
+          // The whole frame counts, newline included: an empty line costs what carrying it does.
+          logBytes += line.bytes + 1;
           if (logBytes > limits.maxOutputBytes) {
             stop(
               new SandboxError(
                 "output_limit",
-                `The tool logged over ${limits.maxOutputBytes} bytes`,
+                `The tool logged over ${limits.maxOutputBytes} bytes (each log frame counted whole, as sent)`,
               ),
             );
             break;
@@ -486,25 +540,31 @@ export class JitSandbox implements AsyncDisposable {
           break;
         }
         pause();
+        const metered = serveClock.serve(() => stop(overServing()));
         const served = onSyscall(frame.name, frame.args, serving.signal).then(
           (value) => ({ type: "syscall_result", id: frame.id, ok: true, value: value ?? null }),
-          (error: unknown) => ({
-            type: "syscall_result",
-            id: frame.id,
-            ok: false,
-            error: {
-              code: error instanceof LibosError ? error.code : "failed",
-              message: (error instanceof Error ? error.message : String(error)).slice(0, 4096),
-            },
-          }),
+          (error: unknown) => {
+            if (error instanceof LibosError && options.endsCall?.(error)) stop(error);
+            return {
+              type: "syscall_result",
+              id: frame.id,
+              ok: false,
+              error: {
+                code: error instanceof LibosError ? error.code : "failed",
+                message: (error instanceof Error ? error.message : String(error)).slice(0, 4096),
+              },
+            };
+          },
         );
         // The tool's process may die while the host serves (its CPU limit runs on while a
         // syscall waits on a human): then the call ends now, and the wait is cut off with it.
         const reply = await Promise.race([served, death]);
+        const overspent = metered();
         if ("exited" in reply) {
-          stop(deathOf(reply.exited, await spawned.stderr, limits));
+          stop(breach ?? deathOf(reply.exited, await spawned.stderr, limits));
           break;
         }
+        if (overspent) stop(overServing());
         if (breach) break;
         await send(reply);
         resume();
@@ -601,33 +661,6 @@ function parseFrame(line: string): ToolFrame | undefined {
   }
   const parsed = ToolFrameSchema.safeParse(value);
   return parsed.success ? parsed.data : undefined;
-}
-
-/** Lines of a stream; `undefined` once for a line over `max` bytes (and then nothing more). */
-async function* frames(
-  stream: ReadableStream<Uint8Array>,
-  max: number,
-): AsyncGenerator<string | undefined> {
-  const decoder = new TextDecoder();
-  let buffered = "";
-  for await (const chunk of stream) {
-    buffered += decoder.decode(chunk, { stream: true });
-    for (;;) {
-      const newline = buffered.indexOf("\n");
-      if (newline < 0) break;
-      const line = buffered.slice(0, newline);
-      buffered = buffered.slice(newline + 1);
-      if (line.length > max) {
-        yield undefined;
-        return;
-      }
-      yield line;
-    }
-    if (buffered.length > max) {
-      yield undefined;
-      return;
-    }
-  }
 }
 
 /** At most `max` bytes of a stream, as text; the rest is drained. */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { NotFoundError } from "../runtime/errors.ts";
+import { BudgetExhaustedError, NotFoundError } from "../runtime/errors.ts";
 import { JitSandbox, SandboxError, type SyscallHandler } from "./sandbox.ts";
 import { VETTED_IMPORTS } from "./validator.ts";
 import {
@@ -234,18 +234,26 @@ Deno.test("JitSandbox.call() attack: a frame flood, a malformed frame and a fram
 });
 
 Deno.test("JitSandbox leaves no process and no temporary directory behind (a timeout, a pool)", async () => {
-  const dirs = () =>
-    [...Deno.readDirSync(Deno.env.get("TMPDIR") ?? "/tmp")]
-      .filter((e) => e.name.startsWith("libos-jit-")).map((e) => e.name);
-  const before = new Set(dirs());
-  {
-    await using sandbox = new JitSandbox({ limits: { wallMs: 500 }, poolSize: 2 });
-    sandbox.warm();
-    const error = await failure(sandbox.call("export function run() { for (;;) {} }", {}, echo));
-    assert.equal(error.code, "timeout");
+  // Its sandboxes live under a TMPDIR of their own: others' (tests running in parallel on this
+  // machine) are neither counted nor waited for.
+  const temp = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-jit-leak-" }));
+  const saved = Deno.env.get("TMPDIR");
+  Deno.env.set("TMPDIR", temp);
+  try {
+    {
+      await using sandbox = new JitSandbox({ limits: { wallMs: 500 }, poolSize: 2 });
+      sandbox.warm();
+      const error = await failure(sandbox.call("export function run() { for (;;) {} }", {}, echo));
+      assert.equal(error.code, "timeout");
+      assert.ok(processesWith(temp).length >= 1, "control: the pooled processes run under it");
+    }
+    assert.deepEqual(processesWith(temp), []);
+    assert.deepEqual([...Deno.readDirSync(temp)].map((e) => e.name), []);
+  } finally {
+    if (saved === undefined) Deno.env.delete("TMPDIR");
+    else Deno.env.set("TMPDIR", saved);
+    Deno.removeSync(temp, { recursive: true });
   }
-  assert.deepEqual(processesWith("libos-jit-"), []);
-  assert.deepEqual(dirs().filter((d) => !before.has(d)), []);
 });
 
 Deno.test("JitSandbox with a warm pool answers from pre-started processes, one call each", async () => {
@@ -336,4 +344,183 @@ Deno.test("JitSandbox.call() with language javascript imports the source as Java
     sandbox.call(typed, { n: 2 }, echo, undefined, { language: "javascript" }),
   );
   assert.equal(error.code, "tool_error");
+});
+
+// ---------------------------------------------------------------- host-side bounds (issue 20)
+
+/** Heap the host holds now, after a collection when the runtime lets one be asked for. */
+function heapUsed(): number {
+  (globalThis as { gc?: () => void }).gc?.();
+  return Deno.memoryUsage().heapUsed;
+}
+
+Deno.test("JitSandbox.call() attack: millions of empty console.log() lines stop at the frame cap, and the host keeps no more than the cap (control: 100 lines are all kept)", async () => {
+  await using sandbox = new JitSandbox({ limits: { wallMs: 20_000 } });
+  const before = heapUsed();
+  const flood = await failure(
+    sandbox.call(
+      `export function run() { for (let i = 0; i < 5_000_000; i++) console.log(); return "done"; }`,
+      {},
+      echo,
+    ),
+  );
+  assert.equal(flood.code, "frame_limit", flood.message);
+  assert.match(flood.message, /more than 10000 frames/);
+  // Before the cap, five million kept log entries took the host to about half a gigabyte.
+  const grown = heapUsed() - before;
+  assert.ok(grown < 64 * 1024 * 1024, `the host's heap grew by ${grown} bytes`);
+  const control = await sandbox.call(
+    `export function run() { for (let i = 0; i < 100; i++) console.log(); return "done"; }`,
+    {},
+    echo,
+  );
+  assert.equal(control.value, "done");
+  assert.equal(control.logs.length, 100);
+});
+
+Deno.test("JitSandbox.call() attack: each log frame costs its size on the wire, so empty lines and escaped characters cannot slip past the output cap", async () => {
+  // The frame cap is out of the way: only the output bytes decide here.
+  await using sandbox = new JitSandbox({
+    limits: { wallMs: 20_000, maxFrames: 10_000_000, maxOutputBytes: 256 * 1024 },
+  });
+  const cases: [string, string][] = [
+    // An empty line's frame is about 90 bytes: 100,000 of them are ~9 MB, counted as 0 before.
+    ["empty lines", `for (let i = 0; i < 100_000; i++) console.log();`],
+    // 16,384 control characters are a 16 KB text but a ~98 KB frame (each is sent as \\u0001);
+    // 10 of them counted as 160 KB before, under the 256 KB cap.
+    ["escaped characters", `for (let i = 0; i < 10; i++) console.log("\\u0001".repeat(16384));`],
+  ];
+  for (const [name, body] of cases) {
+    const error = await failure(
+      sandbox.call(`export function run() { ${body} return "done"; }`, {}, echo),
+    );
+    assert.equal(error.code, "output_limit", `${name}: ${error.message}`);
+  }
+  // Control: ten 16 KB lines of plain text fit (about 164 KB on the wire).
+  const plain = await sandbox.call(
+    `export function run() { for (let i = 0; i < 10; i++) console.log("x".repeat(16384)); return 1; }`,
+    {},
+    echo,
+  );
+  assert.equal(plain.logs.length, 10);
+});
+
+Deno.test("JitSandbox.call() attack: syscall frames just under the frame cap, repeated, or not awaited, stop at the syscall cap; one byte over the cap stops at once", async () => {
+  await using sandbox = new JitSandbox({
+    limits: { wallMs: 20_000, maxFrameBytes: 64 * 1024, maxSyscalls: 20 },
+  });
+  let served = 0;
+  const count: SyscallHandler = () => {
+    served++;
+    return Promise.resolve(null);
+  };
+  // The frame's other fields and its nonce take about 120 bytes.
+  const under = `"x".repeat(64 * 1024 - 200)`;
+  const cases: [string, string, string, number][] = [
+    [
+      "just under the cap, repeated",
+      `for (;;) await libos.call("fs.write_text", { path: "a", content: ${under} });`,
+      "syscall_limit",
+      20,
+    ],
+    [
+      "tiny frames, not awaited",
+      `for (let i = 0; i < 1_000_000; i++) libos.call("clock.now", {}); await new Promise(() => {});`,
+      "syscall_limit",
+      20,
+    ],
+    [
+      "one frame over the cap",
+      `await libos.call("fs.write_text", { path: "a", content: "x".repeat(64 * 1024) });`,
+      "output_limit",
+      0,
+    ],
+  ];
+  for (const [name, body, code, syscalls] of cases) {
+    served = 0;
+    const error = await failure(
+      sandbox.call(`export async function run(args, libos) { ${body} }`, {}, count),
+    );
+    assert.equal(error.code, code, `${name}: ${error.message}`);
+    assert.equal(served, syscalls, `${name}: syscalls the host served`);
+  }
+  // Control: a few frames just under the cap are served.
+  served = 0;
+  const ok = await sandbox.call(
+    `export async function run(args, libos) {
+      for (let i = 0; i < 3; i++) await libos.call("fs.write_text", { path: "a", content: ${under} });
+      return "written";
+    }`,
+    {},
+    count,
+  );
+  assert.equal(ok.value, "written");
+  assert.equal(served, 3);
+});
+
+Deno.test("JitSandbox.call() attack: host time spent serving syscalls is bounded per call (serving_limit), and time the process waits on its human is not counted (control)", async () => {
+  await using sandbox = new JitSandbox({ limits: { wallMs: 5_000, maxServingMs: 500 } });
+  const TOOL = `export async function run(args, libos) {
+    for (let i = 0; i < 2; i++) await libos.call("slow", {});
+    return "served";
+  }`;
+  let calls = 0;
+  let aborted = false;
+  // Each syscall takes a second of host time (a command, a child's wait) unless cut off.
+  const slow: SyscallHandler = (_name, _args, signal) => {
+    calls++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => resolve(null), 1_000);
+      signal.addEventListener("abort", () => {
+        aborted = true;
+        clearTimeout(timer);
+        reject(signal.reason);
+      }, { once: true });
+    });
+  };
+  const error = await failure(sandbox.call(TOOL, {}, slow));
+  assert.equal(error.code, "serving_limit", error.message);
+  assert.equal(calls, 1, "the second syscall was never served");
+  assert.ok(aborted, "the syscall being served was cut off");
+  // The same two seconds spent waiting on a human count for nothing.
+  calls = 0;
+  const human = await sandbox.call(TOOL, {}, slow, undefined, { waitingOnHuman: () => true });
+  assert.equal(human.value, "served");
+  assert.equal(calls, 2);
+});
+
+Deno.test("JitSandbox.call() attack: a syscall error the handler says ends the call (an exhausted budget) kills the tool, which cannot catch it and go on", async () => {
+  await using sandbox = new JitSandbox({ limits: { wallMs: 5_000 } });
+  const seen: string[] = [];
+  const exhausted = new BudgetExhaustedError(
+    "tool_calls",
+    "Process pid_x failed: its budget is exhausted",
+  );
+  const handler: SyscallHandler = (name) => {
+    seen.push(name);
+    return name === "fs.write_text" ? Promise.reject(exhausted) : Promise.resolve(null);
+  };
+  const error = await sandbox.call(
+    `export async function run(args, libos) {
+      try { await libos.call("fs.write_text", { path: "a", content: "x" }); } catch {}
+      await libos.call("after", {});
+      return "went on";
+    }`,
+    {},
+    handler,
+    undefined,
+    { endsCall: (e) => e instanceof BudgetExhaustedError },
+  ).then(() => assert.fail("the call succeeded"), (e: unknown) => e);
+  assert.equal(error, exhausted, "the call fails with the handler's very error");
+  assert.deepEqual(seen, ["fs.write_text"], "nothing was served after it");
+  // Control: without endsCall the same error only fails the syscall, and the tool goes on.
+  seen.length = 0;
+  const goes = await sandbox.call(
+    `export async function run(args, libos) {
+      try { await libos.call("fs.write_text", { path: "a", content: "x" }); } catch (e) { return e.code; }
+    }`,
+    {},
+    handler,
+  );
+  assert.equal(goes.value, "budget_exhausted");
 });

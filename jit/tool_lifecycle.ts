@@ -206,7 +206,7 @@ export class JitToolLifecycle {
       const input = schemaOf(candidate.input_schema, "input schema");
       const output = schemaOf(candidate.output_schema, "output schema");
       for (const test of candidate.tests) {
-        tests.push(await this.#runTest(candidate, compiled, test, input, output));
+        tests.push(await this.#runTest(pid, candidate, compiled, test, input, output));
       }
     }
     const ok = report.ok && tests.every((t) => t.ok);
@@ -221,6 +221,7 @@ export class JitToolLifecycle {
   }
 
   async #runTest(
+    pid: string,
     candidate: ToolCandidate,
     compiled: string | undefined,
     test: z.infer<typeof ToolTest>,
@@ -258,6 +259,18 @@ export class JitToolLifecycle {
         compiled === undefined ? {} : { language: "javascript" },
       )).value;
     } catch (error) {
+      // A test run that breaches a sandbox limit is audited like a call that does (the tool
+      // throwing is only a failed test).
+      if (error instanceof SandboxError && error.code !== "tool_error") {
+        this.#o.host.core.audit.append({
+          actor: pid,
+          pid,
+          action: "jit.test",
+          resource: `tool:${candidate.name}`,
+          decision: "deny",
+          authority: error.code,
+        });
+      }
       return fail(mismatch ?? (error instanceof SandboxError ? error.message : String(error)));
     }
     if (mismatch) return fail(mismatch);

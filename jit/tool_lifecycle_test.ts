@@ -12,7 +12,7 @@ import { JitSandbox } from "./sandbox.ts";
 import { lifecycleFor, type ToolCandidate } from "./tool_lifecycle.ts";
 import { JitValidator } from "./validator.ts";
 import { allow } from "../tests/authority_fixture.ts";
-import { wordCounter } from "../tests/sample_fixture.ts";
+import { echoCandidate, wordCounter } from "../tests/sample_fixture.ts";
 import { executorFor } from "../runtime/executor.ts";
 import type { ModelClient } from "../runtime/model_client.ts";
 import { ScriptedModel } from "../runtime/scripted_model.ts";
@@ -126,6 +126,28 @@ Deno.test("JitToolLifecycle.validate() fails a test on a wrong, missing or extra
   assert.equal(validation.ok, false);
   assert.equal(validation.static.violations[0]?.rule, "eval");
   assert.deepEqual(validation.tests, []);
+});
+
+Deno.test("JitToolLifecycle.validate() attack: a candidate whose test floods the sandbox fails validation, and the breach is audited (a throwing test is not)", async () => {
+  await using s = await setup();
+  const flood = s.lifecycle.propose(
+    s.pid,
+    echoCandidate(`export function run() { for (;;) console.log(); }`, "flooder"),
+  );
+  const flooded = await s.lifecycle.validate(s.pid, flood);
+  assert.equal(flooded.ok, false);
+  assert.match(flooded.tests[0]?.message ?? "", /more than 10000 frames/);
+  const breach = s.runtime.audit.query({ pid: s.pid, action: "jit.test" });
+  assert.deepEqual(breach.map((r) => [r.resource, r.decision, r.authority]), [
+    ["tool:flooder", "deny", "frame_limit"],
+  ]);
+  // Control: a test that only throws fails too, with no sandbox breach to audit.
+  const thrower = s.lifecycle.propose(
+    s.pid,
+    echoCandidate(`export function run() { throw new Error("no"); }`, "thrower"),
+  );
+  assert.equal((await s.lifecycle.validate(s.pid, thrower)).ok, false);
+  assert.equal(s.runtime.audit.query({ pid: s.pid, action: "jit.test" }).length, 1);
 });
 
 Deno.test("JitToolLifecycle refuses malformed candidates and never lets a JIT tool shadow a built-in", async () => {

@@ -20,6 +20,15 @@
  * ({@link LibOSSyscallSession.applyDeferred}), so a tool never ends or replaces its own process
  * while it is still running.
  *
+ * Caps: every argument is bounded ({@link SYSCALL_ARGS}); a bound its built-in tool also has —
+ * how long a call may wait on the host, how much it may carry — comes from `tools/caps.ts`, so a
+ * syscall never accepts what its tool refuses.
+ *
+ * Budgets: each known syscall is charged one tool call to the calling process, as the built-in
+ * tool it mirrors is charged by the broker (before its arguments are checked; an unknown syscall
+ * costs nothing, as an unknown tool does). The syscall that finds the budget exhausted is refused
+ * with `BudgetExhaustedError` and the process has failed.
+ *
  * @module
  */
 import { z } from "zod";
@@ -32,6 +41,25 @@ import type { HumanResolution } from "./human_channel.ts";
 import { type AgentProcess, Budgets, processSummary, Signal } from "./process.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
 import { present } from "./tool.ts";
+import {
+  CHILD_WAIT_MS_MAX,
+  FETCH_BODY_CHARS_MAX,
+  FETCH_BYTES_MAX,
+  FETCH_HEADER_NAME_CHARS_MAX,
+  FETCH_HEADER_VALUE_CHARS_MAX,
+  FETCH_TIMEOUT_MS_MAX,
+  GREP_MATCHES_MAX,
+  HUMAN_OUTPUT_CHARS_MAX,
+  HUMAN_QUESTION_CHARS_MAX,
+  LIST_LIMIT_MAX,
+  READ_BYTES_MAX,
+  SHELL_ARG_CHARS_MAX,
+  SHELL_ARGS_MAX,
+  SHELL_STDIN_CHARS_MAX,
+  SHELL_TIMEOUT_MS_MAX,
+  SLEEP_MS_MAX,
+  WRITE_CHARS_MAX,
+} from "../tools/caps.ts";
 
 /** Who acts in a process-control syscall: always the calling process itself. */
 type ProcessActor = { readonly kind: "process"; readonly pid: string };
@@ -148,6 +176,11 @@ export interface SyscallTargets {
     ): unknown;
     /** Calls `hook` when any process finishes; returns how to stop. */
     onFinished(hook: (p: ProcessView) => void): () => void;
+    /**
+     * Charges one tool call to the process's budget, as the broker does for a built-in tool.
+     * @throws {BudgetExhaustedError} when none is left (the process has failed).
+     */
+    chargeToolCall(pid: string): unknown;
   };
   readonly images: { list(actor: string): readonly { readonly id: string }[] };
 }
@@ -171,9 +204,8 @@ export type DeferredOp =
 
 const view = processSummary;
 
-/** How long `process.wait` blocks at most by default, and at all. */
+/** How long `process.wait` blocks when the tool names no `timeout_ms`. */
 const WAIT_DEFAULT_MS = 60_000;
-const WAIT_MAX_MS = 3_600_000;
 
 /** How often a blocked `process.wait` re-reads the store (a child finishing in another runtime). */
 const CHILD_POLL_MS = 250;
@@ -222,22 +254,137 @@ function childOptions(a: {
 
 const Path = z.string().min(1).max(4096);
 const Json: z.ZodType<JsonValue> = z.json();
+const Namespace = z.string().min(1).max(512);
+const Name = z.string().min(1).max(512);
+
+/**
+ * Each syscall's arguments. A bound a built-in tool also has comes from `tools/caps.ts`, so the
+ * two surfaces cannot drift (`tests/tool_syscall_parity_test.ts` compares every pair); every
+ * string, array and number here is bounded.
+ */
+export const SYSCALL_ARGS = Object.freeze(
+  {
+    "fs.read_text": z.object({
+      path: Path,
+      max_bytes: z.number().int().min(1).max(READ_BYTES_MAX).optional(),
+    }).strict(),
+    "fs.write_text": z.object({
+      path: Path,
+      content: z.string().max(WRITE_CHARS_MAX),
+      overwrite: z.boolean().optional(),
+    }).strict(),
+    "fs.list": z.object({
+      path: Path.default("."),
+      limit: z.number().int().min(1).max(LIST_LIMIT_MAX).optional(),
+    }).strict(),
+    "fs.make_dir": z.object({ path: Path, parents: z.boolean().default(false) }).strict(),
+    "fs.delete_file": z.object({ path: Path, missing_ok: z.boolean().optional() }).strict(),
+    "fs.delete_dir": z.object({ path: Path, recursive: z.boolean().optional() }).strict(),
+    "fs.stat": z.object({ path: Path }).strict(),
+    "fs.edit": z.object({
+      path: Path,
+      old_string: z.string().min(1).max(1024 * 1024),
+      new_string: z.string().max(1024 * 1024),
+      replace_all: z.boolean().optional(),
+    }).strict(),
+    "fs.glob": z.object({
+      pattern: z.string().min(1).max(1024),
+      path: Path.optional(),
+      limit: z.number().int().min(1).max(LIST_LIMIT_MAX).optional(),
+    }).strict(),
+    "fs.grep": z.object({
+      text: z.string().min(1).max(1000),
+      path: Path.optional(),
+      glob: z.string().min(1).max(1024).optional(),
+      ignore_case: z.boolean().optional(),
+      max_matches: z.number().int().min(1).max(GREP_MATCHES_MAX).optional(),
+    }).strict(),
+    "clock.now": z.object({ time_zone: z.string().min(1).max(64).optional() }).strict(),
+    "clock.sleep": z.object({ ms: z.number().int().min(0).max(SLEEP_MS_MAX) }).strict(),
+    "memory.create": z.object({
+      namespace: Namespace.optional(),
+      name: Name.nullable().optional(),
+      type: z.string().min(1).max(128),
+      payload: Json,
+      tags: z.array(z.string().min(1).max(128)).max(64).optional(),
+    }).strict(),
+    "memory.read": z.object({ oid: z.string().min(1).max(128) }).strict(),
+    "memory.read_by_name": z.object({ namespace: Namespace, name: Name }).strict(),
+    "memory.list": z.object({ namespace: Namespace.optional() }).strict(),
+    "memory.update": z.object({ oid: z.string().min(1).max(128), payload: Json }).strict(),
+    "memory.create_namespace": z.object({ namespace: Namespace }).strict(),
+    "human.output": z.object({ text: z.string().min(1).max(HUMAN_OUTPUT_CHARS_MAX) }).strict(),
+    "human.ask": z.object({ question: z.string().min(1).max(HUMAN_QUESTION_CHARS_MAX) }).strict(),
+    "human.request_permission": z.object({
+      resource: CapabilityResource,
+      rights: z.array(z.string().min(1).max(32)).min(1).max(16),
+      reason: z.string().min(1).max(HUMAN_QUESTION_CHARS_MAX),
+    }).strict(),
+    "shell.run": z.object({
+      argv: z.array(z.string().max(SHELL_ARG_CHARS_MAX)).min(1).max(SHELL_ARGS_MAX),
+      cwd: Path.optional(),
+      timeout_ms: z.number().int().min(1).max(SHELL_TIMEOUT_MS_MAX).optional(),
+      stdin: z.string().max(SHELL_STDIN_CHARS_MAX).optional(),
+    }).strict(),
+    "net.fetch": z.object({
+      url: z.string().min(1).max(8192),
+      method: z.enum(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]).optional(),
+      headers: z.record(
+        z.string().max(FETCH_HEADER_NAME_CHARS_MAX),
+        z.string().max(FETCH_HEADER_VALUE_CHARS_MAX),
+      ).optional(),
+      body: z.string().max(FETCH_BODY_CHARS_MAX).optional(),
+      max_bytes: z.number().int().min(1).max(FETCH_BYTES_MAX).optional(),
+      timeout_ms: z.number().int().min(1).max(FETCH_TIMEOUT_MS_MAX).optional(),
+    }).strict(),
+    "process.cwd": z.object({}).strict(),
+    "process.list": z.object({}).strict(),
+    "process.fork": z.object({
+      goal: z.string().min(1).max(100_000).optional(),
+      budgets: ChildBudgets.optional(),
+      inherit: Inherit.optional(),
+    }).strict(),
+    "process.spawn_child": z.object({
+      image: z.string().min(1).max(200),
+      goal: z.string().min(1).max(100_000),
+      tools: ToolNames.optional(),
+      budgets: ChildBudgets.optional(),
+      inherit: Inherit.optional(),
+    }).strict(),
+    "process.wait": z.object({
+      pid: z.string().min(1).max(64).nullable().default(null),
+      timeout_ms: z.number().int().min(0).max(CHILD_WAIT_MS_MAX).default(WAIT_DEFAULT_MS),
+    }).strict(),
+    "process.signal": z.object({ pid: z.string().min(1).max(64), signal: Signal }).strict(),
+    "process.merge": z.object({ pid: z.string().min(1).max(64) }).strict(),
+    "process.exit": z.object({
+      result: z.string().min(1).max(128).optional(),
+      message: z.string().max(4096).optional(),
+    }).strict(),
+    "process.exec": z.object({
+      image: z.string().min(1).max(200),
+      tools: ToolNames.optional(),
+      goal: z.string().min(1).max(100_000).optional(),
+    }).strict(),
+    "image.list": z.object({}).strict(),
+  } as const,
+);
 
 /** Each syscall: its argument schema and the one primitive method it calls. */
 function table(t: SyscallTargets, tool: string) {
-  const entry = <S extends z.ZodType>(
-    args: S,
-    call: (pid: string, a: z.output<S>, ctx: SyscallContext) => unknown,
-  ) => ({ args, call });
+  const entry = <N extends keyof typeof SYSCALL_ARGS>(
+    name: N,
+    call: (pid: string, a: z.output<(typeof SYSCALL_ARGS)[N]>, ctx: SyscallContext) => unknown,
+  ) => ({ args: SYSCALL_ARGS[name], call });
   const self = (pid: string): ProcessActor => ({ kind: "process", pid });
   return {
     "fs.read_text": entry(
-      z.object({ path: Path, max_bytes: z.number().int().positive().optional() }).strict(),
+      "fs.read_text",
       (pid, a) =>
         t.fs.readText(pid, { path: a.path, ...(a.max_bytes ? { maxBytes: a.max_bytes } : {}) }),
     ),
     "fs.write_text": entry(
-      z.object({ path: Path, content: z.string(), overwrite: z.boolean().optional() }).strict(),
+      "fs.write_text",
       (pid, a) =>
         t.fs.writeText(pid, {
           path: a.path,
@@ -246,16 +393,15 @@ function table(t: SyscallTargets, tool: string) {
         }),
     ),
     "fs.list": entry(
-      z.object({ path: Path.default("."), limit: z.number().int().positive().optional() })
-        .strict(),
+      "fs.list",
       (pid, a) => t.fs.listDir(pid, { path: a.path, ...(a.limit ? { limit: a.limit } : {}) }),
     ),
     "fs.make_dir": entry(
-      z.object({ path: Path, parents: z.boolean().default(false) }).strict(),
+      "fs.make_dir",
       (pid, a) => t.fs.makeDir(pid, { path: a.path, parents: a.parents }),
     ),
     "fs.delete_file": entry(
-      z.object({ path: Path, missing_ok: z.boolean().optional() }).strict(),
+      "fs.delete_file",
       (pid, a) =>
         t.fs.deleteFile(pid, {
           path: a.path,
@@ -263,24 +409,16 @@ function table(t: SyscallTargets, tool: string) {
         }),
     ),
     "fs.delete_dir": entry(
-      z.object({ path: Path, recursive: z.boolean().optional() }).strict(),
+      "fs.delete_dir",
       (pid, a) =>
         t.fs.deleteDir(pid, {
           path: a.path,
           ...(a.recursive === undefined ? {} : { recursive: a.recursive }),
         }),
     ),
-    "fs.stat": entry(
-      z.object({ path: Path }).strict(),
-      (pid, a) => t.fs.stat(pid, { path: a.path }),
-    ),
+    "fs.stat": entry("fs.stat", (pid, a) => t.fs.stat(pid, { path: a.path })),
     "fs.edit": entry(
-      z.object({
-        path: Path,
-        old_string: z.string().min(1).max(1024 * 1024),
-        new_string: z.string().max(1024 * 1024),
-        replace_all: z.boolean().optional(),
-      }).strict(),
+      "fs.edit",
       (pid, a) =>
         t.fs.editText(pid, {
           path: a.path,
@@ -290,21 +428,11 @@ function table(t: SyscallTargets, tool: string) {
         }),
     ),
     "fs.glob": entry(
-      z.object({
-        pattern: z.string().min(1).max(1024),
-        path: Path.optional(),
-        limit: z.number().int().positive().max(10_000).optional(),
-      }).strict(),
+      "fs.glob",
       (pid, a) => t.fs.glob(pid, { glob: a.pattern, ...present({ path: a.path, limit: a.limit }) }),
     ),
     "fs.grep": entry(
-      z.object({
-        text: z.string().min(1).max(1000),
-        path: Path.optional(),
-        glob: z.string().min(1).max(1024).optional(),
-        ignore_case: z.boolean().optional(),
-        max_matches: z.number().int().positive().max(2_000).optional(),
-      }).strict(),
+      "fs.grep",
       (pid, a) =>
         t.fs.grep(pid, {
           text: a.text,
@@ -317,24 +445,18 @@ function table(t: SyscallTargets, tool: string) {
         }),
     ),
     "clock.now": entry(
-      z.object({ time_zone: z.string().max(64).optional() }).strict(),
+      "clock.now",
       (pid, a) => t.clock.now(pid, a.time_zone ? { timeZone: a.time_zone } : {}),
     ),
     "clock.sleep": entry(
-      z.object({ ms: z.number().int().min(0).max(60_000) }).strict(),
+      "clock.sleep",
       async (pid, a, { signal }) => {
         await t.clock.wait(pid, a.ms, signal);
         return null;
       },
     ),
     "memory.create": entry(
-      z.object({
-        namespace: z.string().max(512).optional(),
-        name: z.string().max(512).nullable().optional(),
-        type: z.string().min(1).max(128),
-        payload: Json,
-        tags: z.array(z.string().max(128)).max(64).optional(),
-      }).strict(),
+      "memory.create",
       (pid, a) =>
         t.memory.create(pid, {
           type: a.type,
@@ -346,56 +468,37 @@ function table(t: SyscallTargets, tool: string) {
           provenance: { source: "tool", label: tool, ref: null },
         }),
     ),
-    "memory.read": entry(
-      z.object({ oid: z.string().min(1).max(128) }).strict(),
-      (pid, a) => t.memory.read(pid, a.oid),
-    ),
+    "memory.read": entry("memory.read", (pid, a) => t.memory.read(pid, a.oid)),
     "memory.read_by_name": entry(
-      z.object({ namespace: z.string().min(1).max(512), name: z.string().min(1).max(512) })
-        .strict(),
+      "memory.read_by_name",
       (pid, a) => t.memory.readByName(pid, a.namespace, a.name),
     ),
-    "memory.list": entry(
-      z.object({ namespace: z.string().max(512).optional() }).strict(),
-      (pid, a) => t.memory.list(pid, a.namespace),
-    ),
+    "memory.list": entry("memory.list", (pid, a) => t.memory.list(pid, a.namespace)),
     "memory.update": entry(
-      z.object({ oid: z.string().min(1).max(128), payload: Json }).strict(),
+      "memory.update",
       (pid, a) => t.memory.update(pid, a.oid, { payload: a.payload }),
     ),
     "memory.create_namespace": entry(
-      z.object({ namespace: z.string().min(1).max(512) }).strict(),
+      "memory.create_namespace",
       (pid, a) => {
         t.memory.createNamespace(pid, a.namespace);
         return { namespace: a.namespace, created: true };
       },
     ),
     "human.output": entry(
-      z.object({ text: z.string().min(1).max(100_000) }).strict(),
+      "human.output",
       (pid, a) => {
         t.human.output(pid, a.text);
         return null;
       },
     ),
-    "human.ask": entry(
-      z.object({ question: z.string().min(1).max(10_000) }).strict(),
-      (pid, a) => t.human.ask(pid, a.question),
-    ),
+    "human.ask": entry("human.ask", (pid, a) => t.human.ask(pid, a.question)),
     "human.request_permission": entry(
-      z.object({
-        resource: CapabilityResource,
-        rights: z.array(z.string().min(1).max(32)).min(1).max(16),
-        reason: z.string().max(4096),
-      }).strict(),
+      "human.request_permission",
       (pid, a) => t.human.requestPermission(pid, a),
     ),
     "shell.run": entry(
-      z.object({
-        argv: z.array(z.string()).min(1).max(4096),
-        cwd: Path.optional(),
-        timeout_ms: z.number().int().positive().optional(),
-        stdin: z.string().optional(),
-      }).strict(),
+      "shell.run",
       (pid, a) =>
         t.shell.run(pid, {
           argv: a.argv,
@@ -405,14 +508,7 @@ function table(t: SyscallTargets, tool: string) {
         }),
     ),
     "net.fetch": entry(
-      z.object({
-        url: z.string().min(1).max(8192),
-        method: z.enum(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]).optional(),
-        headers: z.record(z.string(), z.string()).optional(),
-        body: z.string().optional(),
-        max_bytes: z.number().int().positive().optional(),
-        timeout_ms: z.number().int().positive().optional(),
-      }).strict(),
+      "net.fetch",
       (pid, a, { signal }) =>
         t.net.fetch(pid, {
           url: a.url,
@@ -423,30 +519,17 @@ function table(t: SyscallTargets, tool: string) {
           ...(a.timeout_ms === undefined ? {} : { timeoutMs: a.timeout_ms }),
         }, { signal }),
     ),
-    "process.cwd": entry(
-      z.object({}).strict(),
-      (pid) => t.processes.find(pid)?.cwd ?? null,
-    ),
+    "process.cwd": entry("process.cwd", (pid) => t.processes.find(pid)?.cwd ?? null),
     "process.list": entry(
-      z.object({}).strict(),
+      "process.list",
       (pid) => t.processes.list({ parent: pid, limit: 1000 }).map(view),
     ),
     "process.fork": entry(
-      z.object({
-        goal: z.string().max(100_000).optional(),
-        budgets: ChildBudgets.optional(),
-        inherit: Inherit.optional(),
-      }).strict(),
+      "process.fork",
       (pid, a) => view(t.processes.fork(pid, present(childOptions(a)), self(pid))),
     ),
     "process.spawn_child": entry(
-      z.object({
-        image: z.string().min(1).max(200),
-        goal: z.string().max(100_000),
-        tools: ToolNames.optional(),
-        budgets: ChildBudgets.optional(),
-        inherit: Inherit.optional(),
-      }).strict(),
+      "process.spawn_child",
       (pid, a) =>
         view(t.processes.spawnChild(
           pid,
@@ -455,10 +538,7 @@ function table(t: SyscallTargets, tool: string) {
         )),
     ),
     "process.wait": entry(
-      z.object({
-        pid: z.string().min(1).max(64).nullable().default(null),
-        timeout_ms: z.number().int().min(0).max(WAIT_MAX_MS).default(WAIT_DEFAULT_MS),
-      }).strict(),
+      "process.wait",
       // Blocks until the child (or any child) has finished; null when the time is up first.
       async (pid, a, { signal }) => {
         const deadline = performance.now() + a.timeout_ms;
@@ -478,39 +558,26 @@ function table(t: SyscallTargets, tool: string) {
       },
     ),
     "process.signal": entry(
-      z.object({ pid: z.string().min(1).max(64), signal: Signal }).strict(),
+      "process.signal",
       (pid, a) => view(t.processes.signal(a.pid, a.signal, self(pid))),
     ),
-    "process.merge": entry(
-      z.object({ pid: z.string().min(1).max(64) }).strict(),
-      (pid, a) => t.memory.merge(pid, a.pid),
-    ),
+    "process.merge": entry("process.merge", (pid, a) => t.memory.merge(pid, a.pid)),
     "process.exit": entry(
-      z.object({
-        result: z.string().min(1).max(128).optional(),
-        message: z.string().max(4096).optional(),
-      }).strict(),
+      "process.exit",
       (_pid, a, ctx) => {
         ctx.defer({ kind: "exit", ...present(a) });
         return { deferred: "exit" };
       },
     ),
     "process.exec": entry(
-      z.object({
-        image: z.string().min(1).max(200),
-        tools: ToolNames.optional(),
-        goal: z.string().max(100_000).optional(),
-      }).strict(),
+      "process.exec",
       (_pid, a, ctx) => {
         ctx.defer({ kind: "exec", ...present(a), image: a.image });
         return { deferred: "exec" };
       },
     ),
-    "image.list": entry(
-      z.object({}).strict(),
-      (pid) => t.images.list(pid).map((image) => image.id),
-    ),
-  } as const;
+    "image.list": entry("image.list", (pid) => t.images.list(pid).map((image) => image.id)),
+  } as const satisfies Record<keyof typeof SYSCALL_ARGS, unknown>;
 }
 
 /** The syscall names a session answers. */
@@ -547,8 +614,10 @@ export class LibOSSyscallSession {
   /**
    * Answers one syscall: validates its arguments, calls its primitive method, audits it. A call
    * that waits on a human blocks until the human decides (see the module doc).
-   * @throws {ValidationError} for an unknown syscall or bad arguments; whatever the primitive
-   *   throws (a capability denial, a rejection, …).
+   * Each known syscall is charged one tool call to the process, as its built-in tool would be.
+   * @throws {ValidationError} for an unknown syscall or bad arguments;
+   *   `BudgetExhaustedError` when the process has no tool call left (it has failed);
+   *   whatever the primitive throws (a capability denial, a rejection, …).
    */
   async call(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
     this.#count++;
@@ -564,6 +633,14 @@ export class LibOSSyscallSession {
       args: z.ZodType;
       call: (pid: string, a: unknown, ctx: SyscallContext) => unknown;
     };
+    // Charged like the built-in tool it mirrors: once known, before its arguments are checked
+    // (as the broker does), so a flood of refused syscalls costs what refused tool calls cost.
+    try {
+      this.#targets.processes.chargeToolCall(this.pid);
+    } catch (error) {
+      this.#audit(name, "deny", error instanceof LibosError ? error.code : "failed");
+      throw error;
+    }
     const parsed = entry.args.safeParse(args);
     if (!parsed.success) {
       this.#audit(name, "deny", "validation");
@@ -597,6 +674,16 @@ export class LibOSSyscallSession {
       this.#audit(name, "deny", error instanceof LibosError ? error.code : "failed");
       throw error;
     }
+  }
+
+  /**
+   * Whether the calling process waits on its human right now (an approval, a question or a
+   * permission request of it is pending): the sandbox does not count that time as host time
+   * spent serving the tool, whether the wait is a terminal prompt or the queue.
+   */
+  waitingOnHuman(): boolean {
+    return this.#core.store.listHumanRequests({ pid: this.pid, statuses: ["pending"], limit: 1 })
+      .length > 0;
   }
 
   /**

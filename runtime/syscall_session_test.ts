@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
-import { ValidationError } from "./errors.ts";
+import { join } from "node:path";
+import { BudgetExhaustedError, ValidationError } from "./errors.ts";
 import { createRuntime } from "./runtime.ts";
-import { LibOSSyscallSession, type SyscallTargets } from "./syscall_session.ts";
+import { LibOSSyscallSession, runtimeTargets, type SyscallTargets } from "./syscall_session.ts";
 
 /** What the spies say about any process. */
 const CHILD = {
@@ -73,6 +74,7 @@ function spies(): { targets: SyscallTargets; calls: [string, unknown[]][] } {
         exit: spy("processes.exit"),
         exec: spy("processes.exec"),
         onFinished: () => () => {},
+        chargeToolCall: () => undefined,
       },
       images: { list: spy("images.list", [{ id: "base-agent:v0" }]) as () => { id: string }[] },
     },
@@ -238,4 +240,47 @@ Deno.test("LibOSSyscallSession.call() refuses unknown syscalls and bad arguments
   assert.deepEqual(calls, []);
   const denied = runtime.audit.query({ pid: "pid_1" }).filter((r) => r.decision === "deny");
   assert.equal(denied.length, bad.length);
+});
+
+Deno.test("LibOSSyscallSession.call() attack: syscalls are charged to the process's tool calls like the tools they mirror — refused ones too, unknown ones not — and the one past the budget never reaches its primitive", async () => {
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-session-budget-" }));
+  try {
+    await using runtime = await createRuntime({
+      workspace: root,
+      db: ":memory:",
+      mode: "workspace-write",
+    });
+    const pid = runtime.processes.spawn({
+      goal: "g",
+      image: "base-agent:v0",
+      budgets: { maxToolCalls: 4 },
+    }).pid;
+    const session = new LibOSSyscallSession(runtime, runtimeTargets(runtime), pid, "writer");
+    const signal = new AbortController().signal;
+    const used = () => runtime.processes.get(pid).usage.toolCalls;
+    await assert.rejects(session.call("no.such_call", {}, signal), ValidationError);
+    assert.equal(used(), 0, "an unknown syscall is refused for free, as an unknown tool is");
+    await session.call("fs.write_text", { path: "a.txt", content: "1" }, signal);
+    await assert.rejects(session.call("fs.write_text", { path: 7 }, signal), ValidationError);
+    await session.call("clock.now", {}, signal);
+    await session.call("fs.write_text", { path: "b.txt", content: "2" }, signal);
+    assert.equal(used(), 4, "each known syscall cost one tool call, the refused one included");
+    await assert.rejects(
+      session.call("fs.write_text", { path: "c.txt", content: "3" }, signal),
+      BudgetExhaustedError,
+    );
+    assert.throws(() => Deno.statSync(join(root, "c.txt")), Deno.errors.NotFound);
+    assert.equal(Deno.readTextFileSync(join(root, "b.txt")), "2", "control: b.txt was written");
+    assert.equal(runtime.processes.get(pid).status, "failed");
+    const writes = runtime.audit.query({ pid, action: "syscall.fs.write_text" });
+    assert.deepEqual(writes.map((r) => [r.decision, r.authority]), [
+      ["allow", "tool:writer"],
+      ["deny", "validation"],
+      ["allow", "tool:writer"],
+      ["deny", "budget_exhausted"],
+    ]);
+    assert.equal(runtime.audit.query({ pid, action: "budget.exhausted" }).length, 1);
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
 });

@@ -6,13 +6,14 @@
  * @module
  */
 import { z } from "zod";
+import { GREP_MATCHES_MAX, LIST_LIMIT_MAX, READ_BYTES_MAX, WRITE_CHARS_MAX } from "./caps.ts";
 import { present as given, type ToolSpec } from "../runtime/tool.ts";
 
 const Path = z.string().min(1).max(4096).describe("A path, relative to your working directory");
 
 const ReadArgs = z.object({
   path: Path,
-  max_bytes: z.number().int().min(1).max(8 * 1024 * 1024).optional().describe(
+  max_bytes: z.number().int().min(1).max(READ_BYTES_MAX).optional().describe(
     "Read at most this many bytes (default 256 KiB)",
   ),
 }).strict();
@@ -28,7 +29,7 @@ export const readTextFile: ToolSpec<typeof ReadArgs> = {
 
 const WriteArgs = z.object({
   path: Path,
-  content: z.string().max(8 * 1024 * 1024),
+  content: z.string().max(WRITE_CHARS_MAX),
   overwrite: z.boolean().optional().describe("Replace an existing file (default true)"),
 }).strict();
 
@@ -44,7 +45,7 @@ export const writeTextFile: ToolSpec<typeof WriteArgs> = {
 
 const ListArgs = z.object({
   path: Path.default("."),
-  limit: z.number().int().min(1).max(10_000).optional(),
+  limit: z.number().int().min(1).max(LIST_LIMIT_MAX).optional(),
 }).strict();
 
 /** `read_directory`: a directory's entries (not followed). */
@@ -128,7 +129,7 @@ const GlobArgs = z.object({
     "A glob over workspace paths: * within a name, ** across directories, ? one character (e.g. src/**/*.ts)",
   ),
   path: Path.optional().describe("Where to start (default: your working directory)"),
-  limit: z.number().int().min(1).max(10_000).optional(),
+  limit: z.number().int().min(1).max(LIST_LIMIT_MAX).optional(),
 }).strict();
 
 /** `glob`: files matching a pattern, among those the process may list. */
@@ -146,7 +147,7 @@ const GrepArgs = z.object({
   path: Path.optional().describe("Where to start (default: your working directory)"),
   glob: z.string().min(1).max(1024).optional().describe("Only files matching this glob"),
   ignore_case: z.boolean().optional(),
-  max_matches: z.number().int().min(1).max(2_000).optional().describe("Default 200"),
+  max_matches: z.number().int().min(1).max(GREP_MATCHES_MAX).optional().describe("Default 200"),
 }).strict();
 
 /** `grep`: lines containing a text; files the process may not read, or secrets, are skipped. */

@@ -6,15 +6,26 @@
  * @module
  */
 import { z } from "zod";
+import {
+  FETCH_BODY_CHARS_MAX,
+  FETCH_BYTES_MAX,
+  FETCH_HEADER_NAME_CHARS_MAX,
+  FETCH_HEADER_VALUE_CHARS_MAX,
+  FETCH_TIMEOUT_MS_MAX,
+  SHELL_ARG_CHARS_MAX,
+  SHELL_ARGS_MAX,
+  SHELL_STDIN_CHARS_MAX,
+  SHELL_TIMEOUT_MS_MAX,
+} from "./caps.ts";
 import { present, type ToolSpec } from "../runtime/tool.ts";
 
 const ShellArgs = z.object({
-  argv: z.array(z.string().max(65_536)).min(1).max(4096).describe(
+  argv: z.array(z.string().max(SHELL_ARG_CHARS_MAX)).min(1).max(SHELL_ARGS_MAX).describe(
     'The program and its arguments, e.g. ["git", "status"] (no shell: pipes and globs are literal)',
   ),
   cwd: z.string().min(1).max(4096).optional().describe("Working directory (default: yours)"),
-  timeout_ms: z.number().int().min(1).max(600_000).optional(),
-  stdin: z.string().max(1024 * 1024).optional(),
+  timeout_ms: z.number().int().min(1).max(SHELL_TIMEOUT_MS_MAX).optional(),
+  stdin: z.string().max(SHELL_STDIN_CHARS_MAX).optional(),
 }).strict();
 
 /** `run_shell_command`: one command, its exit status and (capped, redacted) output. */
@@ -34,10 +45,13 @@ export const runShellCommand: ToolSpec<typeof ShellArgs> = {
 const FetchArgs = z.object({
   url: z.string().min(1).max(8192).describe("An http(s) URL"),
   method: z.enum(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]).optional(),
-  headers: z.record(z.string().max(256), z.string().max(8192)).optional(),
-  body: z.string().max(1024 * 1024).optional(),
-  max_bytes: z.number().int().min(1).max(8 * 1024 * 1024).optional(),
-  timeout_ms: z.number().int().min(1).max(120_000).optional(),
+  headers: z.record(
+    z.string().max(FETCH_HEADER_NAME_CHARS_MAX),
+    z.string().max(FETCH_HEADER_VALUE_CHARS_MAX),
+  ).optional(),
+  body: z.string().max(FETCH_BODY_CHARS_MAX).optional(),
+  max_bytes: z.number().int().min(1).max(FETCH_BYTES_MAX).optional(),
+  timeout_ms: z.number().int().min(1).max(FETCH_TIMEOUT_MS_MAX).optional(),
 }).strict();
 
 /** `fetch_url`: one request; the response is untrusted web content. */

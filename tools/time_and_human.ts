@@ -5,6 +5,7 @@
  * @module
  */
 import { z } from "zod";
+import { HUMAN_OUTPUT_CHARS_MAX, HUMAN_QUESTION_CHARS_MAX, SLEEP_MS_MAX } from "./caps.ts";
 import type { ToolSpec } from "../runtime/tool.ts";
 
 const NowArgs = z.object({
@@ -23,7 +24,7 @@ export const getCurrentTime: ToolSpec<typeof NowArgs> = {
   },
 };
 
-const AskArgs = z.object({ question: z.string().min(1).max(4000) }).strict();
+const AskArgs = z.object({ question: z.string().min(1).max(HUMAN_QUESTION_CHARS_MAX) }).strict();
 
 /** `ask_human`: a question for the human; in queue mode the process waits for the answer. */
 export const askHuman: ToolSpec<typeof AskArgs> = {
@@ -34,7 +35,7 @@ export const askHuman: ToolSpec<typeof AskArgs> = {
   run: async (args, ctx) => ({ answer: await ctx.human.ask(args.question) }),
 };
 
-const OutputArgs = z.object({ text: z.string().min(1).max(20_000) }).strict();
+const OutputArgs = z.object({ text: z.string().min(1).max(HUMAN_OUTPUT_CHARS_MAX) }).strict();
 
 /** `human_output`: a message to the human (never blocks). */
 export const humanOutput: ToolSpec<typeof OutputArgs> = {
@@ -62,7 +63,9 @@ const PermissionArgs = z.object({
     }).strict(),
   ]).describe("What the permission is on"),
   rights: z.array(z.string().min(1).max(32)).min(1).max(16).describe("e.g. read, write, connect"),
-  reason: z.string().min(1).max(4000).describe("Why you need it, in one or two sentences"),
+  reason: z.string().min(1).max(HUMAN_QUESTION_CHARS_MAX).describe(
+    "Why you need it, in one or two sentences",
+  ),
 }).strict();
 
 /** `request_permission`: asks the human for a standing permission; approving grants it. */
@@ -87,7 +90,9 @@ export const echo: ToolSpec<typeof EchoArgs> = {
 };
 
 const SleepArgs = z.object({
-  ms: z.number().int().min(0).max(60_000).describe("Milliseconds to wait (at most 60,000)"),
+  ms: z.number().int().min(0).max(SLEEP_MS_MAX).describe(
+    `Milliseconds to wait (at most ${SLEEP_MS_MAX})`,
+  ),
 }).strict();
 
 /** `sleep`: waits (within the clock primitive's bound). */

@@ -75,7 +75,12 @@ async function roundTrips(call: string): Promise<BenchResult> {
     db: join(dir.path, "b.db"),
     env: { get: (n) => (n === "XDG_STATE_HOME" ? join(dir.path, "state") : undefined) },
   });
-  const pid = runtime.processes.spawn({ goal: "bench", image: "base-agent:v0" }).pid;
+  // Each syscall costs a tool call, as its built-in tool would: the budget holds them all.
+  const pid = runtime.processes.spawn({
+    goal: "bench",
+    image: "base-agent:v0",
+    budgets: { maxToolCalls: count },
+  }).pid;
   await using sandbox = new JitSandbox({ limits: { maxSyscalls: count, wallMs: 60_000 } });
   const started = performance.now();
   const result = await callJitTool(
