@@ -131,6 +131,7 @@ export interface SyscallTargets {
     run(
       pid: string,
       args: { argv: string[]; cwd?: string; timeoutMs?: number; stdin?: string },
+      options?: { signal?: AbortSignal },
     ): Promise<unknown>;
   };
   readonly net: {
@@ -499,13 +500,14 @@ function table(t: SyscallTargets, tool: string) {
     ),
     "shell.run": entry(
       "shell.run",
-      (pid, a) =>
+      // The call's serving signal: a tool killed for a breach stops its command too.
+      (pid, a, { signal }) =>
         t.shell.run(pid, {
           argv: a.argv,
           ...(a.cwd === undefined ? {} : { cwd: a.cwd }),
           ...(a.timeout_ms === undefined ? {} : { timeoutMs: a.timeout_ms }),
           ...(a.stdin === undefined ? {} : { stdin: a.stdin }),
-        }),
+        }, { signal }),
     ),
     "net.fetch": entry(
       "net.fetch",

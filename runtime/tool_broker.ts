@@ -656,7 +656,8 @@ export class ToolBroker {
       shell: {
         async run(args) {
           need("shell");
-          return json(await shell.run(pid, args));
+          // The call's signal: a cancelled call stops its command too.
+          return json(await shell.run(pid, args, { signal }));
         },
       },
       net: {

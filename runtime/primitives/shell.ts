@@ -964,8 +964,16 @@ export class ShellPrimitive implements AsyncDisposable {
    * @throws {NotFoundError} when the program does not exist.
    * @throws {OutsideWorkspaceError} when the working directory leaves the workspace.
    * @throws {LibosError} `wall_unavailable` when the wall is required and does not work.
+   * @throws the signal's reason when `signal` aborts before the command starts; aborted while it
+   *   runs, the command's process group is killed and the result says so.
    */
-  async run(pid: string, args: ShellRunArgs): Promise<ShellRunOutput> {
+  async run(
+    pid: string,
+    args: ShellRunArgs,
+    options: { readonly signal?: AbortSignal } = {},
+  ): Promise<ShellRunOutput> {
+    const signal = options.signal;
+    signal?.throwIfAborted();
     const input = this.#validate(args);
     const callArgs: Record<string, JsonValue> = {
       argv: input.argv,
@@ -1088,6 +1096,7 @@ export class ShellPrimitive implements AsyncDisposable {
           // filesystem primitive of every process. Against a command that changes the workspace
           // meanwhile, the filesystem primitive's own checks hold (identity after opening, the
           // parent still where it was), as they do against what a command leaves running.
+          signal?.throwIfAborted();
           const running = this.#provider.run({
             executable: program.executable,
             args: argv.slice(1),
@@ -1105,7 +1114,7 @@ export class ShellPrimitive implements AsyncDisposable {
                 network,
               }
               : null,
-          });
+          }, signal);
           running.catch(() => {/* awaited below, once the lock is released */});
           return { id, warnings, running };
         });

@@ -383,3 +383,38 @@ Deno.test("ShellPrimitive.run() returns soon after the command exits even when a
     assert.ok(await eventually(() => processesWith(`sleep ${marker}`).length === 0));
   }
 });
+
+Deno.test("ShellPrimitive.run() stops its command when the caller's signal aborts (attack: a cancelled tool call or a JIT tool killed for a breach leaves its command running)", async () => {
+  await using f = await shellFixture({ level: "always_allow" });
+  const marker = "libos-abort-test-77b3";
+  const controller = new AbortController();
+  const run = f.runtime.primitives.shell.run(
+    f.pid,
+    { argv: ["sh", "-c", `sleep 60 # ${marker}`], timeoutMs: 120_000 },
+    { signal: controller.signal },
+  );
+  assert.ok(await eventually(() => processesWith(marker).length > 0), "control: it started");
+  controller.abort(new Error("cancelled"));
+  const r = await run;
+  assert.equal(r.signal, "SIGKILL");
+  assert.equal(r.timedOut, false);
+  assert.ok(await eventually(() => processesWith(marker).length === 0), "nothing left running");
+  // Aborted before it starts: nothing runs at all.
+  await assert.rejects(
+    f.runtime.primitives.shell.run(f.pid, { argv: ["touch", "never"] }, {
+      signal: AbortSignal.abort(new Error("too late")),
+    }),
+    /too late/,
+  );
+  assert.equal(
+    (() => {
+      try {
+        Deno.statSync(join(f.ws, "never"));
+        return true;
+      } catch {
+        return false;
+      }
+    })(),
+    false,
+  );
+});

@@ -394,6 +394,8 @@ export function hostShell(
       }, spec.timeoutMs);
       const onAbort = () => killGroup();
       signal?.addEventListener("abort", onAbort, { once: true });
+      // Aborted while the run was being registered with the watchdog: the listener came late.
+      if (signal?.aborted) killGroup();
       try {
         if (spec.stdin !== undefined) {
           const writer = child.stdin.getWriter();
