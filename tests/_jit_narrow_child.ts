@@ -17,4 +17,8 @@ try {
 } catch (error) {
   code = error instanceof SandboxError ? error.code : String(error);
 }
-console.log(JSON.stringify({ code, ms: Math.round(performance.now() - started) }));
+await Deno.stdout.write(
+  new TextEncoder().encode(
+    JSON.stringify({ code, ms: Math.round(performance.now() - started) }) + "\n",
+  ),
+);
