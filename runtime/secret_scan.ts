@@ -504,7 +504,7 @@ export class SecretScanner {
       if (found.done) break;
       const { rule, index } = found.value;
       let end = found.value.end;
-      if (BLOCK_RULES.has(rule)) {
+      if (BLOCK_RULES.includes(rule)) {
         const close = END_MARKERS.map((m) => text.indexOf(m, end)).filter((i) => i >= 0);
         if (close.length === 0) end = text.length;
         else {
@@ -522,7 +522,7 @@ export class SecretScanner {
 }
 
 /** Rules whose match is the head of a block: redaction takes the block through its end. */
-const BLOCK_RULES: ReadonlySet<string> = new Set(["private-key", "putty-private-key"]);
+const BLOCK_RULES: readonly string[] = Object.freeze(["private-key", "putty-private-key"]);
 /** How a key block ends (PEM, SSH2 and PuTTY forms). */
 const END_MARKERS: readonly string[] = Object.freeze(["-----END ", "---- END ", "Private-MAC:"]);
 

@@ -164,7 +164,7 @@ Deno.test("LibOSSyscallSession.call() calls exactly one primitive method per sys
     ["shell.run", { argv: ["ls"], timeout_ms: 100 }, "shell.run", ["pid_1", {
       argv: ["ls"],
       timeoutMs: 100,
-    }]],
+    }, { signal: "<signal>" }]],
     ["net.fetch", { url: "https://x.example/", method: "GET" }, "net.fetch", ["pid_1", {
       url: "https://x.example/",
       method: "GET",
