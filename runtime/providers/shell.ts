@@ -25,9 +25,9 @@
  * @module
  */
 import { join, resolve } from "node:path";
-import { filterSupported, unixSocketFilter } from "./_seccomp.ts";
 import {
-  WALL_ISOLATION,
+  probeOptions,
+  seccompFilter,
   type WallFiles,
   wallLauncher,
   wallOptions,
@@ -249,11 +249,12 @@ export function hostShell(
    * written once per provider; undefined on a CPU without a filter.
    */
   const wallFiles = (): WallFiles | undefined => {
-    if (files === undefined && filterSupported(Deno.build.arch)) {
+    const filter = files === undefined ? seccompFilter() : undefined;
+    if (filter !== undefined) {
       const dir = Deno.makeTempDirSync({ prefix: "libos-wall-" });
       const seccomp = join(dir, "seccomp.bpf");
       const empty = join(dir, "empty");
-      Deno.writeFileSync(seccomp, unixSocketFilter(Deno.build.arch), { mode: 0o600 });
+      Deno.writeFileSync(seccomp, filter, { mode: 0o600 });
       Deno.writeFileSync(empty, new Uint8Array(), { mode: 0o444 });
       files = { dir, seccomp, empty };
     }
@@ -297,20 +298,7 @@ export function hostShell(
       probe ??= new Deno.Command(tools.setsid, {
         // Every mount, namespace and privilege flag a walled run uses, its credential covers
         // and its seccomp filter, so "works" means runs will.
-        args: wallLauncher(tools, wall, [
-          "--dev",
-          "/dev",
-          "--proc",
-          "/proc",
-          "--tmpfs",
-          "/tmp",
-          "--remount-ro",
-          "/",
-          ...WALL_ISOLATION,
-          "--unshare-net",
-          "--",
-          "/bin/true",
-        ]),
+        args: wallLauncher(tools, wall, [...probeOptions(), "--", "/bin/true"]),
         stdout: "null",
         stderr: "null",
         clearEnv: true,

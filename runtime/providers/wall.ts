@@ -153,6 +153,32 @@ export const WALL_ISOLATION: readonly string[] = Object.freeze([
   "--new-session",
 ]);
 
+/** What every wall mounts of its own: a fresh `/dev` and `/proc`, a private `/tmp`. */
+const PRIVATE_MOUNTS: readonly string[] = Object.freeze([
+  "--dev",
+  "/dev",
+  "--proc",
+  "/proc",
+  "--tmpfs",
+  "/tmp",
+]);
+
+/**
+ * How every wall's options end: the root remounted read-only (nothing but the binds can be
+ * written), the isolation, and no network unless it is allowed.
+ */
+function sealed(network: boolean): string[] {
+  return ["--remount-ro", "/", ...WALL_ISOLATION, ...(network ? [] : ["--unshare-net"])];
+}
+
+/**
+ * The options of the wall's probe: every mount, namespace and privilege flag a shell run's wall
+ * uses (its launcher adds the credential covers and the seccomp filter), without a workspace.
+ */
+export function probeOptions(): string[] {
+  return [...PRIVATE_MOUNTS, ...sealed(false)];
+}
+
 /** The prefix of the launcher's own failure messages on stderr. */
 export const LAUNCHER_FAILURE = "libos-wall: ";
 
@@ -231,12 +257,7 @@ export function wallLauncher(
 export function wallOptions(wall: WallSpec, empty: string): string[] {
   const ro = (path: string) => ["--ro-bind", path, path];
   return [
-    "--dev",
-    "/dev",
-    "--proc",
-    "/proc",
-    "--tmpfs",
-    "/tmp",
+    ...PRIVATE_MOUNTS,
     ...(wall.toolchains ?? []).flatMap(ro),
     wall.writable ? "--bind" : "--ro-bind",
     wall.workspace,
@@ -247,10 +268,7 @@ export function wallOptions(wall: WallSpec, empty: string): string[] {
     wall.home,
     ...(wall.readOnly ?? []).flatMap(ro),
     ...(wall.masked ?? []).flatMap((path) => ["--ro-bind", empty, path]),
-    "--remount-ro",
-    "/",
-    ...WALL_ISOLATION,
-    ...(wall.network ? [] : ["--unshare-net"]),
+    ...sealed(wall.network),
   ];
 }
 
@@ -325,16 +343,8 @@ export function sandboxWallArgv(
     spec.dir,
     SANDBOX_DIR,
     ...spec.writable.flatMap((name) => ["--bind", `${spec.dir}/${name}`, `${SANDBOX_DIR}/${name}`]),
-    "--dev",
-    "/dev",
-    "--proc",
-    "/proc",
-    "--tmpfs",
-    "/tmp",
-    "--remount-ro",
-    "/",
-    ...WALL_ISOLATION,
-    "--unshare-net",
+    ...PRIVATE_MOUNTS,
+    ...sealed(false),
     "--chdir",
     `${SANDBOX_DIR}/cwd`,
     "--",
