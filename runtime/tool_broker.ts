@@ -23,6 +23,7 @@ import {
   HumanPendingError,
   LibosError,
   QuantumEnd,
+  StoreError,
   ValidationError,
 } from "./errors.ts";
 import type { HumanChannel } from "./human_channel.ts";
@@ -413,8 +414,10 @@ export class ToolBroker {
         // The process can read its results, never rewrite them.
         immutable: true,
       }).oid;
-    } catch {
+    } catch (error) {
       // A process that has just finished has no namespace left; the result still goes back.
+      // The store failing is not that, and is not hidden as it.
+      if (error instanceof StoreError) throw error;
     }
     const truncated = whole.length > this.#modelChars;
     const forModel = truncated

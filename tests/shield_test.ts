@@ -128,3 +128,25 @@ Deno.test("shieldMounts() protects a repository's core.hooksPath (husky's .husky
     Deno.removeSync(ws, { recursive: true });
   }
 });
+
+Deno.test("shieldMounts() fails closed where it cannot see core.hooksPath (attack: the setting past 64 KiB of padding, or in an included file, leaves .husky writable)", () => {
+  const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-shield-" }));
+  try {
+    Deno.mkdirSync(join(ws, ".git"));
+    Deno.mkdirSync(join(ws, ".husky"));
+    const config = join(ws, ".git", "config");
+    const padding = `[core]\n${"\t# padding\n".repeat(8_000)}`;
+    Deno.writeTextFileSync(config, `${padding}\thooksPath = .husky\n`);
+    assert.match(shieldMounts(hostFilesystem(), ws).incomplete ?? "", /over 65536 bytes/);
+    Deno.writeTextFileSync(join(ws, "hooks.inc"), "[core]\n\thooksPath = .husky\n");
+    Deno.writeTextFileSync(config, "[include]\n\tpath = ../hooks.inc\n");
+    assert.match(shieldMounts(hostFilesystem(), ws).incomplete ?? "", /includes other files/);
+    // Control: the same setting, seen, protects the directory.
+    Deno.writeTextFileSync(config, "[core]\n\thooksPath = .husky\n");
+    const seen = shieldMounts(hostFilesystem(), ws);
+    assert.equal(seen.incomplete, null);
+    assert.ok(seen.readOnly.includes(join(ws, ".husky")));
+  } finally {
+    Deno.removeSync(ws, { recursive: true });
+  }
+});

@@ -60,9 +60,11 @@ export function shieldMounts(
     let real: string;
     try {
       real = fs.realPath(target);
-    } catch {
+    } catch (error) {
       // Dangling: what a command would create there is a protected path created where none
-      // existed (documented); a target outside the workspace is read-only host already.
+      // existed (documented); a target outside the workspace is not in the wall at all. Any
+      // other failure leaves the target's place unknown.
+      if (!(error instanceof Deno.errors.NotFound)) fail(`cannot resolve ${target}`);
       return;
     }
     if (real === workspace || real.startsWith(workspace + "/")) readOnly.add(real);
@@ -72,10 +74,21 @@ export function shieldMounts(
    * run on the user's next commit, so that directory is read-only too.
    */
   const hooksPath = (gitDir: string, worktree: string) => {
-    const config = readSmall(fs, join(gitDir, "config"), 64 * 1024);
-    const value = config === undefined
-      ? undefined
-      : /^\s*hookspath\s*=\s*"?(.+?)"?\s*$/im.exec(config)?.[1];
+    const file = join(gitDir, "config");
+    let config: { text: string; cut: boolean } | undefined;
+    try {
+      config = readSmall(fs, file, GIT_CONFIG_MAX);
+    } catch {
+      fail(`cannot read ${file} to find core.hooksPath`);
+      return;
+    }
+    if (config === undefined) return;
+    // A setting past the part read, or in a file the configuration includes, is not seen.
+    if (config.cut) return fail(`${file} is over ${GIT_CONFIG_MAX} bytes`);
+    if (/^\s*\[\s*include(if)?\b/im.test(config.text)) {
+      return fail(`${file} includes other files, where core.hooksPath could be set`);
+    }
+    const value = /^\s*hookspath\s*=\s*"?(.+?)"?\s*$/im.exec(config.text)?.[1];
     if (value !== undefined) protectTarget(resolve(worktree, value));
   };
   const mask = (path: string, key: string) => {
@@ -94,8 +107,10 @@ export function shieldMounts(
     let real: string;
     try {
       real = fs.realPath(link);
-    } catch {
-      return; // Dangling: nothing to read through it.
+    } catch (error) {
+      // Dangling: nothing to read through it. Anything else: where it leads is unknown.
+      if (!(error instanceof Deno.errors.NotFound)) fail(`cannot resolve ${link}`);
+      return;
     }
     if (real !== workspace && !real.startsWith(workspace + "/")) return;
     let facts;
@@ -147,7 +162,12 @@ export function shieldMounts(
       if (![...readOnly].some((dir) => path.startsWith(dir + "/"))) readOnly.add(path);
       if (entry.isFile && entry.name.toLowerCase() === ".git") {
         // A `gitdir:` file (worktrees, --separate-git-dir): the real git directory too.
-        const text = readSmall(fs, path);
+        let text: string | undefined;
+        try {
+          text = readSmall(fs, path)?.text;
+        } catch {
+          text = undefined;
+        }
         const gitdir = text === undefined ? undefined : /^gitdir:\s*(.+?)\s*$/m.exec(text)?.[1];
         if (gitdir === undefined) fail(`cannot read the git directory ${path} names`);
         else {
@@ -198,12 +218,27 @@ function secretDirectoryNames(globs: readonly string[]): Set<string> {
   return names;
 }
 
-/** Up to `max` bytes of a small file, as text; undefined when it cannot be read. */
-function readSmall(fs: FilesystemProvider, path: string, max = 4096): string | undefined {
+/** The most of a repository's `config` the shield reads to find `core.hooksPath`. */
+const GIT_CONFIG_MAX = 64 * 1024;
+
+/**
+ * Up to `max` bytes of a small file, as text, and whether there was more; undefined when it does
+ * not exist.
+ * @throws the provider's error when it exists and cannot be read.
+ */
+function readSmall(
+  fs: FilesystemProvider,
+  path: string,
+  max = 4096,
+): { text: string; cut: boolean } | undefined {
+  let file;
   try {
-    using file = fs.open(path);
-    return new TextDecoder().decode(file.read(max));
-  } catch {
-    return undefined;
+    file = fs.open(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw error;
   }
+  using handle = file;
+  const bytes = handle.read(max + 1);
+  return { text: new TextDecoder().decode(bytes.subarray(0, max)), cut: bytes.length > max };
 }
