@@ -38,6 +38,19 @@ for (const name of ["Deno", "Worker", "caches", "localStorage", "sessionStorage"
     // A non-configurable global stays; the process has no permission to use it anyway.
   }
 }
+// WebGPU reaches the machine's GPU without any permission (its adapter, driver and memory): gone
+// (inside the OS wall there is no device to reach either; this holds where the wall is off).
+try {
+  Object.defineProperty(navigator, "gpu", {
+    get() {
+      throw new ReferenceError("navigator.gpu is not available to tools");
+    },
+    configurable: false,
+    enumerable: false,
+  });
+} catch {
+  // Already fixed in place: nothing to do.
+}
 // A blob: URL would let a tool import code it built at run time; data: URLs stay (the tool itself
 // arrives as one), so code from strings can run — with exactly the tool's own (lack of) authority.
 try {

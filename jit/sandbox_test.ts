@@ -524,3 +524,27 @@ Deno.test("JitSandbox.call() attack: a syscall error the handler says ends the c
   );
   assert.equal(goes.value, "budget_exhausted");
 });
+
+Deno.test("JitSandbox.call() attack: WebGPU (no permission needed) is out of reach, with the wall and without it", async () => {
+  const source = `export async function run() {
+    const seen = [];
+    try { seen.push(String(await navigator.gpu.requestAdapter())); } catch (e) { seen.push(e.name); }
+    try { delete navigator.gpu; } catch { /* non-configurable */ }
+    try { Object.defineProperty(navigator, "gpu", { value: 1 }); } catch { /* fixed */ }
+    try { seen.push(typeof navigator.gpu.requestAdapter); } catch (e) { seen.push(e.name); }
+    return seen;
+  }`;
+  for (const wall of [true, false]) {
+    await using sandbox = new JitSandbox({ wall });
+    const r = await sandbox.call(source, {}, echo);
+    assert.deepEqual(r.value, ["ReferenceError", "ReferenceError"], `wall ${wall}`);
+  }
+  // Control: the harness still runs ordinary code that uses navigator.
+  await using sandbox = new JitSandbox();
+  const ok = await sandbox.call(
+    "export function run() { return typeof navigator.hardwareConcurrency; }",
+    {},
+    echo,
+  );
+  assert.equal(ok.value, "number");
+});
