@@ -1022,17 +1022,19 @@ export class ShellPrimitive implements AsyncDisposable {
             ),
           )
         }`;
-        const digest = digestOf({
-          primitive: "shell.run",
-          executable: program.executable,
-          real: program.real,
-          argv,
-          cwd,
-          envHash,
-          stdin: input.stdin === null ? null : sha256Hex(input.stdin),
-          wall,
-          contents: this.#contents(program, argv, cwdAbsolute),
-        });
+        const digestNow = () =>
+          digestOf({
+            primitive: "shell.run",
+            executable: program.executable,
+            real: program.real,
+            argv,
+            cwd,
+            envHash,
+            stdin: input.stdin === null ? null : sha256Hex(input.stdin),
+            wall,
+            contents: this.#contents(program, argv, cwdAbsolute),
+          });
+        const digest = digestNow();
         if (decision.decision === "ask") {
           const approved = this.#authority.capabilities.approval(
             pid,
@@ -1072,6 +1074,10 @@ export class ShellPrimitive implements AsyncDisposable {
           approvedNow = true;
         }
         const started = await this.#lock.exclusive(async () => {
+          // What was decided and approved is what runs: the files it names, hashed again now
+          // that no primitive can change them, still match (a script rewritten meanwhile is
+          // decided again, and asks again).
+          if (digestNow() !== digest) return null;
           // Shielded: decided before anything is used up, so a refused run costs no approval.
           const shield = this.#shielded(wall);
           // Use up every one-shot capability behind this run before it starts (compare-and-set).
@@ -1118,6 +1124,22 @@ export class ShellPrimitive implements AsyncDisposable {
           running.catch(() => {/* awaited below, once the lock is released */});
           return { id, warnings, running };
         });
+        if (started === null) {
+          // This decision's record: allowed, not used (decided again below).
+          this.#record(pid, argv, "allow", authority, {
+            inputDigest: digest,
+            detail: { failed: "changed_before_start" },
+          });
+          recorded = true;
+          if (attempt >= 3) {
+            throw new ValidationError(
+              `${
+                JSON.stringify(argv.join(" ").slice(0, 200))
+              } changed while it was being started, ${attempt} times; what it would run keeps changing — try again`,
+            );
+          }
+          continue;
+        }
         const { id, warnings } = started;
         let result: ShellRunResult;
         try {

@@ -9,6 +9,7 @@ import {
   ValidationError,
 } from "../errors.ts";
 import { createRuntime } from "../runtime.ts";
+import { hostFilesystem } from "../providers/filesystem.ts";
 import { parsePolicy, PolicyRules } from "../policy_rules.ts";
 import {
   eventually,
@@ -417,4 +418,43 @@ Deno.test("ShellPrimitive.run() stops its command when the caller's signal abort
     })(),
     false,
   );
+});
+
+Deno.test("ShellPrimitive.run() hashes the files it names again once it holds the workspace lock (attack: rewrite an approved script between its decision and its start)", async () => {
+  const fs = hostFilesystem();
+  let opens = 0;
+  let path = "";
+  const racing = {
+    ...fs,
+    open(file: string) {
+      // The first hash of the script is taken; then the script is rewritten, as another
+      // process's approved write would between the decision and the start.
+      if (file === path && ++opens === 1) {
+        const handle = fs.open(file);
+        return {
+          ...handle,
+          facts: () => handle.facts(),
+          read: (max: number) => {
+            const bytes = handle.read(max);
+            Deno.writeTextFileSync(file, "#!/bin/sh\necho rewritten\n");
+            return bytes;
+          },
+          close: () => handle.close(),
+          [Symbol.dispose]: () => handle[Symbol.dispose](),
+        };
+      }
+      return fs.open(file);
+    },
+  };
+  await using f = await shellFixture({ level: "always_allow", extra: { filesystem: racing } });
+  path = script(join(f.ws, "run.sh"), "echo approved");
+  const r = await f.runtime.primitives.shell.run(f.pid, { argv: ["./run.sh"] });
+  assert.equal(r.stdout, "rewritten\n", "what ran was decided on its own content");
+  const records = f.runtime.audit.query({ action: "shell.run" });
+  assert.deepEqual(
+    records.map((x) => [x.decision, x.detail?.failed ?? null]),
+    [["allow", "changed_before_start"], ["allow", null]],
+    "the first decision did not run; the second, on the new content, did",
+  );
+  assert.notEqual(records[0]!.inputDigest, records[1]!.inputDigest);
 });
