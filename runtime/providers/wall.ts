@@ -18,7 +18,8 @@
  * - the per-process scratch `HOME`, read-write, and libos's git configuration, read-only;
  * - then the root is remounted read-only: nothing else exists — not the user's home, not the
  *   state or configuration directories, not an env file, not `/root`, `/srv`, `/opt`, `/var`,
- *   `/home`, `/mnt`, `/media`, `/run`.
+ *   `/home`, `/mnt`, `/media`, `/run` (with the network allowed, only systemd-resolved's settings
+ *   directory of it, read-only, so that names resolve).
  *
  * Inside, no privileges: a user namespace of its own in which the command is uid/gid 65534
  * (`nobody`; every host file it may touch appears as its own, so git's ownership check holds),
@@ -153,6 +154,9 @@ export const WALL_ISOLATION: readonly string[] = Object.freeze([
   "--new-session",
 ]);
 
+/** Where systemd-resolved keeps the resolver settings `/etc/resolv.conf` may link to. */
+const RESOLVED = "/run/systemd/resolve";
+
 /** What every wall mounts of its own: a fresh `/dev` and `/proc`, a private `/tmp`. */
 const PRIVATE_MOUNTS: readonly string[] = Object.freeze([
   "--dev",
@@ -268,6 +272,9 @@ export function wallOptions(wall: WallSpec, empty: string): string[] {
     wall.home,
     ...(wall.readOnly ?? []).flatMap(ro),
     ...(wall.masked ?? []).flatMap((path) => ["--ro-bind", empty, path]),
+    // With the network, the resolver's settings where systemd-resolved keeps them (`/etc/resolv.conf`
+    // is a link there on such hosts): names resolve as on the host. Nothing else of `/run`.
+    ...(wall.network ? ["--ro-bind-try", RESOLVED, RESOLVED] : []),
     ...sealed(wall.network),
   ];
 }
