@@ -3,10 +3,11 @@
  * that stops a walled command from creating a Unix-domain socket with `socket(2)` and from
  * setting up io_uring (which can create and connect sockets without `socket(2)`).
  *
- * Why: bwrap binds the host read-only, but a read-only mount does not stop `connect(2)` to a
- * socket file on it — a walled command could talk to `/run/docker.sock`, the D-Bus system bus or
- * any other host daemon listening on a path (measured: curl `--unix-socket` through
- * `--ro-bind / /` reached a host listener). `socketpair(2)` is a different system call and stays
+ * Why: a read-only mount does not stop `connect(2)` to a socket file on it — a walled command
+ * could talk to `/run/docker.sock`, the D-Bus system bus or any other host daemon listening on a
+ * path it can see (measured when the wall bound the whole host read-only: curl `--unix-socket`
+ * reached a host listener). The allowlist wall shows no `/run` and no `/var`, but a socket in the
+ * workspace, a toolchain or `/tmp` of the host's making would still be one; the filter stays. `socketpair(2)` is a different system call and stays
  * allowed (pipes between a program's own processes, as libuv and Python use them), as are
  * Internet sockets (the network namespace decides those).
  *
