@@ -7,9 +7,9 @@
  * could talk to `/run/docker.sock`, the D-Bus system bus or any other host daemon listening on a
  * path it can see (measured when the wall bound the whole host read-only: curl `--unix-socket`
  * reached a host listener). The allowlist wall shows no `/run` and no `/var`, but a socket in the
- * workspace or a toolchain directory would still be one; the filter stays. `socketpair(2)` is a different system call and stays
- * allowed (pipes between a program's own processes, as libuv and Python use them), as are
- * Internet sockets (the network namespace decides those).
+ * workspace or a toolchain directory would still be one; the filter stays. `socketpair(2)` is a
+ * different system call and stays allowed (pipes between a program's own processes, as libuv and
+ * Python use them), as are Internet sockets (the network namespace decides those).
  *
  * System calls of another architecture (32-bit `int 0x80` on x86_64, the x32 ABI) are refused
  * with ENOSYS: their socket calls cannot be inspected (`socketcall` passes its arguments in
