@@ -36,7 +36,7 @@ import type { JsonValue } from "./canonical_json.ts";
 import { CapabilityResource } from "./capability.ts";
 import { pauseFor } from "./clock.ts";
 import type { InheritScope } from "./delegation.ts";
-import { HumanPendingError, LibosError, ValidationError } from "./errors.ts";
+import { CapabilityDeniedError, HumanPendingError, LibosError, ValidationError } from "./errors.ts";
 import type { HumanResolution } from "./human_channel.ts";
 import { type AgentProcess, Budgets, processSummary, Signal } from "./process.ts";
 import type { RuntimeCore } from "./runtime_core.ts";
@@ -585,6 +585,15 @@ function table(t: SyscallTargets, tool: string) {
 /** The syscall names a session answers. */
 export type SyscallName = keyof ReturnType<typeof table>;
 
+/**
+ * What a refused syscall's record names: the decision's reason (the capability, rule or mode) for
+ * a denial, else the error's code.
+ */
+function refusalAuthority(error: unknown): string {
+  if (error instanceof CapabilityDeniedError) return error.reason;
+  return error instanceof LibosError ? error.code : "failed";
+}
+
 /** One tool call's syscalls, bound to the calling process. */
 export class LibOSSyscallSession {
   readonly pid: string;
@@ -640,7 +649,7 @@ export class LibOSSyscallSession {
     try {
       this.#targets.processes.chargeToolCall(this.pid);
     } catch (error) {
-      this.#audit(name, "deny", error instanceof LibosError ? error.code : "failed");
+      this.#audit(name, "deny", refusalAuthority(error));
       throw error;
     }
     const parsed = entry.args.safeParse(args);
@@ -673,7 +682,7 @@ export class LibOSSyscallSession {
       this.#audit(name, "allow", `tool:${this.tool}`);
       return value ?? null;
     } catch (error) {
-      this.#audit(name, "deny", error instanceof LibosError ? error.code : "failed");
+      this.#audit(name, "deny", refusalAuthority(error));
       throw error;
     }
   }
@@ -736,7 +745,7 @@ export class LibOSSyscallSession {
         }, actor);
       }
     } catch (error) {
-      this.#audit(name, "deny", error instanceof LibosError ? error.code : "failed");
+      this.#audit(name, "deny", refusalAuthority(error));
       throw error;
     }
     this.#audit(name, "allow", `tool:${this.tool}`);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { BudgetExhaustedError, ValidationError } from "./errors.ts";
+import { BudgetExhaustedError, CapabilityDeniedError, ValidationError } from "./errors.ts";
 import { createRuntime } from "./runtime.ts";
 import { LibOSSyscallSession, runtimeTargets, type SyscallTargets } from "./syscall_session.ts";
 
@@ -280,6 +280,26 @@ Deno.test("LibOSSyscallSession.call() attack: syscalls are charged to the proces
       ["deny", "budget_exhausted"],
     ]);
     assert.equal(runtime.audit.query({ pid, action: "budget.exhausted" }).length, 1);
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
+});
+
+Deno.test("LibOSSyscallSession.call() records a refused syscall with what refused it (the mode, the capability), not only the error's code", async () => {
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-session-deny-" }));
+  try {
+    await using runtime = await createRuntime({ workspace: root, db: ":memory:", mode: "plan" });
+    const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
+    const session = new LibOSSyscallSession(runtime, runtimeTargets(runtime), pid, "writer");
+    const signal = new AbortController().signal;
+    await assert.rejects(
+      session.call("fs.write_text", { path: "a.txt", content: "1" }, signal),
+      CapabilityDeniedError,
+    );
+    assert.throws(() => Deno.statSync(join(root, "a.txt")), Deno.errors.NotFound);
+    const [record] = runtime.audit.query({ pid, action: "syscall.fs.write_text" });
+    assert.equal(record?.decision, "deny");
+    assert.equal(record?.authority, "mode:plan");
   } finally {
     Deno.removeSync(root, { recursive: true });
   }
