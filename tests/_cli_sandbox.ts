@@ -1,6 +1,7 @@
 /**
  * A scratch workspace and state directory for CLI tests, with `runCli` wired to them.
  */
+import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DatabaseSync } from "node:sqlite";
@@ -116,4 +117,35 @@ export async function taskWith(
     stdout: decoder.decode(output.stdout),
     stderr: decoder.decode(output.stderr),
   };
+}
+
+/**
+ * A spawned process in `s` with a JIT tool registered for it through the in-process CLI: the
+ * candidate (name, description, schemas, source, tests) is written to the workspace, proposed,
+ * validated, the register right granted by the operator, and registered. Returns the pid.
+ */
+export async function withJitTool(
+  s: Sandbox,
+  candidate: { readonly name: string } & Record<string, unknown>,
+): Promise<string> {
+  const spawned = await s.json("spawn", "--goal", `use ${candidate.name}`);
+  assert.equal(spawned.status, 0, spawned.stderr);
+  const pid = (spawned.doc.process as { pid: string }).pid;
+  const file = `${candidate.name}.json`;
+  Deno.writeTextFileSync(join(s.workspace, file), JSON.stringify(candidate));
+  const oid = (await s.json("jit", "propose", pid, file)).doc.oid as string;
+  const validated = await s.json("jit", "validate", pid, oid);
+  assert.equal(validated.doc.ok, true, validated.stdout);
+  const granted = await s.cli(
+    "grant",
+    pid,
+    "--resource",
+    `tool:${candidate.name}`,
+    "--right",
+    "register",
+  );
+  assert.equal(granted.status, 0, granted.stderr);
+  const registered = await s.cli("jit", "register", pid, oid);
+  assert.equal(registered.status, 0, registered.stderr);
+  return pid;
 }

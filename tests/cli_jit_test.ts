@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { sandbox, task } from "./_cli_sandbox.ts";
+import { sandbox, task, withJitTool } from "./_cli_sandbox.ts";
 
 const GOOD = "export function run(args, libos) {\n  return args;\n}\n";
 const BAD =
@@ -186,31 +186,20 @@ Deno.test("deno task libos jit propose, validate, register and run a tool for a 
 
 Deno.test("deno task libos jit run --human queue waits inside the tool's human.ask until another terminal answers", async () => {
   using s = sandbox();
-  const spawned = await s.json("spawn", "--goal", "ask");
-  assert.equal(spawned.status, 0, spawned.stderr);
-  const pid = (spawned.doc.process as { pid: string }).pid;
-  Deno.writeTextFileSync(
-    join(s.workspace, "asker.json"),
-    JSON.stringify({
-      name: "asker",
-      description: "Ask the human for a colour.",
-      input_schema: { type: "object" },
-      output_schema: { type: "string" },
-      source:
-        'export async function run(args, libos) {\n  return "colour: " + await libos.call("human.ask", { question: "Which colour?" });\n}\n',
-      tests: [{
-        name: "asks",
-        args: {},
-        syscalls: [{ name: "human.ask", args: { question: "Which colour?" }, result: "red" }],
-        expect: "colour: red",
-      }],
-    }),
-  );
-  const oid = (await s.json("jit", "propose", pid, "asker.json")).doc.oid as string;
-  assert.equal((await s.json("jit", "validate", pid, oid)).doc.ok, true);
-  const granted = await s.cli("grant", pid, "--resource", "tool:asker", "--right", "register");
-  assert.equal(granted.status, 0, granted.stderr);
-  assert.equal((await s.cli("jit", "register", pid, oid)).status, 0);
+  const pid = await withJitTool(s, {
+    name: "asker",
+    description: "Ask the human for a colour.",
+    input_schema: { type: "object" },
+    output_schema: { type: "string" },
+    source:
+      'export async function run(args, libos) {\n  return "colour: " + await libos.call("human.ask", { question: "Which colour?" });\n}\n',
+    tests: [{
+      name: "asks",
+      args: {},
+      syscalls: [{ name: "human.ask", args: { question: "Which colour?" }, result: "red" }],
+      expect: "colour: red",
+    }],
+  });
   // The run blocks in its own process (through the bootstrap) while this "terminal" answers.
   const running = task(
     s.workspace,

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { JitSandbox } from "../jit/mod.ts";
 import { SANDBOX_DENO, sandboxWallArgv, seccompFilter } from "../runtime/providers/wall.ts";
-import { REPO, sandbox, task } from "./_cli_sandbox.ts";
+import { REPO, sandbox, task, withJitTool } from "./_cli_sandbox.ts";
 import { wallTestMode } from "./shell_fixture.ts";
 
 const mode = wallTestMode();
@@ -126,25 +126,14 @@ Deno.test({
       assert.equal(r.value, false, "control: without the wall the harness lives elsewhere");
     }
     using s = sandbox();
-    const spawned = await s.json("spawn", "--goal", "where");
-    assert.equal(spawned.status, 0, spawned.stderr);
-    const pid = (spawned.doc.process as { pid: string }).pid;
-    Deno.writeTextFileSync(
-      join(s.workspace, "where.json"),
-      JSON.stringify({
-        name: "where",
-        description: "Say whether the tool runs inside the wall.",
-        input_schema: { type: "object" },
-        output_schema: { type: "boolean" },
-        source,
-        tests: [{ name: "walled", args: {}, syscalls: [], expect: true }],
-      }),
-    );
-    const oid = (await s.json("jit", "propose", pid, "where.json")).doc.oid as string;
-    assert.equal((await s.json("jit", "validate", pid, oid)).doc.ok, true);
-    const granted = await s.cli("grant", pid, "--resource", "tool:where", "--right", "register");
-    assert.equal(granted.status, 0, granted.stderr);
-    assert.equal((await s.cli("jit", "register", pid, oid)).status, 0);
+    const pid = await withJitTool(s, {
+      name: "where",
+      description: "Say whether the tool runs inside the wall.",
+      input_schema: { type: "object" },
+      output_schema: { type: "boolean" },
+      source,
+      tests: [{ name: "walled", args: {}, syscalls: [], expect: true }],
+    });
     const ran = await task(s.workspace, s.state, "libos", "jit", "run", pid, "where", "--json");
     assert.equal(ran.status, 0, ran.stderr);
     assert.equal(JSON.parse(ran.stdout).value, true, "walled under the launcher's permissions");
