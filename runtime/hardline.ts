@@ -204,6 +204,8 @@ export function hardlineRule(argv: readonly string[]): string | undefined {
  * `NAME(){` is checked for `NAME|NAME&` in what follows.
  */
 export function isForkBomb(script: string): boolean {
+  // A definition needs "(" — most tokens have none, and cost one scan.
+  if (!script.includes("(")) return false;
   let text = "";
   for (const c of script) if (c !== " " && c !== "\t" && c !== "\n" && c !== "\r") text += c;
   let from = 0;

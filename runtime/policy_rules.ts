@@ -115,13 +115,16 @@ export class PolicyRules implements DecisionLayer {
   /** The rules matching an action, in file order. */
   matching(action: Action): LoadedRule[] {
     const r = action.resource;
+    // Folded once per action, not once per rule: the rules compare against the same argv.
+    let folded: string[] | undefined;
+    const fold = (argv: readonly string[]) => folded ??= foldArgv(argv);
     return this.rules.filter((loaded) => {
       const rule = loaded.rule;
       if (r.type === "shell") {
         if (!rule.shell) return false;
         return rule.effect === "allow"
           ? tokensMatch(rule.shell, r.argv, rule.exact === true)
-          : tokensMatch(loaded.folded!, foldArgv(r.argv), rule.exact === true);
+          : tokensMatch(loaded.folded!, fold(r.argv), rule.exact === true);
       }
       if (r.type === "fs") {
         if (rule.path === undefined) return false;

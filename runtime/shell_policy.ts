@@ -212,6 +212,24 @@ function decideCommand(input: ShellDecisionInput, command: NestedCommand): Comma
     : verdict("ask", "shell-policy:allowlist_auto_else_ask");
 }
 
+/** The UTF-8 length of `text` (a lone surrogate counts as the 3 bytes of U+FFFD), without copying it. */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
 /**
  * Decides an argv: every nested command, the strictest wins.
  * @throws {ValidationError} for an empty argv, a non-string token, or an argv over the hard cap.
@@ -221,12 +239,12 @@ export function decideShell(input: ShellDecisionInput): ShellDecision {
   if (!Array.isArray(argv) || argv.length === 0 || argv.some((t) => typeof t !== "string")) {
     throw new ValidationError("A command is a non-empty array of strings (argv)");
   }
-  let bytes = 0;
+  // Its UTF-8 size (tokens and the NUL between them), counted once, in one pass, stopping at the
+  // cap: the size of a hostile argv must not cost more than reading it.
+  let bytes = argv.length - 1;
   for (const token of argv) {
-    bytes += token.length * 3;
-    if (
-      bytes > SHELL_HARD_CAP && new TextEncoder().encode(argv.join("\0")).length > SHELL_HARD_CAP
-    ) {
+    bytes += utf8Length(token);
+    if (bytes > SHELL_HARD_CAP) {
       throw new ValidationError(
         `The command is over ${SHELL_HARD_CAP} bytes; nothing that large is decided`,
       );

@@ -11,7 +11,7 @@
 import { parsePolicy, PolicyRules } from "../../runtime/policy_rules.ts";
 import { decideShell, type ShellDecisionInput } from "../../runtime/shell_policy.ts";
 import { ShellParser } from "../../runtime/shell_script.ts";
-import type { BenchCase, BenchResult } from "./_bench.ts";
+import { type BenchCase, type BenchResult, percentile } from "./_bench.ts";
 
 const POLICY = `{"version": 1, "rules": [
   { "effect": "deny", "shell": ["rm"] },
@@ -81,8 +81,120 @@ const PLAIN: readonly (readonly string[])[] = [
   ["git", "-c", "core.pager=less", "log"],
 ];
 
+/** The largest ratio between two doublings that still counts as linear. */
+const LINEAR_RATIO = 2.5;
+
+/**
+ * One pathological dimension, doubled from `sizes[0]` up: the median decision time at each size
+ * (over `repeats` runs), and the ratio of each time to the one before. The row's latencies are
+ * the largest size's; its note lists every ratio and says whether each is within
+ * {@link LINEAR_RATIO} (twice the input may cost at most 2.5 times the time).
+ */
+async function doubling(
+  sizes: readonly number[],
+  input: (size: number) => readonly string[],
+  repeats: number,
+): Promise<BenchResult> {
+  const s = await settings();
+  const decide = (argv: readonly string[]) => {
+    try {
+      decideShell({ ...s, argv });
+    } catch {
+      // Over the hard cap: refused, which is an answer too.
+    }
+  };
+  const medians: number[] = [];
+  let last: number[] = [];
+  const start = performance.now();
+  for (const size of sizes) {
+    const argv = input(size);
+    decide(argv);
+    const times: number[] = [];
+    for (let i = 0; i < repeats; i++) {
+      const t = performance.now();
+      decide(argv);
+      times.push(performance.now() - t);
+    }
+    medians.push(percentile(times, 50));
+    last = times;
+  }
+  // Below a quarter of a millisecond the timer's grain, the engine's tiers and the collector
+  // dominate (and no stall is possible): ratios are taken from there up.
+  const floor = 0.25;
+  const ratios = medians.slice(1).map((m, i) => Math.max(m, floor) / Math.max(medians[i]!, floor));
+  const worst = Math.max(...ratios);
+  return {
+    ops: repeats * sizes.length,
+    seconds: (performance.now() - start) / 1000,
+    latenciesMs: last,
+    note: `${sizes[0]}…${sizes.at(-1)}: p50 ${medians.map((m) => m.toFixed(2)).join(" → ")} ms, ×${
+      ratios.map((r) => r.toFixed(1)).join(", ×")
+    } per doubling (${
+      worst <= LINEAR_RATIO ? "linear" : `MISSED linear, worst ×${worst.toFixed(1)}`
+    })`,
+  };
+}
+
+/** Sizes from `first`, doubled `count - 1` times. */
+const doublings = (first: number, count: number) =>
+  Array.from({ length: count }, (_, i) => first * 2 ** i);
+
 /** The policy rows. */
 export const CASES: readonly BenchCase[] = [
+  {
+    group: "policy: linearity (each doubling ≤ 2.5× the time)",
+    name: "argv tokens: 256 … 4,096 tokens of 240 characters (up to ~1 MiB, legal)",
+    run: () =>
+      doubling(
+        doublings(256, 5),
+        (n) => [
+          "echo",
+          ...Array.from({ length: n }, (_, i) => `${"x".repeat(236)}${String(i).padStart(4, "0")}`),
+        ],
+        9,
+      ),
+  },
+  {
+    group: "policy: linearity (each doubling ≤ 2.5× the time)",
+    name: "argv tokens: 4,096 … 65,536 one-character tokens",
+    run: () =>
+      doubling(doublings(4096, 5), (n) => ["echo", ...Array.from({ length: n }, () => "a")], 9),
+  },
+  {
+    group: "policy: linearity (each doubling ≤ 2.5× the time)",
+    name: "token length: one token of 16 KiB … 1 MiB (the last over the hard cap)",
+    run: () => doubling(doublings(16 * 1024, 7), (n) => ["echo", "y".repeat(n)], 9),
+  },
+  {
+    group: "policy: linearity (each doubling ≤ 2.5× the time)",
+    name: "nesting: 8 … 128 wrappers (nice nice … ls)",
+    run: () =>
+      doubling(doublings(8, 5), (n) => [...Array.from({ length: n }, () => "nice"), "ls"], 21),
+  },
+  {
+    group: "policy: linearity (each doubling ≤ 2.5× the time)",
+    name: "script length: sh -c of 1 KiB … 64 KiB of commands",
+    run: () => doubling(doublings(1024, 7), (n) => ["sh", "-c", "echo a; ".repeat(n / 8)], 9),
+  },
+  {
+    group: "policy: linearity (each doubling ≤ 2.5× the time)",
+    name: "64 KiB of anything decided (one token, 1-char tokens, script): target p50 < 5 ms",
+    target: { maxP50Ms: 5 },
+    async run() {
+      const s = await settings();
+      return timed(
+        60,
+        [
+          ["echo", "z".repeat(64 * 1024)],
+          ["echo", ...Array.from({ length: 32 * 1024 }, () => "a")],
+          ["sh", "-c", "echo a; ".repeat(8 * 1024)],
+        ],
+        (argv) => decideShell({ ...s, argv }),
+        "a 64 KiB token, 32,768 one-character tokens, a 64 KiB script, round-robin",
+      );
+    },
+  },
+
   {
     group: "policy: sh -c",
     name: "decideShell() 64 KiB pathological sh -c body (pre-scan answers ask)",
