@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { testCapability } from "../tests/authority_fixture.ts";
 import { join } from "node:path";
 import {
   type ActionResource,
@@ -14,25 +15,7 @@ import { createRuntime } from "./runtime.ts";
 
 const NOW = 1_000_000;
 
-function cap(
-  n: number,
-  fields: Pick<Capability, "resource" | "rights" | "effect"> & Partial<Capability>,
-): Capability {
-  return Capability.parse({
-    id: `cap_${n.toString(16).padStart(12, "0")}`,
-    subject: "pid_000000000001",
-    oneShot: false,
-    usedAt: null,
-    actionDigest: null,
-    expiresAt: null,
-    issuer: "test",
-    derivedFrom: null,
-    tier: "own",
-    revokedAt: null,
-    createdAt: 0,
-    ...fields,
-  });
-}
+const cap = testCapability;
 
 /** The id and effect that answer `right` on `resource`, or `none`. */
 function answer(index: CapabilityIndex, resource: ActionResource, right: string): string {

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { TEST_PID, testCapability } from "../tests/authority_fixture.ts";
 import { Capability, type CapabilityResource, type Effect } from "./capability.ts";
 import { CapabilityIndex } from "./capability_index.ts";
 import {
@@ -15,31 +16,13 @@ import { ValidationError } from "./errors.ts";
 import { type ModeName, parseMode } from "./modes.ts";
 
 const NOW = 1_000_000;
-const PID = "pid_000000000001";
+const PID = TEST_PID;
 const OTHER = "pid_000000000002";
 const D1 = `sha256:${"a".repeat(64)}`;
 const D2 = `sha256:${"b".repeat(64)}`;
 
-/** A complete, schema-valid capability held by {@link PID}; `n` becomes the id's hex number. */
-function cap(
-  n: number,
-  fields: Pick<Capability, "resource" | "rights" | "effect"> & Partial<Capability>,
-): Capability {
-  return Capability.parse({
-    id: `cap_${n.toString(16).padStart(12, "0")}`,
-    subject: PID,
-    oneShot: false,
-    usedAt: null,
-    actionDigest: null,
-    expiresAt: null,
-    issuer: "test",
-    derivedFrom: null,
-    tier: "own",
-    revokedAt: null,
-    createdAt: 0,
-    ...fields,
-  });
-}
+/** A complete, schema-valid capability held by {@link PID}. */
+const cap = testCapability;
 
 const fs = (path: string, scope: "exact" | "subtree" = "subtree"): CapabilityResource => ({
   type: "fs",

@@ -228,6 +228,17 @@ export class ProcessManager {
     return error;
   }
 
+  /** A lineage refusal (`not_a_child`), recorded for a process actor. */
+  #notAChild(actor: Actor, op: string, resource: string, message: string): IllegalTransitionError {
+    return this.#refused(
+      actor,
+      op,
+      resource,
+      "lineage:not_a_child",
+      new IllegalTransitionError("not_a_child", message),
+    );
+  }
+
   /**
    * Runs operation `op` of an actor as one store step. For a process actor whose checks passed
    * (`authority`), a failure inside the step — which rolls back the allow record written there —
@@ -371,15 +382,11 @@ export class ProcessManager {
   /** Requires that `actor` is the process itself (or not a process at all); a refusal is recorded. */
   #requireSelf(actor: Actor, op: string, pid: string, what: string): void {
     if (actor.kind === "process" && actor.pid !== pid) {
-      throw this.#refused(
+      throw this.#notAChild(
         actor,
         op,
         `process:${pid}`,
-        "lineage:not_a_child",
-        new IllegalTransitionError(
-          "not_a_child",
-          `Process ${actor.pid} cannot ${what} process ${pid}: a process may only ${what} itself`,
-        ),
+        `Process ${actor.pid} cannot ${what} process ${pid}: a process may only ${what} itself`,
       );
     }
   }
@@ -455,15 +462,11 @@ export class ProcessManager {
     if (actor.kind === "process") {
       // A top-level process receives the mode's defaults: a process creating one would escape
       // attenuation. Processes create children (spawnChild, fork), which get only what they pass.
-      throw this.#refused(
+      throw this.#notAChild(
         actor,
         "process.spawn",
         "process:*",
-        "lineage:not_a_child",
-        new IllegalTransitionError(
-          "not_a_child",
-          `Process ${actor.pid} cannot spawn a top-level process; spawn a child instead`,
-        ),
+        `Process ${actor.pid} cannot spawn a top-level process; spawn a child instead`,
       );
     }
     // Everything the caller wrote is validated before anything is looked up.
@@ -787,15 +790,11 @@ export class ProcessManager {
     const target = actor.kind === "process" ? this.find(pid) : this.get(pid);
     const op = "process.signal";
     if (actor.kind === "process" && target?.parent !== actor.pid) {
-      throw this.#refused(
+      throw this.#notAChild(
         actor,
         op,
         `process:${pid}`,
-        "lineage:not_a_child",
-        new IllegalTransitionError(
-          "not_a_child",
-          `Process ${actor.pid} cannot signal ${pid}: it is not its child; nothing was changed`,
-        ),
+        `Process ${actor.pid} cannot signal ${pid}: it is not its child; nothing was changed`,
       );
     }
     const authority = this.#authorize(

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Capability } from "./capability.ts";
+import { testCapability } from "../tests/authority_fixture.ts";
 import { type Action, compileProtection, decide, type Layers } from "./decide.ts";
 import type { ModeName } from "./modes.ts";
 import { SECRET_GLOBS } from "./path_glob.ts";
@@ -123,21 +123,10 @@ const BENIGN: readonly (readonly [string, string])[] = [
 
 /** A capability view that allows everything: only the ceiling can ask. */
 function allowAll(): Layers {
-  const capability = Capability.parse({
-    id: "cap_000000000001",
-    subject: "pid_000000000001",
+  const capability = testCapability(1, {
     resource: { type: "fs", path: ".", scope: "subtree" },
     rights: ["read", "write"],
     effect: "allow",
-    oneShot: false,
-    usedAt: null,
-    actionDigest: null,
-    expiresAt: null,
-    issuer: "test",
-    derivedFrom: null,
-    tier: "own",
-    revokedAt: null,
-    createdAt: 0,
   });
   return { capabilities: { match: () => ({ effect: "allow", capability }) } };
 }

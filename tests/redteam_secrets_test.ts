@@ -475,11 +475,8 @@ Deno.test("attack: a JIT tool (registered by the process) reads .env through the
   workspace(s.workspace);
   {
     await using runtime = await openRuntime(s, { mode: "full-access", human: "queue" });
-    await using jitSandbox = new JitSandbox();
-    await using validator = new JitValidator();
-    const lifecycle = lifecycleFor(runtime, { sandbox: jitSandbox, validator });
-    const { pid } = runtime.processes.spawn({ goal: "peek", image: "coding-agent:v0" });
-    const tool = await jitTool(runtime, lifecycle, pid, "fs.read_text", (a) => ({ path: a }));
+    await using jit = await jitTool(runtime, "fs.read_text", (a) => ({ path: a }));
+    const tool = jit.peek;
     const notes: string[] = [];
     const secret = await underYes(runtime, tool(".env"), notes);
     const control = await underYes(runtime, tool("notes.txt"), notes);
@@ -672,11 +669,8 @@ Deno.test("attack: a JIT tool runs cat .env through the shell.run syscall — th
   workspace(s.workspace);
   // As `libos agent --yes` builds it.
   await using runtime = await openRuntime(s, { human: "queue", shieldShell: true });
-  await using jitSandbox = new JitSandbox();
-  await using validator = new JitValidator();
-  const lifecycle = lifecycleFor(runtime, { sandbox: jitSandbox, validator });
-  const { pid } = runtime.processes.spawn({ goal: "peek", image: "coding-agent:v0" });
-  const tool = await jitTool(runtime, lifecycle, pid, "shell.run", (a) => ({ argv: ["cat", a] }));
+  await using jit = await jitTool(runtime, "shell.run", (a) => ({ argv: ["cat", a] }));
+  const tool = jit.peek;
   const notes: string[] = [];
   const control = await underYes(runtime, tool("notes.txt"), notes);
   assert.match(control, new RegExp(BENIGN), "the JIT tool works");
@@ -827,11 +821,8 @@ Deno.test("attack: a JIT tool reads notes.txt carrying a private key through the
   Deno.writeTextFileSync(join(s.workspace, "README.md"), `# ${BENIGN}\n`);
   {
     await using runtime = await openRuntime(s, { human: "queue" });
-    await using jitSandbox = new JitSandbox();
-    await using validator = new JitValidator();
-    const lifecycle = lifecycleFor(runtime, { sandbox: jitSandbox, validator });
-    const { pid } = runtime.processes.spawn({ goal: "peek", image: "coding-agent:v0" });
-    const tool = await jitTool(runtime, lifecycle, pid, "fs.read_text", (a) => ({ path: a }));
+    await using jit = await jitTool(runtime, "fs.read_text", (a) => ({ path: a }));
+    const tool = jit.peek;
     const notes: string[] = [];
     const secret = await underYes(runtime, tool("notes.txt"), notes);
     const control = await underYes(runtime, tool("README.md"), notes);
@@ -848,17 +839,20 @@ Deno.test("attack: a JIT tool reads notes.txt carrying a private key through the
 // ------------------------------------------------------------------------------ JIT helpers
 
 /**
- * Proposes, validates and registers (the operator granting the register right) a JIT tool
- * `peek` that makes one syscall `name` with `args(path)` and returns what it answered as text;
- * returns a function that invokes it on a path (not awaited: it may wait on a human).
+ * Spawns a coding-agent process, then proposes, validates and registers for it (the operator
+ * granting the register right) a JIT tool `peek` that makes one syscall `name` with `args(path)`
+ * and returns what it answered as text; `peek(path)` invokes it (not awaited: it may wait on a
+ * human). Dispose it to stop its sandbox and validator.
  */
 async function jitTool(
   runtime: Runtime,
-  lifecycle: ReturnType<typeof lifecycleFor>,
-  pid: string,
   name: "fs.read_text" | "shell.run",
   args: (path: string) => Record<string, unknown>,
-): Promise<(path: string) => Promise<string>> {
+): Promise<{ readonly peek: (path: string) => Promise<string> } & AsyncDisposable> {
+  const sandbox = new JitSandbox();
+  const validator = new JitValidator();
+  const lifecycle = lifecycleFor(runtime, { sandbox, validator });
+  const { pid } = runtime.processes.spawn({ goal: "peek", image: "coding-agent:v0" });
   const argsSource = name === "fs.read_text" ? "{ path: a.path }" : '{ argv: ["cat", a.path] }';
   const source =
     `export async function run(a: { path: string }, libos: { call(n: string, x: Record<string, unknown>): Promise<unknown> }): Promise<string> {
@@ -889,12 +883,18 @@ async function jitTool(
   }, "operator");
   await lifecycle.register(pid, oid);
   let n = 0;
-  return (path) =>
-    runtime.tools.invoke(
-      pid,
-      { id: `jit_${++n}`, name: "peek", arguments: { path } },
-      new AbortController().signal,
-    ).then((r) => r.forModel, (error) => `error: ${String(error)}`);
+  return {
+    peek: (path) =>
+      runtime.tools.invoke(
+        pid,
+        { id: `jit_${++n}`, name: "peek", arguments: { path } },
+        new AbortController().signal,
+      ).then((r) => r.forModel, (error) => `error: ${String(error)}`),
+    async [Symbol.asyncDispose]() {
+      await validator[Symbol.asyncDispose]();
+      await sandbox[Symbol.asyncDispose]();
+    },
+  };
 }
 
 /** Awaits `pending`, answering every request it parks with the `--yes` human of `libos agent`. */
