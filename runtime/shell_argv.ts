@@ -21,6 +21,8 @@
  * @module
  */
 
+import { type CodeRow, codeRowsByProgram, matchCodeRow } from "./shell_programs.ts";
+
 /**
  * What kind of thing a nested command is (see the module documentation). `wrapper`: a wrapper
  * itself (`sudo …`, `env …`, `bash -c …`), decided by rules and capabilities so that a rule on
@@ -77,6 +79,12 @@ const PRIVILEGED: readonly string[] = Object.freeze([
   "chroot",
   "unshare",
   "sg",
+  "setpriv",
+  "chpst",
+  "gosu",
+  "su-exec",
+  "setuidgid",
+  "envuidgid",
 ]);
 
 /**
@@ -85,7 +93,8 @@ const PRIVILEGED: readonly string[] = Object.freeze([
  * `GIT_CONFIG_KEY_0=core.fsmonitor`).
  */
 function codeVariable(name: string): boolean {
-  if (name.startsWith("LD_") || name.startsWith("DYLD_") || name.startsWith("GIT_")) return true;
+  const upper = name.toUpperCase();
+  if (CODE_VARIABLE_PREFIXES.some((prefix) => upper.startsWith(prefix))) return true;
   return [
     "PATH",
     "BASH_ENV",
@@ -114,11 +123,60 @@ function codeVariable(name: string): boolean {
     "SSH_ASKPASS",
     "SUDO_ASKPASS",
     "MAKEFLAGS",
-    "CARGO_HOME",
+    "RUSTC",
     "RUSTC_WRAPPER",
-    "NPM_CONFIG_SCRIPT_SHELL",
-  ].includes(name);
+    "RUSTC_WORKSPACE_WRAPPER",
+    "RUSTDOC",
+    "MANPAGER",
+    "SYSTEMD_PAGER",
+    "SYSTEMD_EDITOR",
+    "SUDO_EDITOR",
+    "FCEDIT",
+    "SVN_SSH",
+    "CVS_RSH",
+    "RSYNC_RSH",
+    "RSYNC_CONNECT_PROG",
+    "TAR_OPTIONS",
+    "ZIPOPT",
+    "LESS",
+    "LESSKEY",
+    "LESSKEYIN",
+    "LESSKEY_SYSTEM",
+    "PERL5DB",
+    "PYTHONBREAKPOINT",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "CLASSPATH",
+    "BUNDLE_GEMFILE",
+    "GOFLAGS",
+    "GOENV",
+    "GCONV_PATH",
+    "ZDOTDIR",
+    "XDG_CONFIG_HOME",
+    "HOME",
+    "SHELL",
+    "RESTIC_PASSWORD_COMMAND",
+    "CRASHPAGER",
+    "GROFF_BIN_PATH",
+    "CC",
+    "CXX",
+    "CPP",
+    "LD",
+  ].includes(upper);
 }
+
+/** Prefixes of variables that change what a command runs (`GIT_SSH`, `npm_config_script_shell`). */
+const CODE_VARIABLE_PREFIXES: readonly string[] = Object.freeze([
+  "LD_",
+  "DYLD_",
+  "GIT_",
+  "NPM_CONFIG_",
+  "CARGO_",
+  "YARN_",
+  "PIP_",
+  "UV_",
+]);
 
 /** Programs that destroy what their operands name (their operands matter to the floor). */
 const DESTRUCTIVE: readonly string[] = Object.freeze([
@@ -191,6 +249,11 @@ export function programName(token: string): string {
 
 const SHELLS: readonly string[] = Object.freeze([
   "sh",
+  "posh",
+  "sash",
+  "oksh",
+  "loksh",
+  "pdksh",
   "bash",
   "dash",
   "zsh",
@@ -221,93 +284,36 @@ const INLINE: Readonly<Record<string, readonly string[]>> = Object.freeze({
   powershell: ["-c", "-command", "-encodedcommand", "-ec"],
   tclsh: [],
   jshell: [],
+  wish: [],
+  expect: ["-c"],
+  julia: ["-e", "-E", "--eval", "--print"],
+  r: ["-e"],
+  erl: ["-eval"],
+  elixir: ["-e", "--eval"],
+  ghc: ["-e"],
+  runghc: [],
+  groovy: ["-e"],
+  scala: ["-e"],
+  raku: ["-e"],
+  guile: ["-c"],
+  racket: ["-e", "--eval"],
+  sbcl: ["--eval"],
+  clisp: ["-x"],
+  gforth: ["-e"],
+  swipl: ["-g", "-t"],
+  qjs: ["-e", "--eval"],
+  jrunscript: ["-e"],
+  slsh: ["-e"],
+  ipython: ["-c"],
+  xonsh: ["-c"],
+  elvish: ["-c"],
+  nu: ["-c", "--commands"],
+  ion: ["-c"],
+  rc: ["-c"],
+  es: ["-c"],
 });
 
 const AWKS: readonly string[] = Object.freeze(["awk", "gawk", "mawk", "nawk", "busybox-awk"]);
-
-/** Programs that run workspace-controlled code by design, with the subcommands that do. */
-const WORKSPACE_CODE: Readonly<Record<string, readonly string[] | "all">> = Object.freeze({
-  make: "all",
-  gmake: "all",
-  cmake: "all",
-  ninja: "all",
-  npm: [
-    "test",
-    "t",
-    "tst",
-    "run",
-    "run-script",
-    "rum",
-    "urn",
-    "start",
-    "restart",
-    "stop",
-    "install",
-    "i",
-    "add",
-    "ci",
-    "rebuild",
-    "exec",
-    "x",
-    "pack",
-    "publish",
-    "install-test",
-    "it",
-  ],
-  npx: "all",
-  yarn: "all",
-  pnpm: "all",
-  pnpx: "all",
-  bun: ["run", "test", "x", "install", "i", "add", "create"],
-  bunx: "all",
-  pytest: "all",
-  "py.test": "all",
-  tox: "all",
-  nox: "all",
-  cargo: [
-    "test",
-    "run",
-    "build",
-    "b",
-    "t",
-    "r",
-    "bench",
-    "check",
-    "c",
-    "clippy",
-    "install",
-    "doc",
-    "fix",
-  ],
-  go: ["test", "run", "generate", "build", "install", "vet"],
-  mvn: "all",
-  mvnw: "all",
-  gradle: "all",
-  gradlew: "all",
-  ant: "all",
-  rake: "all",
-  bundle: ["exec", "install"],
-  deno: ["task", "test", "run", "bench", "serve", "install", "compile", "repl", "x"],
-  jest: "all",
-  vitest: "all",
-  mocha: "all",
-  ava: "all",
-  phpunit: "all",
-  rspec: "all",
-  dotnet: ["test", "run", "build"],
-  swift: ["test", "run", "build"],
-  mix: "all",
-  stack: "all",
-  cabal: "all",
-  pip: ["install"],
-  pip3: ["install"],
-  uv: ["run", "pip", "sync", "tool"],
-  poetry: ["run", "install"],
-  pipenv: ["run", "install"],
-  hatch: "all",
-  just: "all",
-  task: "all",
-});
 
 /** The git options that can make git run arbitrary programs. */
 const GIT_DANGEROUS: readonly string[] = Object.freeze([
@@ -345,9 +351,12 @@ const TOP: Frame = Object.freeze({
 class Analysis {
   readonly commands: NestedCommand[] = [];
   readonly #scripts: ScriptAnalyzer | null;
+  /** The programs-that-run-programs table, by program. */
+  readonly #rows: Map<string, CodeRow[]>;
 
-  constructor(scripts: ScriptAnalyzer | null) {
+  constructor(scripts: ScriptAnalyzer | null, rows: Map<string, CodeRow[]>) {
     this.#scripts = scripts;
+    this.#rows = rows;
   }
 
   push(
@@ -414,7 +423,17 @@ class Analysis {
       return;
     }
     const program = argv[0]!;
+    const malformed = frame.placeholders.some((p) => p !== "" && program.includes(p))
+      ? undefined
+      : malformedProgram(program);
+    if (malformed) {
+      this.push(argv, frame, "opaque", `the program name ${malformed}`);
+      return;
+    }
     const name = programName(program);
+    // An option or subcommand that runs code (a wrapper's operand is still decided below).
+    const row = matchCodeRow(name, argv, this.#rows.get(name) ?? []);
+    if (row) this.push(argv, frame, row.row.kind, row.reason, openEnded);
     // A program named by a path outside the system directories is whatever that file is.
     if (program.includes("/") && !SYSTEM_BIN.some((dir) => program.startsWith(dir))) {
       this.push(argv, frame, "workspace_code", `runs the program ${program}`, openEnded);
@@ -426,6 +445,13 @@ class Analysis {
       open = openEnded,
       extra: Partial<Frame> = {},
     ) => this.visit(rest, this.#deeper(frame, wrapper, extra), open);
+    if (name === "script") {
+      this.push(argv, frame, "wrapper", null, openEnded);
+      const found = scriptCommand(argv);
+      if (found.kind === "script") this.#script(argv, found.script, frame, "script -c");
+      else this.push(argv, frame, "opaque", found.reason);
+      return;
+    }
     const unwrapped = unwrap(name, argv);
     if (unwrapped) {
       const privileged = PRIVILEGED.includes(name);
@@ -490,12 +516,13 @@ class Analysis {
       );
       return;
     }
+    if (row) return;
     const code = inlineCode(name, argv);
     if (code) {
       this.push(argv, frame, code.kind, code.reason, openEnded);
       return;
     }
-    const workspace = workspaceCode(name, argv);
+    const workspace = workspaceCode(argv);
     if (workspace) {
       this.push(argv, frame, "workspace_code", workspace, openEnded);
       return;
@@ -575,16 +602,24 @@ function isFindExpression(token: string): boolean {
 }
 
 /** Options of a wrapper: flags, options taking a value, and whether `--opt=value` forms exist. */
-interface WrapperSpec {
+export interface WrapperSpec {
   readonly flags: readonly string[];
   readonly valued: readonly string[];
   /** Operands before the command (timeout's duration, chrt's priority, taskset's mask). */
   readonly operands?: number;
   /** Skip NAME=VALUE assignments before the command. */
   readonly assignments?: boolean;
+  /**
+   * Every other option token is a flag (its value, if any, attached: `--nofile=10`, `-n10`):
+   * for wrappers whose many options all take their values so.
+   */
+  readonly loose?: boolean;
+  /** Options may follow the operands too (`perf stat -e cycles CMD`). */
+  readonly optionsAfterOperands?: boolean;
 }
 
-const WRAPPERS: Readonly<Record<string, WrapperSpec>> = Object.freeze({
+/** Exec-style wrappers and their options: each runs its operand as a command. */
+export const WRAPPERS: Readonly<Record<string, WrapperSpec>> = Object.freeze({
   env: {
     flags: [
       "-i",
@@ -707,6 +742,229 @@ const WRAPPERS: Readonly<Record<string, WrapperSpec>> = Object.freeze({
   unbuffer: { flags: ["-p"], valued: [] },
   chroot: { flags: [], valued: ["--userspec", "--groups"], operands: 1 },
   sg: { flags: [], valued: [], operands: 1 },
+  prlimit: { flags: [], valued: ["-p", "--pid", "-o", "--output"], loose: true },
+  setpriv: {
+    flags: [],
+    valued: [
+      "--reuid",
+      "--regid",
+      "--ruid",
+      "--euid",
+      "--rgid",
+      "--egid",
+      "--groups",
+      "--inh-caps",
+      "--ambient-caps",
+      "--bounding-set",
+      "--securebits",
+      "--pdeathsig",
+      "--selinux-label",
+      "--apparmor-profile",
+      "--landlock-access",
+      "--landlock-rule",
+    ],
+    loose: true,
+  },
+  fakeroot: {
+    flags: ["-u", "--unknown-is-real", "-h", "-v"],
+    valued: ["-l", "--lib", "--faked", "-s", "-i", "-b"],
+  },
+  faketime: {
+    flags: ["-m", "-f", "--exclude-monotonic", "--disable-shm"],
+    valued: ["--date-prog", "-p"],
+    operands: 1,
+  },
+  numactl: {
+    flags: [],
+    valued: [
+      "-i",
+      "--interleave",
+      "-p",
+      "--preferred",
+      "-m",
+      "--membind",
+      "-N",
+      "--cpunodebind",
+      "-C",
+      "--physcpubind",
+      "-P",
+      "--preferred-many",
+      "-w",
+      "--weighted-interleave",
+    ],
+    loose: true,
+  },
+  rlwrap: {
+    flags: [],
+    valued: [
+      "-b",
+      "-C",
+      "-D",
+      "-e",
+      "-f",
+      "-g",
+      "-H",
+      "-l",
+      "-M",
+      "-O",
+      "-P",
+      "-q",
+      "-s",
+      "-S",
+      "-t",
+      "-w",
+      "-z",
+      "--filter",
+    ],
+    loose: true,
+  },
+  "xvfb-run": {
+    flags: ["-a", "--auto-servernum", "-l", "--listen-tcp", "-d", "--auto-display"],
+    valued: [
+      "-n",
+      "--server-num",
+      "-s",
+      "--server-args",
+      "-f",
+      "--auth-file",
+      "-e",
+      "--error-file",
+      "-p",
+      "--xauth-protocol",
+      "-w",
+      "--wait",
+    ],
+  },
+  "dbus-run-session": { flags: [], valued: ["--config-file", "--dbus-daemon"], loose: true },
+  chpst: {
+    flags: ["-P", "-0", "-1", "-2", "-v", "-V"],
+    valued: [
+      "-u",
+      "-U",
+      "-b",
+      "-e",
+      "-/",
+      "-C",
+      "-n",
+      "-l",
+      "-L",
+      "-m",
+      "-d",
+      "-o",
+      "-p",
+      "-f",
+      "-c",
+      "-r",
+      "-t",
+    ],
+  },
+  strace: {
+    flags: [],
+    valued: [
+      "-e",
+      "-o",
+      "-p",
+      "-P",
+      "-s",
+      "-S",
+      "-u",
+      "-E",
+      "-a",
+      "-b",
+      "-I",
+      "-X",
+      "-O",
+      "-U",
+      "--output",
+      "--attach",
+      "--trace-path",
+      "--string-limit",
+      "--summary-sort-by",
+      "--user",
+      "--env",
+      "--columns",
+      "--detach-on",
+      "--interruptible",
+      "--const-print-style",
+      "--overhead",
+      "--summary-columns",
+    ],
+    loose: true,
+  },
+  ltrace: {
+    flags: [],
+    valued: ["-e", "-o", "-p", "-s", "-u", "-a", "-n", "-A", "-D", "-F", "-l", "-w", "--output"],
+    loose: true,
+  },
+  valgrind: { flags: [], valued: [], loose: true },
+  perf: {
+    flags: [],
+    valued: ["-e", "-p", "-t", "-C", "-G", "-o", "-r", "-x", "-I", "-M", "-F", "-c", "-m", "-i"],
+    operands: 1,
+    optionsAfterOperands: true,
+    loose: true,
+  },
+  rr: { flags: [], valued: [], operands: 1, optionsAfterOperands: true, loose: true },
+  heaptrack: { flags: [], valued: ["-o", "--output", "-p", "--pid"], loose: true },
+  cpulimit: {
+    flags: [],
+    valued: ["-l", "--limit", "-p", "--pid", "-e", "--exe", "-c", "--cpu"],
+    loose: true,
+  },
+  choom: { flags: [], valued: ["-n", "--adjust", "-p", "--pid"] },
+  setarch: { flags: [], valued: [], operands: 1, optionsAfterOperands: true, loose: true },
+  // linux32 and linux64 (programName drops the digits).
+  linux: { flags: [], valued: [], loose: true },
+  "aa-exec": {
+    flags: ["-i", "--immediate", "-v", "--verbose", "-d", "--debug"],
+    valued: ["-p", "--profile", "-n", "--namespace"],
+  },
+  aoss: { flags: [], valued: [] },
+  firejail: { flags: [], valued: [], loose: true },
+  torsocks: { flags: ["-i", "-d", "-q", "--shell"], valued: ["-u", "-p", "-a", "-P"] },
+  torify: { flags: [], valued: [] },
+  proxychains: { flags: ["-q"], valued: ["-f"] },
+  sshpass: { flags: ["-e", "-v"], valued: ["-p", "-f", "-d", "-P"] },
+  "ssh-agent": {
+    flags: ["-c", "-D", "-d"],
+    valued: ["-a", "-E", "-P", "-t", "-O"],
+  },
+  softlimit: {
+    flags: [],
+    valued: ["-m", "-d", "-s", "-l", "-a", "-o", "-p", "-f", "-c", "-r", "-t"],
+  },
+  setlock: { flags: ["-n", "-N", "-x", "-X"], valued: [], operands: 1 },
+  setuidgid: { flags: [], valued: [], operands: 1 },
+  envuidgid: { flags: [], valued: [], operands: 1 },
+  gosu: { flags: [], valued: [], operands: 1 },
+  "su-exec": { flags: [], valued: [], operands: 1 },
+  pgrphack: { flags: [], valued: [] },
+  logsave: { flags: ["-a", "-s", "-v"], valued: [], operands: 1 },
+  eatmydata: { flags: [], valued: [] },
+  nocache: { flags: [], valued: ["-n"] },
+  "systemd-inhibit": {
+    flags: [],
+    valued: ["--what", "--who", "--why", "--mode"],
+    loose: true,
+  },
+  chronic: { flags: ["-e", "-v"], valued: [] },
+  ifne: { flags: ["-n"], valued: [] },
+  tini: { flags: ["-s", "-v", "-g", "-w", "-l"], valued: ["-p", "-e"] },
+  "dumb-init": {
+    flags: ["-c", "--single-child", "-v", "--verbose"],
+    valued: ["-r", "--rewrite"],
+  },
+  grc: {
+    flags: ["-e", "-s", "--stderr", "--stdout", "--colour=on", "--colour=off"],
+    valued: ["-c", "--config"],
+  },
+  trickle: { flags: ["-s", "-v", "-V"], valued: ["-u", "-d", "-w", "-t", "-l", "-n"] },
+  cgexec: { flags: ["--sticky"], valued: ["-g"] },
+  ccache: { flags: [], valued: [] },
+  sccache: { flags: [], valued: [] },
+  distcc: { flags: [], valued: [] },
+  multitime: { flags: ["-q", "-i"], valued: ["-n", "-s", "-f"] },
+  entr: { flags: ["-a", "-c", "-d", "-n", "-p", "-r", "-z"], valued: [] },
 });
 
 type Unwrapped =
@@ -748,6 +1006,10 @@ function skipOptions(argv: readonly string[], spec: WrapperSpec, from = 1): numb
         i++;
         continue;
       }
+    }
+    if (spec.loose) {
+      i++;
+      continue;
     }
     // An option we do not know: whatever follows cannot be trusted to be the command.
     return -1;
@@ -803,6 +1065,10 @@ function unwrap(name: string, argv: readonly string[]): Unwrapped | undefined {
     }
   }
   i += spec.operands ?? 0;
+  if (spec.optionsAfterOperands && i < argv.length) {
+    i = skipOptions(argv, spec, i);
+    if (i < 0) return { kind: "opaque", reason: `${name} with an option libos does not know` };
+  }
   if (i > argv.length) return { kind: "command", wrapper: name, rest: [], bare: "plain" };
   const rest = argv.slice(i);
   if (rest.length === 0 && (name === "sudo" || name === "doas" || name === "pkexec")) {
@@ -1344,26 +1610,80 @@ function inlineCode(
   return { kind: "opaque", reason: `${name} reads a program from stdin` };
 }
 
-function workspaceCode(name: string, argv: readonly string[]): string | undefined {
-  const spec = Object.hasOwn(WORKSPACE_CODE, name) ? WORKSPACE_CODE[name] : undefined;
-  if (spec === undefined) {
-    // A program given by a relative path runs a file of the workspace.
-    const program = argv[0]!;
-    if (program.startsWith("./") || program.startsWith("../")) {
-      return `runs the workspace program ${program}`;
-    }
-    return undefined;
-  }
-  if (spec === "all") return `${name} runs code from the workspace`;
-  const sub = argv.slice(1).find((t) => !t.startsWith("-"));
-  if (sub === undefined) {
-    return name === "npm" || name === "cargo" || name === "go"
-      ? undefined
-      : `${name} runs code from the workspace`;
-  }
-  return spec.includes(sub.toLowerCase())
-    ? `${name} ${sub} runs code from the workspace`
+/** A program given by a relative path runs a file of the workspace. */
+function workspaceCode(argv: readonly string[]): string | undefined {
+  const program = argv[0]!;
+  return program.startsWith("./") || program.startsWith("../")
+    ? `runs the workspace program ${program}`
     : undefined;
+}
+
+/**
+ * Why `token` cannot be a program name, or undefined: shell syntax in an argv[0] means the
+ * caller meant a shell line (`["ls -la"]`, `["FOO=1 make"]`, `["*.sh"]`), which exec would not
+ * run as written.
+ */
+export function malformedProgram(token: string): string | undefined {
+  if (token === "") return "is empty";
+  if (token === "[" || token.endsWith("/[")) return undefined;
+  const first = token[0]!;
+  if (first === "~" || first === "#" || first === "!" || first === "-") {
+    return `${JSON.stringify(token.slice(0, 60))} starts with ${JSON.stringify(first)}`;
+  }
+  for (const c of token) {
+    const code = c.codePointAt(0)!;
+    const what = code < 0x20 || code === 0x7f
+      ? "a control character"
+      : isSpace(code)
+      ? "whitespace"
+      : "'\"`\\".includes(c)
+      ? "a quote or backslash"
+      : "*?[]{}".includes(c)
+      ? "a glob character"
+      : c === "="
+      ? "an assignment"
+      : "$;&|<>()".includes(c)
+      ? "shell syntax"
+      : undefined;
+    if (what) {
+      return `${JSON.stringify(token.slice(0, 60))} carries ${what} (${JSON.stringify(c)})`;
+    }
+  }
+  return undefined;
+}
+
+/** Unicode White_Space above ASCII control characters. */
+function isSpace(code: number): boolean {
+  return code === 0x20 || code === 0x85 || code === 0xa0 || code === 0x1680 ||
+    (code >= 0x2000 && code <= 0x200a) || code === 0x2028 || code === 0x2029 ||
+    code === 0x202f || code === 0x205f || code === 0x3000 || code === 0xfeff;
+}
+
+/** The command `script` runs: its -c string, or a reason it is opaque. */
+function scriptCommand(
+  argv: readonly string[],
+): { kind: "script"; script: string } | { kind: "opaque"; reason: string } {
+  for (let i = 1; i < argv.length; i++) {
+    const token = argv[i]!;
+    if (token === "--") break;
+    if (token === "-c" || token === "--command") {
+      const script = argv[i + 1];
+      return script === undefined
+        ? { kind: "opaque", reason: "script -c without a command" }
+        : { kind: "script", script };
+    }
+    if (token.startsWith("--command=")) {
+      return { kind: "script", script: token.slice("--command=".length) };
+    }
+    if (token.startsWith("-") && !token.startsWith("--") && token.includes("c")) {
+      const at = token.indexOf("c");
+      const script = at + 1 < token.length ? token.slice(at + 1) : argv[i + 1];
+      return script === undefined
+        ? { kind: "opaque", reason: "script -c without a command" }
+        : { kind: "script", script };
+    }
+  }
+  return { kind: "opaque", reason: "script without -c runs an interactive shell" };
 }
 
 /**
@@ -1374,7 +1694,7 @@ export function analyzeArgv(
   argv: readonly string[],
   scripts: ScriptAnalyzer | null = null,
 ): NestedCommand[] {
-  const analysis = new Analysis(scripts);
+  const analysis = new Analysis(scripts, codeRowsByProgram(programName));
   analysis.visit(argv, TOP);
   return analysis.commands;
 }

@@ -35,6 +35,7 @@ import {
   analyzeArgv,
   type CommandKind,
   isDestructive,
+  malformedProgram,
   type NestedCommand,
   type ScriptAnalyzer,
 } from "./shell_argv.ts";
@@ -249,6 +250,12 @@ export function decideShell(input: ShellDecisionInput): ShellDecision {
         `The command is over ${SHELL_HARD_CAP} bytes; nothing that large is decided`,
       );
     }
+  }
+  const malformed = malformedProgram(argv[0]!);
+  if (malformed) {
+    throw new ValidationError(
+      `The program name ${malformed}: argv[0] must be a program, not shell syntax. Pass the program and each argument as separate tokens (["ls", "-la"]), set variables with ["env", "NAME=value", …], or run a shell line as ["sh", "-c", "…"]`,
+    );
   }
   const commands = analyzeArgv(argv, input.scripts).map((c) => decideCommand(input, c));
   let worst: CommandDecision | undefined;
