@@ -1582,11 +1582,7 @@ interface Located {
   readonly at: readonly number[];
 }
 
-function isValued(options: ProgramOptions | undefined, token: string): boolean {
-  return options?.valued?.includes(token) === true;
-}
-
-function locate(argv: readonly string[], options: ProgramOptions | undefined): Located {
+function locate(argv: readonly string[], valued: ReadonlySet<string>, plus: boolean): Located {
   let i = 1;
   while (i < argv.length) {
     const token = argv[i]!;
@@ -1594,12 +1590,12 @@ function locate(argv: readonly string[], options: ProgramOptions | undefined): L
       i++;
       break;
     }
-    if (options?.plus && token.startsWith("+")) {
+    if (plus && token.startsWith("+")) {
       i++;
       continue;
     }
     if (!token.startsWith("-") || token === "-") break;
-    i += isValued(options, token) ? 2 : 1;
+    i += valued.has(token) ? 2 : 1;
   }
   if (i >= argv.length) return { path: [], at: [] };
   // A second level (`bisect run`, `submodule foreach`, `pip install`): the next operand.
@@ -1610,46 +1606,178 @@ function locate(argv: readonly string[], options: ProgramOptions | undefined): L
     : { path: [argv[i]!], at: [i] };
 }
 
-/** The value of option `spelling` at `argv[i]`, if the token is that option; else undefined. */
-function optionAt(
-  argv: readonly string[],
-  i: number,
-  spelling: string,
-  singleDash: boolean,
-): { value: string } | undefined {
-  const token = argv[i]!;
-  const next = argv[i + 1] ?? "";
-  if (spelling === "+") {
-    // A pager's +command.
-    return token.startsWith("+") && token.length > 1 ? { value: token.slice(1) } : undefined;
+/** The option spellings a program's rows look for, so the index notes nothing else. */
+interface Wanted {
+  /** Every prefix (of 3 characters or more) of a long spelling: its abbreviations. */
+  readonly long: Set<string>;
+  /** Single-dash words and short options as whole tokens (`-engine`, `-o`). */
+  readonly word: Set<string>;
+  /** The letters of short options (`o` of `-o`), as found in clusters. */
+  readonly letters: Set<string>;
+}
+
+function wantedBy(rows: readonly CodeRow[]): Wanted {
+  const wanted: Wanted = { long: new Set(), word: new Set(), letters: new Set() };
+  for (const row of rows) {
+    for (const spelling of [...(row.option ?? []), ...(row.unless ?? [])]) {
+      if (spelling.startsWith("--")) {
+        for (let length = 3; length <= spelling.length; length++) {
+          wanted.long.add(spelling.slice(0, length));
+        }
+        wanted.word.add(spelling.slice(1));
+      } else if (spelling.startsWith("-")) {
+        wanted.word.add(spelling);
+        if (spelling.length === 2) wanted.letters.add(spelling[1]!);
+      }
+    }
   }
-  const eq = token.indexOf("=");
-  const name = eq > 0 ? token.slice(0, eq) : token;
-  const inline = eq > 0 ? token.slice(eq + 1) : undefined;
-  if (spelling.startsWith("--")) {
-    // GNU-style long options accept any unambiguous prefix: match every prefix.
-    if (name.startsWith("--") && name.length > 2 && spelling.startsWith(name)) {
-      return { value: inline ?? next };
+  return wanted;
+}
+
+/** Adds `i` to the list under `key`, once. */
+function note(map: Map<string, number[]>, key: string, i: number): void {
+  const list = map.get(key);
+  if (!list) map.set(key, [i]);
+  else if (list.at(-1) !== i) list.push(i);
+}
+
+/**
+ * Where each option-looking token of an argv is, built in one pass over it, so that looking up
+ * every spelling of every row costs the hits, not the argv again (a hostile argv of 30,000
+ * options stays linear).
+ */
+class OptionIndex {
+  readonly #argv: readonly string[];
+  readonly #singleDash: boolean;
+  /** `--name` (before `=`) → indices. */
+  readonly #long = new Map<string, number[]>();
+  /** `-word` and `-x` as whole tokens (before `=`), and `--word` as `-word` → indices. */
+  readonly #word = new Map<string, number[]>();
+  /** Each letter of a cluster of short flags (`-avze`) → indices. */
+  readonly #letter = new Map<string, number[]>();
+  /** A single-dash token's first two characters (`-Bdir` → `-B`) → indices. */
+  readonly #head = new Map<string, number[]>();
+  readonly #plus: number[] = [];
+  /** Old-style tar: the first argument is a cluster of options without its dash (`tar xzf`). */
+  readonly #oldStyle: boolean;
+
+  constructor(
+    argv: readonly string[],
+    wanted: Wanted,
+    options: { readonly singleDash: boolean; readonly oldStyle: boolean },
+  ) {
+    const { singleDash, oldStyle } = options;
+    this.#argv = argv;
+    this.#singleDash = singleDash;
+    this.#oldStyle = oldStyle && argv[1] !== undefined && !argv[1].startsWith("-");
+    for (let i = 1; i < argv.length; i++) {
+      const token = this.#token(i);
+      if (token === "--") break;
+      if (token.startsWith("+") && token.length > 1) {
+        this.#plus.push(i);
+        continue;
+      }
+      if (!token.startsWith("-") || token.length < 2) continue;
+      const eq = token.indexOf("=");
+      const name = eq > 0 ? token.slice(0, eq) : token;
+      // Only what some row looks for is noted: the index stays as small as the table.
+      if (token.startsWith("--")) {
+        if (name.length > 2 && wanted.long.has(name)) note(this.#long, name, i);
+        if (wanted.word.has(name.slice(1))) note(this.#word, name.slice(1), i);
+        continue;
+      }
+      if (wanted.word.has(name)) note(this.#word, name, i);
+      if (singleDash) {
+        const head = token.slice(0, 2);
+        if (wanted.word.has(head)) note(this.#head, head, i);
+      } else {
+        for (let k = 1; k < token.length; k++) {
+          if (wanted.letters.has(token[k]!)) note(this.#letter, token[k]!, i);
+        }
+      }
+    }
+  }
+
+  /** The token at `i`, as an option (the old-style cluster with its dash). */
+  #token(i: number): string {
+    return i === 1 && this.#oldStyle ? `-${this.#argv[1]}` : this.#argv[i]!;
+  }
+
+  /** The value option `spelling` has at `argv[i]` (which the index says holds it). */
+  #value(i: number, spelling: string): string {
+    const token = this.#token(i);
+    const next = this.#argv[i + 1] ?? "";
+    if (spelling === "+") return token.slice(1);
+    const eq = token.indexOf("=");
+    if (spelling.length > 2 || token.startsWith("--")) return eq > 0 ? token.slice(eq + 1) : next;
+    if (token === spelling) return next;
+    if (this.#singleDash) return token.slice(2);
+    const at = token.indexOf(spelling[1]!, 1);
+    return at + 1 < token.length ? token.slice(at + 1) : next;
+  }
+
+  /** Lists of the indices that may hold option `spelling` (in no particular order). */
+  #hits(spelling: string): (readonly number[])[] {
+    if (spelling === "+") return [this.#plus];
+    const lists: (readonly number[])[] = [];
+    const add = (list: readonly number[] | undefined) => {
+      if (list) lists.push(list);
+    };
+    if (spelling.startsWith("--")) {
+      // GNU-style long options accept any unambiguous prefix: a token that is a prefix counts.
+      for (let length = 3; length <= spelling.length; length++) {
+        add(this.#long.get(spelling.slice(0, length)));
+      }
+      return lists;
+    }
+    add(this.#word.get(spelling));
+    if (spelling.length === 2) {
+      add(this.#singleDash ? this.#head.get(spelling) : this.#letter.get(spelling[1]!));
+    }
+    return lists;
+  }
+
+  /**
+   * The first token holding one of `spellings` whose value `accept`s, or undefined. Each
+   * distinct value is judged once, so a thousand copies of one option cost one check.
+   */
+  find(spellings: readonly string[], accept?: (value: string) => boolean): string | undefined {
+    for (const spelling of spellings) {
+      const judged = new Set<string>();
+      for (const list of this.#hits(spelling)) {
+        for (const i of list) {
+          if (!accept) return this.#argv[i];
+          const value = this.#value(i, spelling);
+          if (judged.has(value)) continue;
+          judged.add(value);
+          if (accept(value)) return this.#argv[i];
+        }
+      }
     }
     return undefined;
   }
-  if (spelling.length > 2) {
-    // A single-dash word (`-engine`, `-TT`, `-cmd`); `--engine` too where both exist.
-    if (name === spelling || name === `-${spelling}`) return { value: inline ?? next };
-    return undefined;
-  }
-  // A short option: `-x`, `-xVALUE`, or inside a cluster of short flags (`-avze`).
-  if (!token.startsWith("-") || token.startsWith("--") || token.length < 2) return undefined;
-  if (token === spelling) return { value: next };
-  if (singleDash) return token.startsWith(spelling) ? { value: token.slice(2) } : undefined;
-  const at = token.indexOf(spelling[1]!, 1);
-  if (at < 0) return undefined;
-  return { value: at + 1 < token.length ? token.slice(at + 1) : next };
 }
 
-function startsWithAny(text: string, prefixes: readonly string[]): boolean {
-  const lower = text.trimStart().slice(0, 256).toLowerCase();
-  return prefixes.some((p) => lower.startsWith(p));
+function startsWithAny(
+  text: string,
+  prefixes: readonly string[],
+  from = 0,
+  to = text.length,
+): boolean {
+  let start = from;
+  while (start < to && (text[start] === " " || text[start] === "\t")) start++;
+  for (const prefix of prefixes) {
+    if (to - start < prefix.length) continue;
+    let k = 0;
+    while (k < prefix.length) {
+      let c = text.charCodeAt(start + k);
+      if (c >= 65 && c <= 90) c += 32;
+      if (c !== prefix.charCodeAt(k)) break;
+      k++;
+    }
+    if (k === prefix.length) return true;
+  }
+  return false;
 }
 
 function containsAny(text: string, needles: readonly string[]): boolean {
@@ -1663,34 +1791,14 @@ function operandStarts(text: string, prefixes: readonly string[]): boolean {
   while (start <= text.length) {
     let end = text.indexOf("\n", start);
     if (end < 0) end = text.length;
-    if (startsWithAny(text.slice(start, Math.min(end, start + 256)), prefixes)) return true;
+    if (startsWithAny(text, prefixes, start, end)) return true;
     start = end + 1;
   }
   return false;
 }
 
-/** The first token of `argv` (before `--`) that is one of `spellings`, with its value. */
-function findOption(
-  argv: readonly string[],
-  spellings: readonly string[],
-  singleDash: boolean,
-  accept: (value: string) => boolean = () => true,
-): string | undefined {
-  for (let i = 1; i < argv.length && argv[i] !== "--"; i++) {
-    for (const s of spellings) {
-      const found = optionAt(argv, i, s, singleDash);
-      if (found && accept(found.value)) return argv[i];
-    }
-  }
-  return undefined;
-}
-
 /** The operands of `argv` from index `from` (values of the program's valued options skipped). */
-function operandsOf(
-  argv: readonly string[],
-  from: number,
-  options: ProgramOptions | undefined,
-): string[] {
+function operandsOf(argv: readonly string[], from: number, valued: ReadonlySet<string>): string[] {
   const operands: string[] = [];
   for (let i = from; i < argv.length; i++) {
     const token = argv[i]!;
@@ -1698,20 +1806,28 @@ function operandsOf(
       operands.push(...argv.slice(i + 1));
       break;
     }
-    if (isValued(options, token)) i++;
+    if (valued.has(token)) i++;
     else if (!token.startsWith("-") || token === "-") operands.push(token);
   }
   return operands;
 }
 
-/** What in `argv` makes `row` match (for the reason), or undefined when it does not. */
-function rowMatch(
-  row: CodeRow,
-  argv: readonly string[],
-  located: Located,
-  options: ProgramOptions | undefined,
-): string | undefined {
-  const singleDash = options?.singleDash === true;
+/** What the rows of one argv are matched against: computed once, shared by every row. */
+interface Subject {
+  readonly argv: readonly string[];
+  readonly located: Located;
+  /** The program's options that take a value. */
+  readonly valued: ReadonlySet<string>;
+  /** Every argument only prints information (`--version`, `--help`). */
+  readonly infoOnly: boolean;
+  readonly index: OptionIndex;
+  /** Operands from a given index (cached). */
+  readonly operands: Map<number, string[]>;
+}
+
+/** What in the argv makes `row` match (for the reason), or undefined when it does not. */
+function rowMatch(row: CodeRow, subject: Subject): string | undefined {
+  const { argv, located } = subject;
   if (row.sub) {
     for (const [k, want] of row.sub.entries()) {
       const got = located.path[k];
@@ -1720,30 +1836,23 @@ function rowMatch(
         if (row.except?.includes(got)) return undefined;
       } else if (got !== want) return undefined;
     }
-  } else if (argv.length > 1 && argv.slice(1).every((t) => INFO_OPTIONS.includes(t))) {
+  } else if (subject.infoOnly) {
     return undefined;
   }
-  if (row.unless && findOption(argv, row.unless, singleDash)) return undefined;
+  if (row.unless && subject.index.find(row.unless) !== undefined) return undefined;
   const from = row.sub ? located.at[row.sub.length - 1]! + 1 : 1;
-  const operands = operandsOf(argv, from, options);
+  let operands = subject.operands.get(from);
+  if (!operands) {
+    operands = operandsOf(argv, from, subject.valued);
+    subject.operands.set(from, operands);
+  }
   if (row.minOperands !== undefined && operands.length < row.minOperands) return undefined;
   if (row.maxOperands !== undefined && operands.length > row.maxOperands) return undefined;
   if (row.option) {
-    const token = findOption(
-      argv,
-      row.option,
-      singleDash,
-      (value) =>
-        (!row.value || startsWithAny(value, row.value)) &&
-        (!row.contains || containsAny(value, row.contains)),
-    );
-    if (token !== undefined) return token;
-    // Old-style tar: the first argument is a cluster of options without a dash.
-    if (options?.oldStyle && argv[1] !== undefined && !argv[1].startsWith("-")) {
-      const modern = [argv[0]!, `-${argv[1]}`, ...argv.slice(2)];
-      return rowMatch(row, modern, located, { ...options, oldStyle: false });
-    }
-    return undefined;
+    const accept = (value: string) =>
+      (!row.value || startsWithAny(value, row.value)) &&
+      (!row.contains || containsAny(value, row.contains));
+    return subject.index.find(row.option, accept);
   }
   if (row.operand) return operands.find((o) => operandStarts(o, row.operand!));
   if (row.contains) return operands.find((o) => containsAny(o, row.contains!));
@@ -1764,12 +1873,27 @@ export function matchCodeRow(
   argv: readonly string[],
   rows: readonly CodeRow[],
 ): { row: CodeRow; reason: string } | undefined {
+  if (rows.length === 0) return undefined;
   const options = Object.hasOwn(PROGRAM_OPTIONS, name) ? PROGRAM_OPTIONS[name] : undefined;
-  const located = locate(argv, options);
+  const singleDash = options?.singleDash === true;
+  const valued = new Set(options?.valued ?? []);
+  let infoOnly = argv.length > 1;
+  for (let i = 1; i < argv.length && infoOnly; i++) infoOnly = INFO_OPTIONS.includes(argv[i]!);
+  const subject: Subject = {
+    argv,
+    located: locate(argv, valued, options?.plus === true),
+    valued,
+    infoOnly,
+    index: new OptionIndex(argv, wantedBy(rows), {
+      singleDash,
+      oldStyle: options?.oldStyle === true,
+    }),
+    operands: new Map(),
+  };
   for (const row of rows) {
-    const token = rowMatch(row, argv, located, options);
+    const token = rowMatch(row, subject);
     if (token === undefined) continue;
-    const sub = row.sub ? ` ${located.path.slice(0, row.sub.length).join(" ")}` : "";
+    const sub = row.sub ? ` ${subject.located.path.slice(0, row.sub.length).join(" ")}` : "";
     const what = token === "" ? "" : ` ${JSON.stringify(clip(token))}`;
     return { row, reason: `${name}${sub}${what}: ${row.why}` };
   }

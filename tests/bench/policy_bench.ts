@@ -188,11 +188,40 @@ export const CASES: readonly BenchCase[] = [
           ["echo", "z".repeat(64 * 1024)],
           ["echo", ...Array.from({ length: 32 * 1024 }, () => "a")],
           ["sh", "-c", "echo a; ".repeat(8 * 1024)],
+          ["git", "grep", ...Array.from({ length: 21 * 1024 }, () => "-n")],
+          ["ssh", ...Array.from({ length: 21 * 1024 }, (_, i) => (i % 2 ? `v${i}` : "-o"))],
+          ["tar", "xf", ...Array.from({ length: 21 * 1024 }, () => "-f")],
+          ["sqlite3", "x.db", "select 1;\n".repeat(6 * 1024)],
         ],
         (argv) => decideShell({ ...s, argv }),
-        "a 64 KiB token, 32,768 one-character tokens, a 64 KiB script, round-robin",
+        "a 64 KiB token, 32,768 one-character tokens, a 64 KiB script, and 64 KiB of options of git, ssh, tar and sqlite3 (the programs table), round-robin",
       );
     },
+  },
+  {
+    group: "policy: linearity (each doubling ≤ 2.5× the time)",
+    name: "programs table: git grep with 2,048 … 32,768 option tokens",
+    run: () =>
+      doubling(
+        doublings(2048, 5),
+        (n) => ["git", "grep", ...Array.from({ length: n }, (_, i) => (i % 2 ? "-n" : `-O${i}`))],
+        9,
+      ),
+  },
+  {
+    group: "policy: linearity (each doubling ≤ 2.5× the time)",
+    name: "programs table: ssh with 2,048 … 32,768 distinct -o values",
+    run: () =>
+      doubling(
+        doublings(2048, 5),
+        (n) => ["ssh", ...Array.from({ length: n }, (_, i) => (i % 2 ? `Opt${i}=x` : "-o")), "h"],
+        9,
+      ),
+  },
+  {
+    group: "policy: linearity (each doubling ≤ 2.5× the time)",
+    name: "programs table: sqlite3 with an SQL operand of 1,024 … 16,384 lines",
+    run: () => doubling(doublings(1024, 5), (n) => ["sqlite3", "x.db", "select 1;\n".repeat(n)], 9),
   },
 
   {
