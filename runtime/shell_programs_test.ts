@@ -10,7 +10,7 @@ import { ValidationError } from "./errors.ts";
 import { parsePolicy, PolicyRules } from "./policy_rules.ts";
 import { analyzeArgv, programName, WRAPPERS } from "./shell_argv.ts";
 import { decideShell, type ShellDecision, type ShellPolicyLevel } from "./shell_policy.ts";
-import { CODE_ROWS, type CodeRow } from "./shell_programs.ts";
+import { CODE_ROWS, type CodeRow, CONTROLS } from "./shell_programs.ts";
 import { ShellParser } from "./shell_script.ts";
 
 async function parser(): Promise<ShellParser> {
@@ -45,74 +45,8 @@ function programs(row: CodeRow): readonly string[] {
   return typeof row.program === "string" ? [row.program] : row.program;
 }
 
-/** Benign commands next to the rows: they must stay allowed (blocklist; and a rule + the wall). */
-const CONTROLS: readonly (readonly string[])[] = [
-  ["git", "status"],
-  ["git", "status", "--short"],
-  ["git", "log", "--oneline", "-5"],
-  ["git", "log", "--output-indicator-new=+", "-p"],
-  ["git", "diff", "HEAD~1"],
-  ["git", "show", "HEAD"],
-  ["git", "grep", "-n", "TODO"],
-  ["git", "config", "user.name"],
-  ["git", "config", "--get", "remote.origin.url"],
-  ["git", "config", "get", "user.email"],
-  ["git", "config", "--list"],
-  ["git", "clone", "https://example.com/r.git"],
-  ["git", "fetch", "origin"],
-  ["git", "archive", "--format=tar", "HEAD"],
-  ["git", "rebase", "origin/main"],
-  ["git", "branch", "-a"],
-  ["tar", "-tf", "a.tar"],
-  ["tar", "-czf", "out.tgz", "src"],
-  ["tar", "xzf", "a.tgz"],
-  ["tar", "-xvf", "a.tar", "-C", "out"],
-  ["zip", "-r", "a.zip", "src"],
-  ["unzip", "-l", "a.zip"],
-  ["rsync", "-av", "--delete", "src/", "dst/"],
-  ["cpio", "-t"],
-  ["ls", "-la"],
-  ["cat", "README.md"],
-  ["sort", "-u", "names.txt"],
-  ["split", "-l", "100", "big.txt"],
-  ["less", "+G", "log.txt"],
-  ["man", "ls"],
-  ["rg", "-n", "--glob", "*.ts", "TODO"],
-  ["ssh", "-o", "BatchMode=yes", "host", "uptime"],
-  ["scp", "-r", "dir", "host:dir"],
-  ["ssh-keygen", "-t", "ed25519", "-P", "", "-f", "key"],
-  ["openssl", "x509", "-in", "cert.pem", "-noout", "-text"],
-  ["curl", "-fsSL", "https://example.com"],
-  ["sqlite3", "app.db", "select count(*) from users"],
-  ["sqlite3", "-json", "app.db", "select 1"],
-  ["psql", "-c", "select 1"],
-  ["psql", "-Atc", "\\dt"],
-  ["mysql", "-e", "show tables"],
-  ["gcc", "-DBAR=1", "-O2", "-Wall", "-c", "x.c"],
-  ["cc", "-fuse-ld=lld", "x.c"],
-  ["rustc", "-O", "-C", "opt-level=3", "x.rs"],
-  ["strace", "-o", "trace.txt", "true"],
-  ["npm", "ls"],
-  ["npm", "view", "zod", "version"],
-  ["npm", "--version"],
-  ["cargo", "tree"],
-  ["cargo", "--version"],
-  ["go", "version"],
-  ["go", "env", "GOPATH"],
-  ["go", "-C", "pkg", "list", "./..."],
-  ["deno", "fmt", "--check"],
-  ["deno", "--version"],
-  ["pip", "list"],
-  ["uv", "pip", "list"],
-  ["docker", "ps"],
-  ["make", "--version"],
-  ["rpm", "-qi", "bash"],
-  ["dpkg", "-l"],
-  ["vim", "--version"],
-  ["python3", "--version"],
-];
-
-Deno.test("CODE_ROWS: each row names its programs as users type them, says why, and its example runs one of them", () => {
+Deno.test("CODE_ROWS: each row names its programs as users type them, says why, and its example runs one of them; each family has controls", () => {
+  assert.deepEqual(Object.keys(CONTROLS), Object.keys(CODE_ROWS));
   const examples = new Set<string>();
   const problems: string[] = [];
   for (const [family, rows] of Object.entries(CODE_ROWS)) {
@@ -180,7 +114,7 @@ Deno.test("Every row of every family: its example is asked about, never auto-all
 Deno.test("Controls next to the rows stay allowed: under a blocklist, and with one allow rule for the program inside the wall", async () => {
   const scripts = await parser();
   const failures: string[] = [];
-  for (const argv of CONTROLS) {
+  for (const argv of Object.values(CONTROLS).flat()) {
     const blocklist = decide(scripts, argv, { level: "blocklist_ask_else_auto" });
     if (blocklist.decision !== "allow") {
       failures.push(`${JSON.stringify(argv)} blocklist: ${blocklist.reason}`);
