@@ -213,7 +213,7 @@ function finish(
 ): Setup {
   checkRecordable(plan);
   const rules = rulesOf(plan);
-  return { chosen, plan, rules, human: humanOf(io, plan.governance.human, note) };
+  return { chosen, plan, rules, human: humanOf(io, plan.human, note) };
 }
 
 /**

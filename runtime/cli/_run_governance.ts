@@ -119,6 +119,11 @@ export interface GovernancePlan {
   /** Copies of texts not kept yet are null until {@link withCopies}. */
   readonly governance: RunGovernance;
   readonly policies: readonly AppliedPolicy[];
+  /**
+   * Who answers in this invocation: the governance's human, but `queue` for an interactive run
+   * resumed where there is no terminal (a person answers later, as the launch meant).
+   */
+  readonly human: HumanChoice;
   /** More authority than recorded, accepted with `--widen`. */
   readonly widened: readonly string[];
   /** Less authority than recorded. */
@@ -186,6 +191,7 @@ export function launchGovernance(
       model: flags.model,
     },
     policies,
+    human,
     widened: [],
     narrowed: [],
     changes: [],
@@ -275,16 +281,17 @@ export function resumeGovernance(
     stored.shellPolicy,
     flags.shellPolicy,
   );
-  let human = flags.human ?? stored.human;
+  const human = flags.human ?? stored.human;
+  let answering = human;
   if (flags.human !== undefined && flags.human !== stored.human) {
     if (flags.human === "yes") {
       widened.push(`--yes: every action approved without a person (launched with ${stored.human})`);
     } else if (stored.human === "yes") narrowed.push(`human yes → ${flags.human}`);
     else changes.push(`human ${stored.human} → ${flags.human}`);
   } else if (flags.human === undefined && human === "interactive" && !facts.terminal) {
-    human = "none";
+    answering = "queue";
     changes.push(
-      "human interactive → none: no terminal here (pass --human queue to park requests for libos human instead)",
+      "no terminal here: requests wait for libos human this time (queue); the run stays interactive",
     );
   }
   const denies = [...stored.denies];
@@ -338,6 +345,7 @@ export function resumeGovernance(
       model,
     },
     policies,
+    human: answering,
     widened,
     narrowed,
     changes,
