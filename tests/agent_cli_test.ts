@@ -87,6 +87,14 @@ Deno.test("libos agent: usage errors exit 2 with a message that says what to do,
       /--shell-policy must be one of/,
     ],
     [
+      ["agent", "--goal", "x", "--widen", "--model", model],
+      /--widen and --policy-from apply to --resume/,
+    ],
+    [
+      ["agent", "--resume", "pid_000000000000", "--policy-from", "later", "--model", model],
+      /--policy-from must be launch \(the text recorded at launch\) or current/,
+    ],
+    [
       ["agent", "--goal", "x", "--model", "claude:opus"],
       /--model must be replay:FILE.jsonl, openai or openai:MODEL/,
     ],
