@@ -190,7 +190,7 @@ function launch(
         image: root.image,
         mode: g.mode,
         model: setup.chosen.spec,
-        human: g.human,
+        human: plan.human,
         ...extra,
         ...governanceDetail(plan),
       },
@@ -391,7 +391,7 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
     rules: setup.rules,
     shellPolicy: g.shellPolicy,
     // Asks park durably; this launcher (or a later one, or `libos human`) answers them.
-    human: g.human === "none" ? "none" : "queue",
+    human: setup.plan.human === "none" ? "none" : "queue",
     // Nobody reads what --yes approves: the wall keeps secrets and .git out of every command's
     // reach — and once a run had it, a resume keeps it.
     shieldShell: g.shield,
@@ -418,7 +418,7 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
         field(root.image)
       }, mode ${g.mode}, shell ${g.shellPolicy}${counted(g.denies.length, "deny rule")}${
         counted(g.policies.length, "policy file")
-      }, model ${field(chosen.spec)}, human ${g.human}${
+      }, model ${field(chosen.spec)}, human ${plan.human}${
         runtime.primitives.shell.toolchains.length === 0
           ? ""
           : `, toolchains ${
