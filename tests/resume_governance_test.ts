@@ -261,6 +261,20 @@ Deno.test("libos agent --resume: a narrowing (another --deny, a policy file of d
   assert.match(narrowed.stderr, /narrowed: --deny fs\.write:notes\/\*\*/);
   assert.match(narrowed.stderr, /narrowed: policy \S*deny\.jsonc \(deny rules only\)/);
   await settle(s, narrowed);
+  // The user's configuration was read at launch (and recorded) or not at all.
+  const noUser = await s.json(
+    "agent",
+    "--resume",
+    pid,
+    "--no-user-config",
+    "--model",
+    `replay:${script}`,
+  );
+  assert.equal(noUser.status, 2, noUser.stdout);
+  assert.match(
+    (noUser.doc.error as { message: string }).message,
+    /--no-user-config applies to a new run/,
+  );
   const plain = await resume(s, pid, script);
   assert.equal(plain.status, 0, plain.stdout + plain.stderr);
   assert.doesNotMatch(plain.stderr, /narrowed|widened/, "nothing new this time");
@@ -443,4 +457,39 @@ Deno.test("libos agent --resume of a run launched before libos recorded governan
   const detail = (await lastLaunchDetail(s, pid)).detail!;
   assert.equal(detail.governance_recorded_at_launch, false);
   assert.equal((detail.governance as { mode: string }).mode, "read-only");
+});
+
+Deno.test("libos agent --resume re-applies a recorded --toolchain; one this invocation may not read is a usage error saying to name it again, and naming it again is no widening (real bootstrap)", async () => {
+  using s = sandbox();
+  const { script } = setup(s, [call("ask_human", { question: "start?" }), final("done")]);
+  const toolchain = join(s.workspace, "..", "toolchain");
+  Deno.mkdirSync(join(toolchain, "bin"), { recursive: true });
+  const first = await agent(
+    s,
+    "--goal",
+    "g",
+    "--model",
+    `replay:${script}`,
+    "--toolchain",
+    toolchain,
+    "--human",
+    "queue",
+  );
+  const pid = first.doc.pid as string;
+  await settle(s, first);
+  const before = (await audit(s)).length;
+  const unnamed = await resume(s, pid, script);
+  assert.equal(unnamed.status, 2, unnamed.stdout + unnamed.stderr);
+  assert.match(
+    (unnamed.doc.error as { message: string }).message,
+    /toolchain .* cannot be read by this invocation .*name it again with --toolchain/,
+  );
+  assert.equal((await audit(s)).length, before, "nothing recorded");
+  const named = await resume(s, pid, script, "--toolchain", toolchain);
+  assert.equal(named.status, 0, named.stdout + named.stderr);
+  assert.doesNotMatch(named.stderr, /widened/);
+  const governance = (await lastLaunchDetail(s, pid)).detail!.governance as {
+    toolchains: string[];
+  };
+  assert.deepEqual(governance.toolchains, [toolchain]);
 });

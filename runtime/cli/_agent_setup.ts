@@ -306,6 +306,8 @@ export async function resumeSetup(
       .texts,
     toolchains: toolchainsOf(parsed, io, { userConfig: false }),
   });
+  const given = new Set(flags.toolchains);
+  readableHere(stored.toolchains.filter((dir) => !given.has(dir)));
   const plan = resumeGovernance(stored, flags, {
     pid: root.pid,
     now: policyNow,
@@ -315,6 +317,31 @@ export async function resumeSetup(
     policyFrom: call.policyFrom,
   });
   return finish(io, chosen, plan, context.note);
+}
+
+/**
+ * Refuses a recorded toolchain this invocation may not read: the bootstrap grants read only on
+ * directories named on the command line or in `config.jsonc`.
+ * @throws {UsageError} saying to name it again (the same directory is no widening).
+ */
+function readableHere(toolchains: readonly string[]): void {
+  for (const dir of toolchains) {
+    try {
+      Deno.statSync(dir);
+    } catch (error) {
+      if (
+        error instanceof Deno.errors.NotCapable || error instanceof Deno.errors.PermissionDenied
+      ) {
+        throw new UsageError(
+          `The run's toolchain ${
+            JSON.stringify(dir)
+          } cannot be read by this invocation (libos may read only toolchains named on its command line or in config.jsonc); name it again with --toolchain ${dir}`,
+          { cause: error },
+        );
+      }
+      // Missing or otherwise wrong: the toolchain check says why when the runtime is built.
+    }
+  }
 }
 
 /** The mode an older launch record names (canonical then too), else the default. */

@@ -8,7 +8,9 @@
  * the terminal (`interactive`, the request rendered with every value escaped and the diff shown)
  * or automatically (`--yes`: each action once, never what a protected path guards) — or, with
  * `--human queue`, stops with exit 3 for `libos human approve` and a later `--resume`. A launcher killed at any point leaves a process
- * that `--resume` continues: a request it was showing is still pending and is shown again.
+ * that `--resume` continues: a request it was showing is still pending and is shown again. A
+ * resume runs under the governance recorded with the run (`_run_governance.ts`; settled, with
+ * every refusal, in `_agent_setup.ts` before anything is written).
  *
  * Exit status: 0 the process exited, 1 it failed or was killed (or stopped elsewhere), 2 usage,
  * 3 it waits on a human nobody here answers (`--human queue`, or `none` on a run already parked).
