@@ -188,6 +188,7 @@ function humanOf(io: CliIo, human: HumanChoice, note: (text: string) => void) {
   return human === "interactive" ? terminalHuman(io) : human === "yes" ? yesHuman(note) : null;
 }
 
+/** What the command line says about governance, with the policy files and toolchains it read. */
 function flagsOf(
   parsed: ParsedArgs,
   call: Invocation,
@@ -205,6 +206,7 @@ function flagsOf(
   };
 }
 
+/** The setup of a plan: refused if too large to record; its rules parsed; its human ready. */
 function finish(
   io: CliIo,
   chosen: ModelChoice,
