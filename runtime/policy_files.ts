@@ -25,10 +25,18 @@ export interface PolicySources {
   readonly trustWorkspace?: boolean;
 }
 
+/** One policy file as it was read: its absolute path and the text its rules came from. */
+export interface PolicyText {
+  readonly path: string;
+  readonly text: string;
+}
+
 /** The rules and what was read or deliberately left out. */
 export interface LoadedPolicy {
   readonly rules: PolicyRules;
   readonly files: readonly string[];
+  /** Each file's text, in order (what a run records to re-apply its policy on resume). */
+  readonly texts: readonly PolicyText[];
   /** A workspace policy file that exists but was ignored (not trusted). */
   readonly ignored: string | null;
 }
@@ -39,7 +47,12 @@ export function userPolicyPath(env: EnvReader): string | undefined {
   return dir === undefined ? undefined : join(dir, "policy.jsonc");
 }
 
-function readIfExists(path: string): string | undefined {
+/**
+ * A policy file's text, or undefined when there is no such file.
+ * @throws {ValidationError} for a path that is not a file, is over the size cap or cannot be read
+ *   (no permission included).
+ */
+export function readPolicyFile(path: string): string | undefined {
   let info: Deno.FileInfo;
   try {
     info = Deno.statSync(path);
@@ -65,18 +78,20 @@ function readIfExists(path: string): string | undefined {
 export function loadPolicies(sources: PolicySources): LoadedPolicy {
   const rules: LoadedRule[] = [];
   const files: string[] = [];
+  const texts: PolicyText[] = [];
   const add = (path: string, text: string) => {
     rules.push(...parsePolicy(text, path));
     files.push(path);
+    texts.push({ path, text });
   };
   if (sources.userConfig !== false) {
     const user = userPolicyPath(sources.env);
-    const text = user === undefined ? undefined : readIfExists(user);
+    const text = user === undefined ? undefined : readPolicyFile(user);
     if (user !== undefined && text !== undefined) add(user, text);
   }
   for (const file of sources.files ?? []) {
     const path = resolve(sources.cwd, file);
-    const text = readIfExists(path);
+    const text = readPolicyFile(path);
     if (text === undefined) {
       throw new ValidationError(`The policy file ${file} does not exist`);
     }
@@ -85,11 +100,11 @@ export function loadPolicies(sources: PolicySources): LoadedPolicy {
   let ignored: string | null = null;
   if (sources.workspace !== undefined) {
     const path = join(sources.workspace, ".libos", "policy.jsonc");
-    const text = readIfExists(path);
+    const text = readPolicyFile(path);
     if (text !== undefined) {
       if (sources.trustWorkspace) add(path, text);
       else ignored = path;
     }
   }
-  return { rules: new PolicyRules(rules), files, ignored };
+  return { rules: new PolicyRules(rules), files, texts, ignored };
 }

@@ -87,6 +87,14 @@ Deno.test("libos agent: usage errors exit 2 with a message that says what to do,
       /--shell-policy must be one of/,
     ],
     [
+      ["agent", "--goal", "x", "--widen", "--model", model],
+      /--widen and --policy-from apply to --resume/,
+    ],
+    [
+      ["agent", "--resume", "pid_000000000000", "--policy-from", "later", "--model", model],
+      /--policy-from must be launch \(the text recorded at launch\) or current/,
+    ],
+    [
       ["agent", "--goal", "x", "--model", "claude:opus"],
       /--model must be replay:FILE.jsonl, openai or openai:MODEL/,
     ],
@@ -290,9 +298,21 @@ Deno.test("libos agent killed at its terminal prompt: --resume shows the same re
   const sessions = await s.json("sessions");
   const [session] = sessions.doc.sessions as { pid: string; status: string }[];
   assert.equal(session?.status, "waiting_human", "parked on the request it was showing");
-  // A later launcher (here: the real bootstrap again, answering with --yes) takes it up.
-  const resumed = await resumeThroughBootstrap(s, session!.pid, script, "--yes", "--json");
+  // A later launcher (here: the real bootstrap again, answering with --yes, which the launch did
+  // not have: a widening, accepted with --widen and shown) takes it up.
+  const resumed = await resumeThroughBootstrap(
+    s,
+    session!.pid,
+    script,
+    "--yes",
+    "--widen",
+    "--json",
+  );
   assert.equal(resumed.status, 0, resumed.stdout + resumed.stderr);
+  assert.match(
+    resumed.stderr,
+    /widened \(--widen\): --yes: every action approved without a person/,
+  );
   assert.match(resumed.stderr, new RegExp(`--yes approved shell\\.run .*request ${request}`));
   assert.equal(JSON.parse(resumed.stdout).status, "exited");
   assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), FIXED);
@@ -416,7 +436,7 @@ Deno.test("libos agent: a second launcher on a run another launcher is running i
     launcher.kill();
     await launcher.close();
     // The kernel dropped the dead launcher's lock: the run can be taken up.
-    const again = await resumeThroughBootstrap(s, pid, script, "--yes");
+    const again = await resumeThroughBootstrap(s, pid, script, "--yes", "--widen");
     assert.equal(again.status, 0, again.stdout + again.stderr);
   } finally {
     await launcher.close();
@@ -641,7 +661,7 @@ Deno.test("libos agent on a real terminal: Ctrl-C at the prompt stops it at once
   assert.equal(pending.length, 1, "the request it was showing is still pending");
   const [session] = (await s.json("sessions")).doc.sessions as { pid: string; status: string }[];
   assert.equal(session?.status, "waiting_human");
-  const resumed = await resumeThroughBootstrap(s, session!.pid, script, "--yes");
+  const resumed = await resumeThroughBootstrap(s, session!.pid, script, "--yes", "--widen");
   assert.equal(resumed.status, 0, resumed.stdout + resumed.stderr);
   assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), FIXED);
 });

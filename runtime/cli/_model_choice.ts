@@ -19,8 +19,10 @@ import { type CliIo, type ParsedArgs, stringOption } from "./_options.ts";
 export interface ModelChoice {
   readonly model: ModelClient;
   readonly secrets: readonly string[];
-  /** How the model was named, for reports: `replay:FILE` or `openai:MODEL`. */
+  /** How the model was named, for reports: `replay:/ABSOLUTE/FILE` or `openai:MODEL`. */
   readonly spec: string;
+  /** The endpoint's base URL without credentials, query or fragment; null for OpenAI's own or a script. */
+  readonly endpoint: string | null;
   /** Scripted models are positioned per run: a resumed run skips the turns already taken. */
   readonly scripted?: ScriptedModel;
 }
@@ -58,6 +60,19 @@ function configOf(parsed: ParsedArgs, io: CliIo): ModelConfig {
 }
 
 /**
+ * A base URL as a run records it: no user name, password, query or fragment (where a key could
+ * hide). One that is not a URL is recorded as such; the model client refuses it when called.
+ */
+function endpointOf(baseURL: string): string {
+  try {
+    const url = new URL(baseURL);
+    return `${url.origin}${url.pathname}`;
+  } catch {
+    return "(not a URL)";
+  }
+}
+
+/**
  * The model of `--model`, or of `fallback` when it is absent (`libos agent` falls back to
  * `openai`; `run` and `step` to `OPENAI_MODEL` when it is configured, else none).
  * @throws {UsageError} for another form, an endpoint without a model name or a key.
@@ -77,9 +92,12 @@ export function chooseModel(
   let scripted: ScriptedModel | undefined;
   let secrets: string[] = [];
   let name = spec;
+  let endpoint: string | null = null;
   if (spec.startsWith("replay:") && spec.length > "replay:".length) {
-    scripted = ScriptedModel.fromFile(resolve(io.cwd, spec.slice("replay:".length)));
+    const file = resolve(io.cwd, spec.slice("replay:".length));
+    scripted = ScriptedModel.fromFile(file);
     model = scripted;
+    name = `replay:${file}`;
   } else if (spec === "openai" || (spec.startsWith("openai:") && spec.length > "openai:".length)) {
     const c = configOf(parsed, io);
     const modelName = spec === "openai" ? c.model : spec.slice("openai:".length);
@@ -101,13 +119,14 @@ export function chooseModel(
     });
     secrets = [c.apiKey];
     name = `openai:${modelName}`;
+    endpoint = c.baseURL === undefined ? null : endpointOf(c.baseURL);
   } else {
     throw new UsageError(
       `--model must be replay:FILE.jsonl, openai or openai:MODEL, not ${JSON.stringify(spec)}`,
     );
   }
   const record = stringOption(parsed, "record");
-  const base = { secrets, spec: name, ...(scripted ? { scripted } : {}) };
+  const base = { secrets, spec: name, endpoint, ...(scripted ? { scripted } : {}) };
   if (record === undefined) return { model, ...base };
   const file = resolve(io.cwd, record);
   return {

@@ -91,6 +91,8 @@ export const OPTION_SPECS = {
   preset: { type: "string" },
   yes: { type: "boolean", short: "y" },
   toolchain: { type: "string", multiple: true },
+  widen: { type: "boolean" },
+  "policy-from": { type: "string" },
 } as const;
 
 /** The name of an option. */

@@ -8,7 +8,9 @@
  * the terminal (`interactive`, the request rendered with every value escaped and the diff shown)
  * or automatically (`--yes`: each action once, never what a protected path guards) — or, with
  * `--human queue`, stops with exit 3 for `libos human approve` and a later `--resume`. A launcher killed at any point leaves a process
- * that `--resume` continues: a request it was showing is still pending and is shown again.
+ * that `--resume` continues: a request it was showing is still pending and is shown again. A
+ * resume runs under the governance recorded with the run (`_run_governance.ts`; settled, with
+ * every refusal, in `_agent_setup.ts` before anything is written).
  *
  * Exit status: 0 the process exited, 1 it failed or was killed (or stopped elsewhere), 2 usage,
  * 3 it waits on a human nobody here answers (`--human queue`, or `none` on a run already parked).
@@ -18,34 +20,32 @@
 import { resolve } from "node:path";
 import { JitSandbox, JitValidator, lifecycleFor } from "../../jit/mod.ts";
 import type { JsonValue } from "../canonical_json.ts";
-import { UsageError, ValidationError } from "../errors.ts";
 import { escapePreview } from "../escape_preview.ts";
 import { executorFor } from "../executor.ts";
 import type { HumanRequest } from "../human_request.ts";
-import { parseMode } from "../modes.ts";
 import { OPERATOR_ACTOR } from "../object_memory.ts";
 import { type AgentProcess, isFinal } from "../process.ts";
 import { createRuntime, type Runtime } from "../runtime.ts";
-import { MEMORY_DB } from "../state_paths.ts";
 import {
-  type LauncherHuman,
-  type Progress,
-  progress,
-  terminalHuman,
-  yesHuman,
-} from "./_agent_terminal.ts";
-import { chooseModel, type ModelChoice } from "./_model_choice.ts";
+  type Invocation,
+  invocation,
+  launchSetup,
+  resumeSetup,
+  type Setup,
+  treeProcesses,
+} from "./_agent_setup.ts";
+import { type LauncherHuman, type Progress, progress } from "./_agent_terminal.ts";
+import { keepPolicyText } from "./_governance_store.ts";
+import type { ModelChoice } from "./_model_choice.ts";
 import { runLock, treeOf } from "./_run_lock.ts";
-import {
-  type CliIo,
-  type Command,
-  flagOption,
-  listOption,
-  type ParsedArgs,
-  stringOption,
-} from "./_options.ts";
+import { type CliIo, type Command, flagOption, type ParsedArgs, stringOption } from "./_options.ts";
 import { EXIT_FAILED, EXIT_OK, field, printJson } from "./_output.ts";
-import { policyRulesOf, shellPolicyOf, toolchainsOf } from "./_run_options.ts";
+import {
+  describeChanges,
+  governanceDetail,
+  type GovernancePlan,
+  withCopies,
+} from "./_run_governance.ts";
 
 export { type LauncherHuman, terminalHuman, yesHuman } from "./_agent_terminal.ts";
 
@@ -55,110 +55,10 @@ export const EXIT_PARKED = 3;
 export const EXIT_INTERRUPTED = 130;
 
 const DEFAULT_IMAGE = "coding-agent:v0";
-const PRESETS: Readonly<Record<string, string>> = Object.freeze({
-  "read-only": "read-only",
-  edit: "workspace-write",
-  full: "full-access",
-});
 /** A launched process's wall time (the human channel's default request lifetime). */
 const AGENT_WALL_TIME_MS = 24 * 60 * 60 * 1000;
 /** How much of a result object the final report shows. */
 const RESULT_CHARS = 8_000;
-
-/** The launcher's settings from the command line, checked before anything is opened. */
-interface Invocation {
-  readonly goal: string | undefined;
-  readonly resume: string | undefined;
-  readonly mode: string | undefined;
-  readonly human: "interactive" | "queue" | "none" | "yes";
-}
-
-function invocation(parsed: ParsedArgs, io: CliIo): Invocation {
-  const goal = stringOption(parsed, "goal");
-  const resume = stringOption(parsed, "resume");
-  if ((goal === undefined) === (resume === undefined)) {
-    throw new UsageError(
-      `"libos agent" needs exactly one of --goal TEXT (a new run) or --resume PID (a stopped one); run "libos agent --help"`,
-    );
-  }
-  if (goal !== undefined && goal.trim() === "") throw new UsageError("--goal must not be empty");
-  if (resume !== undefined && stringOption(parsed, "image") !== undefined) {
-    throw new UsageError("--image applies to a new run; a resumed process keeps its image");
-  }
-  if (resume !== undefined && stringOption(parsed, "db") === MEMORY_DB) {
-    throw new UsageError("--resume needs the database the run was kept in; --db :memory: has none");
-  }
-  const modeText = stringOption(parsed, "mode");
-  const preset = stringOption(parsed, "preset");
-  if (modeText !== undefined && preset !== undefined) {
-    throw new UsageError("Give --mode or --preset, not both (a preset is a name for a mode)");
-  }
-  let mode: string | undefined;
-  if (preset !== undefined) {
-    if (!Object.hasOwn(PRESETS, preset)) {
-      throw new UsageError(
-        `--preset must be read-only, edit or full, not ${JSON.stringify(preset)}`,
-      );
-    }
-    mode = PRESETS[preset];
-  } else if (modeText !== undefined) {
-    try {
-      mode = parseMode(modeText);
-    } catch (error) {
-      throw new UsageError(`--mode: ${error instanceof Error ? error.message : String(error)}`);
-    }
-  }
-  const humanText = stringOption(parsed, "human");
-  if (humanText !== undefined && flagOption(parsed, "yes")) {
-    throw new UsageError("Give --human or --yes, not both (--yes is the human who approves)");
-  }
-  let human: Invocation["human"];
-  if (flagOption(parsed, "yes")) human = "yes";
-  else if (humanText === undefined) human = io.terminal?.isTerminal() ? "interactive" : "none";
-  else if (humanText === "interactive" || humanText === "queue" || humanText === "none") {
-    human = humanText;
-  } else {
-    throw new UsageError(
-      `--human must be interactive, queue or none, not ${JSON.stringify(humanText)}`,
-    );
-  }
-  return { goal, resume, mode, human };
-}
-
-/**
- * The process `root` and its descendants, parents before children (other runs in the database
- * are not read).
- */
-function treeProcesses(runtime: Runtime, root: string): AgentProcess[] {
-  const out = [runtime.processes.get(root)];
-  for (let i = 0; i < out.length && out.length < 10_000; i++) {
-    let after: string | undefined;
-    for (;;) {
-      const page = runtime.processes.list({
-        parent: out[i]!.pid,
-        limit: 1000,
-        ...(after === undefined ? {} : { afterPid: after }),
-      });
-      out.push(...page);
-      if (page.length < 1000) break;
-      after = page[page.length - 1]!.pid;
-    }
-  }
-  return out;
-}
-
-/** The settings of the last launch of `pid`, from its audit records. */
-function lastLaunch(runtime: Runtime, pid: string): { readonly mode?: string } {
-  for (const action of ["agent.resume", "agent.start"]) {
-    const [record] = runtime.audit.query({ pid, action, order: "desc", limit: 1 });
-    const detail = record?.detail;
-    if (detail) {
-      const mode = detail.mode;
-      return typeof mode === "string" ? { mode } : {};
-    }
-  }
-  return {};
-}
 
 /** A request a process of the tree is parked on, when there is one still pending. */
 function parkedRequest(runtime: Runtime, processes: readonly AgentProcess[]): HumanRequest | null {
@@ -249,25 +149,6 @@ function resultOf(runtime: Runtime, p: AgentProcess): { ref: string; content: st
   }
 }
 
-/**
- * Positions a scripted model after the turns the run's processes already took.
- * @throws {UsageError} when the script holds fewer turns than that.
- */
-function skipTaken(runtime: Runtime, chosen: ModelChoice, root: string): void {
-  const executor = executorFor(runtime, chosen.model);
-  const taken = treeProcesses(runtime, root).reduce(
-    (n, p) => n + executor.turns(p.pid).length,
-    0,
-  );
-  try {
-    chosen.scripted?.skip(taken);
-  } catch {
-    throw new UsageError(
-      `The script ${chosen.spec} has fewer turns than the ${taken} this run already took; give the script of this run`,
-    );
-  }
-}
-
 /** The command's exit status for where the root process stands. */
 function exitStatus(root: AgentProcess, parked: HumanRequest | null): number {
   if (root.status === "exited") return EXIT_OK;
@@ -285,18 +166,21 @@ interface RunEnd {
 }
 
 /**
- * Spawns the run's process (`--goal`) or takes up a stopped one (`--resume`), holds the run's
- * lock in `held`, and records the launch — only once every check that can refuse has passed.
+ * Spawns the run's process (`--goal`) or takes up the stopped one `resumeSetup` locked
+ * (`--resume`), and records the launch with its governance — only once every check that can
+ * refuse has passed. A new run's lock is taken into `held`.
  */
 function launch(
   runtime: Runtime,
   parsed: ParsedArgs,
   call: Invocation,
-  chosen: ModelChoice,
-  mode: string,
+  setup: Setup,
   held: DisposableStack,
-): AgentProcess {
-  const record = (root: AgentProcess, action: string, extra: Record<string, string> = {}) =>
+): { readonly root: AgentProcess; readonly plan: GovernancePlan } {
+  // The text of each policy file, kept first: a launch record names only texts that are kept.
+  const plan = withCopies(setup.plan, (policy) => keepPolicyText(runtime, policy));
+  const g = plan.governance;
+  const record = (root: AgentProcess, action: string, extra: Record<string, JsonValue>) =>
     runtime.audit.append({
       actor: "operator",
       pid: root.pid,
@@ -304,7 +188,14 @@ function launch(
       resource: `process:${root.pid}`,
       decision: "none",
       authority: "operator",
-      detail: { image: root.image, mode, model: chosen.spec, human: call.human, ...extra },
+      detail: {
+        image: root.image,
+        mode: g.mode,
+        model: setup.chosen.spec,
+        human: plan.human,
+        ...extra,
+        ...governanceDetail(plan),
+      },
     });
   if (call.goal !== undefined) {
     // A day of wall time: as long as a request stays answerable, so a run parked on a human
@@ -316,20 +207,11 @@ function launch(
     });
     held.use(runLock(runtime, root.pid));
     record(root, "agent.start", { workspace: runtime.location.workspace });
-    return root;
+    return { root, plan };
   }
   const root = runtime.processes.get(call.resume!);
-  if (root.parent !== null) {
-    throw new ValidationError(
-      `Process ${root.pid} is a child of ${root.parent}; resume the top-level process of its tree (libos sessions lists them)`,
-    );
-  }
-  held.use(runLock(runtime, root.pid));
-  // A scripted model goes on where the stopped run left it: after the turns already taken.
-  // Checked before anything is recorded: a refused resume leaves no trace to be resumed from.
-  if (chosen.scripted) skipTaken(runtime, chosen, root.pid);
   record(root, "agent.resume", { from: root.status });
-  return root;
+  return { root, plan };
 }
 
 /**
@@ -482,22 +364,12 @@ function report(
 }
 
 async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
-  const call = invocation(parsed, io);
-  // Everything that can be refused is refused before the database is touched.
-  const chosen = chooseModel(parsed, io, "openai")!;
-  const shellPolicy = shellPolicyOf(parsed);
-  const rules = policyRulesOf(parsed, io);
+  const call = invocation(parsed);
   const json = flagOption(parsed, "json");
   using shown = progress(io, { quiet: json });
-  const human: LauncherHuman | null = call.human === "interactive"
-    ? terminalHuman(io)
-    : call.human === "yes"
-    ? yesHuman((text) => shown.note(text))
-    : null;
+  const note = (text: string) => shown.note(text);
   const workspace = stringOption(parsed, "workspace");
   const db = stringOption(parsed, "db");
-  const denies = listOption(parsed, "deny");
-  const toolchains = toolchainsOf(parsed, io);
   const envFile = stringOption(parsed, "env-file");
   const place = {
     ...(workspace === undefined ? {} : { workspace }),
@@ -505,24 +377,27 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
     env: io.env,
     cwd: io.cwd,
   };
-  // The run's mode: as given, else (resuming) the one the run was launched with.
-  let mode = call.mode;
-  if (mode === undefined && call.resume !== undefined) {
-    await using peek = await createRuntime({ ...place, create: false, readOnly: true });
-    mode = lastLaunch(peek, call.resume).mode;
-  }
-  mode ??= "workspace-write";
+  // Released when the command ends, however it ends: a resumed run's lock is taken while its
+  // governance is checked.
+  using held = new DisposableStack();
+  // Everything that can be refused is refused before the database is written.
+  const setup = call.resume === undefined
+    ? launchSetup(parsed, io, call, note)
+    : await resumeSetup(parsed, io, call, { place, held, note });
+  const { chosen } = setup;
+  const g = setup.plan.governance;
   await using runtime = await createRuntime({
     ...place,
-    mode,
-    ...(denies.length === 0 ? {} : { denies }),
-    rules,
-    ...(shellPolicy === undefined ? {} : { shellPolicy }),
+    mode: g.mode,
+    ...(g.denies.length === 0 ? {} : { denies: g.denies }),
+    rules: setup.rules,
+    shellPolicy: g.shellPolicy,
     // Asks park durably; this launcher (or a later one, or `libos human`) answers them.
-    human: call.human === "none" ? "none" : "queue",
-    // Nobody reads what --yes approves: the wall keeps secrets and .git out of every command's reach.
-    shieldShell: call.human === "yes",
-    ...(toolchains.length === 0 ? {} : { toolchains }),
+    human: setup.plan.human === "none" ? "none" : "queue",
+    // Nobody reads what --yes approves: the wall keeps secrets and .git out of every command's
+    // reach — and once a run had it, a resume keeps it.
+    shieldShell: g.shield,
+    ...(g.toolchains.length === 0 ? {} : { toolchains: g.toolchains }),
     ...(envFile === undefined ? {} : { conceal: [resolve(io.cwd, envFile)] }),
     create: call.resume === undefined,
     secrets: chosen.secrets,
@@ -532,14 +407,20 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
   await using sandbox = new JitSandbox();
   await using validator = new JitValidator();
   lifecycleFor(runtime, { sandbox, validator });
-  // Released when the command ends, however it ends.
-  using held = new DisposableStack();
-  const root = launch(runtime, parsed, call, chosen, mode, held);
+  const { root, plan } = launch(runtime, parsed, call, setup, held);
+  // What a resume changed is shown (and was audited with agent.resume), --json or not.
+  for (const line of describeChanges(plan, root.pid)) {
+    io.stderr(`libos agent: ${field(line, 8192)}\n`);
+  }
   if (!json) {
+    const counted = (n: number, what: string) =>
+      n === 0 ? "" : `, ${n} ${what}${n === 1 ? "" : "s"}`;
     io.stderr(
       `libos agent: ${call.goal !== undefined ? "started" : "resuming"} ${root.pid} (image ${
         field(root.image)
-      }, mode ${mode}, model ${field(chosen.spec)}, human ${call.human}${
+      }, mode ${g.mode}, shell ${g.shellPolicy}${counted(g.denies.length, "deny rule")}${
+        counted(g.policies.length, "policy file")
+      }, model ${field(chosen.spec)}, human ${plan.human}${
         runtime.primitives.shell.toolchains.length === 0
           ? ""
           : `, toolchains ${
@@ -548,7 +429,7 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
       }); database ${field(runtime.location.path, 4096)}\n`,
     );
   }
-  const end = await runTree(runtime, io, root.pid, chosen, human, shown, json);
+  const end = await runTree(runtime, io, root.pid, chosen, setup.human, shown, json);
   shown.stop();
   return report(io, json, runtime, end);
 }
@@ -562,11 +443,24 @@ export const agentCommand: Command = {
          [--shell-policy LEVEL] [--policy FILE]... [--trust-workspace-policy] [--deny RULE]...
          [--model replay:FILE.jsonl | openai[:MODEL]] [--env-file FILE] [--record LOG.jsonl]
          [--toolchain DIR]... [--db FILE] [--human interactive|queue|none | --yes] [--json]
+         [--widen] [--policy-from launch|current]            (these two with --resume)
 
 Spawns a top-level process for the goal (image ${DEFAULT_IMAGE} unless --image) in the
 workspace (default: the current directory; the host's cwd is never changed) and runs it, and
 the children it makes, until it ends. --resume PID takes up a stopped run (a killed launcher, a
-process waiting on a human) with the mode it was launched with unless --mode is given.
+process waiting on a human).
+
+A resumed run keeps its governance: the mode, human, --yes shield, shell policy, --deny rules,
+policy files (path and sha-256; the text is kept), toolchains and model are recorded with the
+run and re-applied — no need to repeat them. Flags may narrow it (a stricter --mode or
+--shell-policy, more --deny rules, a --policy file of deny rules only) or change who answers
+(--human). A widening — a looser mode or level, --yes, a --toolchain, a --policy file with allow
+or ask rules — is refused (governance_widened) unless --widen is given; it is then shown and
+audited, and holds for the run from then on. A recorded policy file that changed, vanished or
+cannot be read here refuses the resume (policy_changed, policy_unverified) until
+--policy-from launch (the text recorded at launch) or --policy-from current (the file as it is
+now; a vanished file's rules are dropped) says which holds. Another --model is shown and
+audited. A run launched before libos recorded governance resumes with the flags given (said).
 
 The mode (default workspace-write; presets read-only, edit, full) is the run's ceiling and the
 process's default grants; --deny RULE adds run denies; --policy files and the shell policy
@@ -615,6 +509,8 @@ Exit status: 0 the process exited, 1 it failed or was killed, 2 usage, 3 it wait
     "human",
     "yes",
     "toolchain",
+    "widen",
+    "policy-from",
   ],
   run: agent,
 };
