@@ -6,8 +6,9 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { sha256Hex } from "../runtime/canonical_json.ts";
-import { permissionFlags, UnlistablePathError } from "../runtime/cli/bootstrap.ts";
+import { permissionFlags, recordedReads, UnlistablePathError } from "../runtime/cli/bootstrap.ts";
 import { sandbox, tamper, task } from "./_cli_sandbox.ts";
+import { createRuntime } from "../runtime/runtime.ts";
 import { DemoReport } from "../runtime/cli/demo_command.ts";
 
 Deno.test("libos init creates the workspace database (0600) and head file in the state directory, and is idempotent", async () => {
@@ -236,6 +237,55 @@ Deno.test("bootstrap permissionFlags() grants read and write only on the workspa
   );
   assert.ok(flags.includes("--no-prompt"));
   assert.ok(!value("write")?.includes("/data"), "the --db directory is readable, not writable");
+});
+
+Deno.test("bootstrap recordedReads() finds what a run's last launch recorded (policy files, toolchains, a replay script) without writing; permissionFlags() grants read, not write, on them for agent --resume", async () => {
+  using s = sandbox();
+  assert.equal((await s.cli("init")).status, 0);
+  const governance = (policy: string) => ({
+    version: 1,
+    policies: [{ path: policy, sha256: "0".repeat(64), copy: null }],
+    toolchains: ["/opt/tc"],
+    model: { spec: "replay:/scripts/run.jsonl", endpoint: null },
+  });
+  {
+    await using runtime = await createRuntime({ workspace: s.workspace, db: s.dbPath() });
+    const record = (pid: string, action: string, detail: Record<string, unknown>) =>
+      runtime.audit.append({
+        actor: "operator",
+        pid,
+        action,
+        resource: `process:${pid}`,
+        decision: "none",
+        authority: "operator",
+        detail: detail as Parameters<typeof runtime.audit.append>[0]["detail"],
+      });
+    record("pid_1", "agent.start", { governance: governance("/p/old.jsonc") });
+    record("pid_1", "agent.resume", { governance: governance("/p/new.jsonc") });
+    record("pid_2", "agent.start", { mode: "read-only" });
+  }
+  const before = Deno.statSync(s.dbPath()).mtime?.getTime();
+  assert.deepEqual(recordedReads(s.dbPath(), "pid_1"), [
+    "/p/new.jsonc",
+    "/opt/tc",
+    "/scripts/run.jsonl",
+  ]);
+  assert.deepEqual(recordedReads(s.dbPath(), "pid_2"), [], "a run launched before governance");
+  assert.deepEqual(recordedReads(s.dbPath(), "pid_none"), []);
+  assert.deepEqual(recordedReads(join(s.state, "missing.db"), "pid_1"), [], "no database");
+  assert.equal(Deno.statSync(s.dbPath()).mtime?.getTime(), before, "the database is not written");
+  const flags = permissionFlags({
+    args: ["agent", "--resume", "pid_1"],
+    cwd: "/w",
+    env: { get: (n) => ({ HOME: "/home/u" } as Record<string, string>)[n] },
+    realPath: (p) => p,
+    recorded: ["/p/new.jsonc", "/opt/tc", "relative/ignored", "/a,b"],
+  });
+  const value = (name: string) =>
+    flags.find((f) => f.startsWith(`--allow-${name}=`))?.split("=")[1]?.split(",") ?? [];
+  assert.ok(value("read").includes("/p/new.jsonc") && value("read").includes("/opt/tc"));
+  assert.ok(!value("write").includes("/p/new.jsonc") && !value("write").includes("/opt/tc"));
+  assert.ok(!value("read").includes("relative/ignored"));
 });
 
 Deno.test("bootstrap permissionFlags() grants a symlinked place both as given and as its real path", () => {

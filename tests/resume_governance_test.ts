@@ -378,7 +378,7 @@ Deno.test("attack: the agent rewrites the --policy file it can reach in the work
   assert.ok(!exists(join(s.workspace, "notes", "pwned.txt")), "the next turn never ran");
 });
 
-Deno.test("libos agent --resume: a policy file that vanished is reported, and --policy-from launch re-applies the text kept with the run; one this invocation cannot read is policy_unverified until named again (real bootstrap)", async () => {
+Deno.test("libos agent --resume: a policy file that vanished is reported, and --policy-from launch re-applies the text kept with the run; one outside every place the launcher reads by default is read again without naming it (real bootstrap)", async () => {
   using s = sandbox();
   const { policy, script } = setup(s, [
     call("ask_human", { question: "start?" }),
@@ -401,22 +401,26 @@ Deno.test("libos agent --resume: a policy file that vanished is reported, and --
     "ask",
     `rule:${policy}#2`,
   ]);
-  // Outside every place the launcher may read unless it is named on the command line.
+  // Outside every place the launcher reads by default: the launcher grants read on what the
+  // run recorded, so a plain resume checks it again (policy_unverified is for a file that
+  // cannot be read at all; runtime/cli/_run_governance_test.ts).
   const outside = join(s.workspace, "..", "outside.jsonc");
   Deno.writeTextFileSync(outside, STRICT);
   const second = await launch(outside);
   const other = second.doc.pid as string;
   await settle(s, second);
-  const before = (await audit(s)).length;
-  assertRefused(
-    await resume(s, other, script),
-    "policy_unverified",
-    /outside\.jsonc cannot be read here .*name it with --policy/,
-  );
-  assert.equal((await audit(s)).length, before);
-  const named = await resume(s, other, script, "--policy", outside);
-  assert.equal(named.status, 3, named.stdout + named.stderr);
-  assert.doesNotMatch(named.stderr, /widened|narrowed/, "the same file, not another one");
+  const plain = await resume(s, other, script);
+  assert.equal(plain.status, 3, plain.stdout + plain.stderr);
+  assert.doesNotMatch(plain.stderr, /widened|narrowed/, "the same file, not another one");
+  assert.deepEqual((await decisions(s, other)).at(-1), [
+    "fs.write",
+    "fs:notes/a.txt",
+    "ask",
+    `rule:${outside}#2`,
+  ]);
+  // Changed there, it is reported as any other.
+  Deno.writeTextFileSync(outside, STRICT + "\n");
+  assertRefused(await resume(s, other, script), "policy_changed", /outside\.jsonc/);
 });
 
 Deno.test("libos agent --resume of a run launched before libos recorded governance: it works, says so, applies the launch's mode and the flags given, and records them for the next resume (real bootstrap)", async () => {
@@ -459,7 +463,7 @@ Deno.test("libos agent --resume of a run launched before libos recorded governan
   assert.equal((detail.governance as { mode: string }).mode, "read-only");
 });
 
-Deno.test("libos agent --resume re-applies a recorded --toolchain; one this invocation may not read is a usage error saying to name it again, and naming it again is no widening (real bootstrap)", async () => {
+Deno.test("libos agent --resume re-applies a recorded --toolchain without naming it again (the launcher reads what the run recorded), and naming it again is no widening (real bootstrap)", async () => {
   using s = sandbox();
   const { script } = setup(s, [call("ask_human", { question: "start?" }), final("done")]);
   const toolchain = join(s.workspace, "..", "toolchain");
@@ -477,14 +481,9 @@ Deno.test("libos agent --resume re-applies a recorded --toolchain; one this invo
   );
   const pid = first.doc.pid as string;
   await settle(s, first);
-  const before = (await audit(s)).length;
   const unnamed = await resume(s, pid, script);
-  assert.equal(unnamed.status, 2, unnamed.stdout + unnamed.stderr);
-  assert.match(
-    (unnamed.doc.error as { message: string }).message,
-    /toolchain .* cannot be read by this invocation .*name it again with --toolchain/,
-  );
-  assert.equal((await audit(s)).length, before, "nothing recorded");
+  assert.equal(unnamed.status, 0, unnamed.stdout + unnamed.stderr);
+  assert.doesNotMatch(unnamed.stderr, /widened/);
   const named = await resume(s, pid, script, "--toolchain", toolchain);
   assert.equal(named.status, 0, named.stdout + named.stderr);
   assert.doesNotMatch(named.stderr, /widened/);

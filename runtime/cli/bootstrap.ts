@@ -12,6 +12,8 @@ import { fileURLToPath } from "node:url";
 import { configEnvFile, endpointHost, MODEL_ENV, parseEnvFile } from "./model_config.ts";
 import { SYSTEM_PATH } from "../system_path.ts";
 import { loadUserConfig } from "../user_config.ts";
+import { defaultDatabasePath } from "../state_paths.ts";
+import { DatabaseSync } from "node:sqlite";
 
 /** Environment variables the runtime reads. */
 export const RUNTIME_ENV = [
@@ -44,6 +46,12 @@ export interface BootstrapFacts {
   readonly baseURL?: string;
   /** The toolchain directories of the user's `config.jsonc`. */
   readonly toolchains?: readonly string[];
+  /**
+   * `agent --resume`: what the run's last launch recorded that it reads again — policy files,
+   * toolchains, a replay script (`recordedReads`). Read only; libos checks each against the
+   * chained record.
+   */
+  readonly recorded?: readonly string[];
 }
 
 /**
@@ -193,6 +201,9 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
       if (dir.trim() !== "") grant(resolve(facts.cwd, dir), false);
     }
     for (const dir of facts.toolchains ?? []) grant(dir, false);
+    for (const path of facts.recorded ?? []) {
+      if (isAbsolute(path) && !path.includes(",")) grant(path, false);
+    }
     for (const dir of (facts.env.get("PATH") ?? "").split(":")) {
       // Only what Deno's lists can hold; a hint is not worth refusing the run over.
       if (isAbsolute(dir) && dir !== "/" && !dir.includes(",")) grant(dir, false);
@@ -218,6 +229,61 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
     ...(run ? [`--allow-run=${run}`] : []),
     ...(net ? [`--allow-net=${net}`] : []),
   ];
+}
+
+/**
+ * The absolute paths the last launch of process `pid` recorded in its governance (policy files,
+ * toolchains, a `replay:` script), read from the database without writing to it. A resume reads
+ * them again, so the launcher grants read on them; libos compares each against the hash-chained
+ * record (a changed policy file refuses the resume). Empty when there is nothing to read or the
+ * database cannot be read now: libos then says which path to name again.
+ */
+export function recordedReads(databasePath: string, pid: string): string[] {
+  let db: DatabaseSync | undefined;
+  try {
+    db = new DatabaseSync(databasePath, { readOnly: true });
+    const row = db.prepare(
+      `SELECT detail FROM audit WHERE pid = ? AND action IN ('agent.start', 'agent.resume')
+         AND detail IS NOT NULL ORDER BY seq DESC LIMIT 1`,
+    ).get(pid);
+    const detail = typeof row?.detail === "string" ? JSON.parse(row.detail) as unknown : null;
+    const governance = (detail as { governance?: unknown } | null)?.governance;
+    if (typeof governance !== "object" || governance === null) return [];
+    const g = governance as { policies?: unknown; toolchains?: unknown; model?: unknown };
+    const paths: string[] = [];
+    if (Array.isArray(g.policies)) {
+      for (const p of g.policies) {
+        const path = (p as { path?: unknown } | null)?.path;
+        if (typeof path === "string") paths.push(path);
+      }
+    }
+    if (Array.isArray(g.toolchains)) {
+      for (const t of g.toolchains) if (typeof t === "string") paths.push(t);
+    }
+    const spec = (g.model as { spec?: unknown } | null)?.spec;
+    if (typeof spec === "string" && spec.startsWith("replay:")) paths.push(spec.slice(7));
+    return paths.filter((p) => isAbsolute(p));
+  } catch {
+    // A database this launcher cannot read now (none yet, locked, another version): no grant.
+    return [];
+  } finally {
+    db?.close();
+  }
+}
+
+/** The database `libos agent --resume` will open, as libos computes it (see `state_paths.ts`). */
+function resumeDatabase(
+  args: readonly string[],
+  cwd: string,
+  env: BootstrapFacts["env"],
+  realPath: (path: string) => string,
+): string | undefined {
+  const db = optionValue(args, "db");
+  if (db !== undefined) return db === ":memory:" ? undefined : resolve(cwd, db);
+  const state = stateDir(env);
+  if (!state) return undefined;
+  const workspace = realPath(resolve(cwd, optionValue(args, "workspace") ?? "."));
+  return defaultDatabasePath(state, workspace);
 }
 
 if (import.meta.main) {
@@ -254,8 +320,15 @@ if (import.meta.main) {
     try {
       if (!Deno.args.includes("--no-user-config")) toolchains = loadUserConfig(Deno.env).toolchains;
     } catch { /* reported by libos itself */ }
+    const command = Deno.args.find((a) => !a.startsWith("-"));
+    const resume = command === "agent" ? optionValue(Deno.args, "resume") : undefined;
+    const database = resume === undefined
+      ? undefined
+      : resumeDatabase(Deno.args, cwd, Deno.env, realPath);
+    const recorded = database === undefined ? [] : recordedReads(database, resume!);
     flags = permissionFlags({
       toolchains,
+      recorded,
       args: Deno.args,
       cwd,
       env: Deno.env,
