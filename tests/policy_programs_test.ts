@@ -17,7 +17,7 @@ import { wallTestMode } from "./shell_fixture.ts";
 
 const mode = wallTestMode();
 
-Deno.test("libos policy check through the launcher decides every family row and control as decideShell() does: one allow rule per program never lets a row through, the controls run", async () => {
+Deno.test("libos policy check through the launcher decides every family row and control as decideShell() does: one allow rule per program never lets a row through, the controls run, a malformed argv[0] is refused", async () => {
   using s = sandbox();
   const rows = Object.values(CODE_ROWS).flat();
   const argvs = [...rows.map((r) => r.example), ...Object.values(CONTROLS).flat()];
@@ -77,6 +77,24 @@ Deno.test("libos policy check through the launcher decides every family row and 
     }
   }
   assert.deepEqual(failures, [], failures.join("\n"));
+  // A shell line passed as argv[0] is refused as malformed, before anything is decided.
+  for (const program of ["ls -la", "FOO=1", "*.sh", "'rm'"]) {
+    const refused = await task(
+      s.workspace,
+      s.state,
+      "libos",
+      "policy",
+      "check",
+      "--json",
+      "--",
+      program,
+    );
+    assert.equal(refused.status, 1, refused.stdout + refused.stderr);
+    const error =
+      (JSON.parse(refused.stdout) as { error: { code: string; message: string } }).error;
+    assert.equal(error.code, "validation_failed");
+    assert.match(error.message, /argv\[0\] must be a program, not shell syntax/);
+  }
 });
 
 /** A git repository with one commit and an archive, the workspace of the end-to-end run. */
