@@ -1956,9 +1956,18 @@ function startsWithAny(
   return false;
 }
 
+/**
+ * Whether `text` contains one of `needles` (lowercase), in any case. Lowercased in chunks that
+ * overlap by the longest needle, so a large operand never becomes one large copy.
+ */
 function containsAny(text: string, needles: readonly string[]): boolean {
-  const lower = text.toLowerCase();
-  return needles.some((n) => lower.includes(n));
+  const CHUNK = 32 * 1024;
+  const overlap = Math.max(0, ...needles.map((n) => n.length - 1));
+  for (let start = 0; start < text.length; start += CHUNK) {
+    const lower = text.slice(start, start + CHUNK + overlap).toLowerCase();
+    if (needles.some((n) => lower.includes(n))) return true;
+  }
+  return false;
 }
 
 /** Whether operand `text` (or one of its lines) starts with one of `prefixes`. */

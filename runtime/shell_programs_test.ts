@@ -142,6 +142,10 @@ Deno.test("The matcher reads options as the programs do: abbreviations, clusters
     ["a lifecycle command", ["npm", "version", "patch"]],
     ["git -C then the subcommand", ["git", "--no-pager", "bisect", "run", "make"]],
     ["a dot-command on a later line", ["sqlite3", "x.db", "select 1;\n.shell id"]],
+    [
+      "a needle across a 32 KiB chunk, in capitals",
+      ["sqlite3", "x.db", `select '${"x".repeat(32 * 1024 - 13)}', LOAD_EXTENSION('./e')`],
+    ],
     ["a pipe in strace -o", ["strace", "-o|sh -c id", "true"]],
     ["a wrapper in front", ["timeout", "5", "git", "grep", "-Osh", "x"]],
     ["inside sh -c", ["sh", "-c", "git ls-remote --upload-pack='touch x;' ."]],
