@@ -44,6 +44,7 @@ export const JIT_RULES = [
   "with_statement",
   "pragma",
   "run_export",
+  "invisible_character",
 ] as const;
 /** A rule id. */
 export type JitRule = typeof JIT_RULES[number];

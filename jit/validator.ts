@@ -22,12 +22,15 @@
  * `Reflect`, `fetch`, …), no property name built at run time from strings or calls, no string
  * that is exactly such a name, no identifier spelled with escapes, no `with`, no compiler pragma
  * (`@jsxImportSource`, `@deno-types`, `/// <reference`), and `export function run(args, libos)`.
- * A parse failure is a rejection.
+ * A parse failure is a rejection. Read in the raw text rather than the AST: no bidirectional
+ * control or invisible character anywhere, comments and strings included (`_invisible.ts`,
+ * Trojan Source); every message shows such characters escaped (`\u{202E}`), never raw.
  *
  * @module
  */
 import { SwcParser, type SwcParserOptions } from "./_swc_parser.ts";
 import type { JitViolation } from "./_rules.ts";
+import { escapeInvisible, findInvisible } from "./_invisible.ts";
 
 export { JIT_RULES, type JitRule, type JitViolation } from "./_rules.ts";
 
@@ -101,9 +104,14 @@ export class JitValidator implements AsyncDisposable {
         column: 1,
       });
     }
+    // Read in the raw text, not the AST: comments and the inside of strings count too.
+    const hidden = findInvisible(source, VIOLATIONS_MAX);
     const checked = await this.#parser.check(source, [...this.#allowImports]);
-    if (!checked.ok) return rejected(parseViolation(checked.message));
-    const violations = dedupe(checked.violations);
+    const violations = dedupe(
+      checked.ok
+        ? [...checked.violations, ...hidden]
+        : [parseViolation(checked.message), ...hidden],
+    );
     return { ok: violations.length === 0, violations };
   }
 
@@ -116,7 +124,11 @@ function rejected(violation: JitViolation): JitReport {
   return { ok: false, violations: [violation] };
 }
 
-/** Sorted by position, one per rule and place, at most {@link VIOLATIONS_MAX}. */
+/**
+ * Sorted by position, one per rule and place, at most {@link VIOLATIONS_MAX}; each message with
+ * its unprintable characters escaped (a message quotes the source, and reaches a terminal or a
+ * model as it is).
+ */
 function dedupe(violations: readonly JitViolation[]): JitViolation[] {
   const seen = new Set<string>();
   const out: JitViolation[] = [];
@@ -127,7 +139,7 @@ function dedupe(violations: readonly JitViolation[]): JitViolation[] {
     const key = `${v.rule}:${v.line}:${v.column}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    out.push(v);
+    out.push({ ...v, message: escapeInvisible(v.message) });
     if (out.length >= VIOLATIONS_MAX) break;
   }
   return out;

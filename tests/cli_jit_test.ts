@@ -56,6 +56,33 @@ Deno.test("libos jit check without --json prints a readable report; --allow-impo
   assert.equal(allowed.stdout, "tool.ts: ok\n");
 });
 
+Deno.test("libos jit check attack: a Trojan Source tool is refused, and its bidi controls reach the terminal and the JSON only escaped", async () => {
+  using s = sandbox();
+  // Displayed, the early return sits inside the comment; run, it returns before the check.
+  const source =
+    "export function run(args, libos) {\n  /* end admins only \u202E { \u2066*/\n  return 1;\n}\n";
+  Deno.writeTextFileSync(join(s.workspace, "trojan.ts"), source);
+  const raw = /[\u202A-\u202E\u2066-\u2069]/;
+  const text = await s.cli("jit", "check", "trojan.ts");
+  assert.equal(text.status, 1);
+  assert.match(text.stdout, /^trojan\.ts: rejected\n {2}2:22 {2}invisible_character {2}U\+202E /);
+  assert.match(text.stdout, /u\{2066\}/);
+  assert.doesNotMatch(text.stdout + text.stderr, raw);
+  const json = await s.cli("jit", "check", "--json", "trojan.ts");
+  assert.equal(json.status, 1);
+  assert.doesNotMatch(json.stdout, raw);
+  const [result] = JSON.parse(json.stdout);
+  assert.deepEqual(
+    result.violations.map((v: { rule: string; line: number; column: number }) => [
+      v.rule,
+      v.line,
+      v.column,
+    ]),
+    [["invisible_character", 2, 22], ["invisible_character", 2, 26]],
+  );
+  assert.match(result.violations[0].message, /\(\\u\{202E\}\)/);
+});
+
 Deno.test("libos jit check refuses a missing FILE or an empty --allow-import as usage (exit 2)", async () => {
   using s = sandbox();
   assert.equal((await s.cli("jit", "check")).status, 2);
