@@ -136,8 +136,15 @@ if (run.type !== "run" || run.v !== 1) {
     // JavaScript the host transpiled skips Deno's own transpile (about 1 ms per call).
     const media = run.lang === "javascript" ? "application/javascript" : "application/typescript";
     const tool = await import(`data:${media};base64,${btoa(binary)}`);
-    if (typeof tool.run !== "function") throw new TypeError("the tool exports no run function");
-    const value = await tool.run(run.args, libos);
+    // The entry point as the validator reads it (jit/_run_export.ts): the export named run when
+    // there is one, otherwise the default export.
+    const entry = "run" in tool ? "run" : "default";
+    if (typeof tool[entry] !== "function") {
+      throw new TypeError(
+        "the tool exports no run function; write export async function run(args, libos) { … }",
+      );
+    }
+    const value = await tool[entry](run.args, libos);
     write({ type: "result", value: value === undefined ? null : value });
   } catch (error) {
     // Out of memory is the harness's finding, not the tool's claim: a RangeError counts only

@@ -8,6 +8,7 @@
 import type { SourceMap } from "./_source_map.ts";
 import { type AstNode as Node, child, isNode, text } from "./_ast.ts";
 import { Constants, foldString } from "./_fold.ts";
+import { checkRunExport } from "./_run_export.ts";
 import {
   DANGEROUS_STRINGS,
   DEFINERS,
@@ -474,33 +475,6 @@ export class RuleChecker {
       );
     }
   }
-
-  /** Requires `export function run(args, libos)` (sync or async, not a generator). */
-  requireRun(program: Node): void {
-    const body = Array.isArray(program.body) ? program.body.filter(isNode) : [];
-    for (const item of body) {
-      const declaration = item.type === "ExportDeclaration"
-        ? child(item, "declaration")
-        : undefined;
-      if (declaration?.type !== "FunctionDeclaration") continue;
-      if (text(child(declaration, "identifier"), "value") !== "run") continue;
-      const params = Array.isArray(declaration.params) ? declaration.params : [];
-      if (declaration.declare === true || !isNode(declaration.body)) {
-        // `export declare function run` and a lone overload signature exist only as types.
-        continue;
-      }
-      if (declaration.generator === true) {
-        this.report("run_export", "`run` must be a function, not a generator", declaration);
-      } else if (params.length > 2) {
-        this.report("run_export", "`run` takes at most two parameters: (args, libos)", declaration);
-      }
-      return;
-    }
-    this.report(
-      "run_export",
-      "a tool must declare `export function run(args, libos)` (or `export async function run`)",
-    );
-  }
 }
 
 /**
@@ -604,7 +578,7 @@ export function checkProgram(
     return checker.violations;
   }
   checker.check(program);
-  checker.requireRun(program);
+  checkRunExport(program, (message, node) => checker.report("run_export", message, node));
   // Deno reads pragmas case-insensitively (ASCII only, so indices stay those of the source).
   const source = asciiLower(map.source);
   for (const marker of PRAGMAS) {

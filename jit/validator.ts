@@ -21,8 +21,9 @@
  * `window`, …), no host API (`Deno`, `WebAssembly`, `Worker`, `SharedArrayBuffer`, `Atomics`,
  * `Reflect`, `fetch`, …), no property name built at run time from strings or calls, no string
  * that is exactly such a name, no identifier spelled with escapes, no `with`, no compiler pragma
- * (`@jsxImportSource`, `@deno-types`, `/// <reference`), and `export function run(args, libos)`.
- * A parse failure is a rejection. Read in the raw text rather than the AST: no bidirectional
+ * (`@jsxImportSource`, `@deno-types`, `/// <reference`), and an exported `run` function (every
+ * form models write, `export const run = async (args, libos) => …` and default exports included:
+ * `_run_export.ts`, read the same way by the harness). A parse failure is a rejection. Read in the raw text rather than the AST: no bidirectional
  * control or invisible character anywhere, comments and strings included (`_invisible.ts`,
  * Trojan Source); every message shows such characters escaped (`\u{202E}`), never raw.
  *
