@@ -19,13 +19,17 @@
  * phases, no dynamic `import()`, `import.meta`, `eval`, `Function`, `.constructor` or
  * `__proto__` (by name, by literal, or destructured), no global object (`globalThis`, `self`,
  * `window`, …), no host API (`Deno`, `WebAssembly`, `Worker`, `SharedArrayBuffer`, `Atomics`,
- * `Reflect`, `fetch`, …), no property name built at run time from strings or calls, no string
- * that is exactly such a name, no identifier spelled with escapes, no `with`, no compiler pragma
- * (`@jsxImportSource`, `@deno-types`, `/// <reference`), and an exported `run` function (every
- * form models write, `export const run = async (args, libos) => …` and default exports included:
- * `_run_export.ts`, read the same way by the harness). A parse failure is a rejection. Read in the raw text rather than the AST: no bidirectional
- * control or invisible character anywhere, comments and strings included (`_invisible.ts`,
- * Trojan Source); every message shows such characters escaped (`\u{202E}`), never raw.
+ * `Reflect`, `fetch`, …), no property name built at run time from strings or calls, no lookup
+ * by a name that routes out (`o["eval"]`, `o[k]` where `k` folds to `"constructor"`), and a
+ * name only where it can reach a lookup: `"constructor"` or `"__proto__"` kept as a value in a
+ * program that also looks properties up by run-time keys (a global's name as a value, like
+ * `name === "Deno"`, reaches nothing), no identifier spelled with escapes, no `with`, no
+ * compiler pragma (`@jsxImportSource`, `@deno-types`, `/// <reference`), and an exported `run`
+ * function (every form models write, `export const run = async (args, libos) => …` and default
+ * exports included: `_run_export.ts`, read the same way by the harness). A parse failure is a
+ * rejection. Read in the raw text rather than the AST: no bidirectional control or invisible
+ * character anywhere, comments and strings included (`_invisible.ts`, Trojan Source); every
+ * message shows such characters escaped (`\u{202E}`), never raw.
  *
  * @module
  */
