@@ -110,21 +110,30 @@ if (run.type !== "run" || run.v !== 1) {
   write({ type: "error", name: "ProtocolError", message: "the first frame is not a v1 run frame" });
 } else {
   let next = 0;
+  // One syscall at a time, in the order the tool made them: the host serves them one by one, and
+  // a tool that awaits several at once (Promise.all over libos.call) must not have two readers of
+  // stdin take each other's replies.
+  let queue = Promise.resolve();
+  const exchange = async (name, args) => {
+    const id = next++;
+    write({ type: "syscall", id, name: String(name), args });
+    const reply = await nextFrame();
+    if (reply.type !== "syscall_result" || reply.id !== id) {
+      throw new Error("the host answered out of order");
+    }
+    if (!reply.ok) {
+      const error = new Error(reply.error?.message ?? "the syscall failed");
+      error.name = "SyscallError";
+      error.code = reply.error?.code ?? "failed";
+      throw error;
+    }
+    return reply.value;
+  };
   const libos = Object.freeze({
-    async call(name, args = {}) {
-      const id = next++;
-      write({ type: "syscall", id, name: String(name), args });
-      const reply = await nextFrame();
-      if (reply.type !== "syscall_result" || reply.id !== id) {
-        throw new Error("the host answered out of order");
-      }
-      if (!reply.ok) {
-        const error = new Error(reply.error?.message ?? "the syscall failed");
-        error.name = "SyscallError";
-        error.code = reply.error?.code ?? "failed";
-        throw error;
-      }
-      return reply.value;
+    call(name, args = {}) {
+      const result = queue.then(() => exchange(name, args));
+      queue = result.then(() => {}, () => {});
+      return result;
     },
   });
   try {
