@@ -62,12 +62,6 @@ export function foldString(expr: AstNode, constants: Constants): string | undefi
   return typeof value === "string" ? value : undefined;
 }
 
-/** The string or number an expression evaluates to, when the source spells all of it. */
-export function foldKey(expr: AstNode, constants: Constants): string | number | undefined {
-  const value = fold(expr, constants, 0);
-  return typeof value === "string" || typeof value === "number" ? value : undefined;
-}
-
 function fold(expr: AstNode, constants: Constants, depth: number): Value | undefined {
   if (depth > DEPTH_MAX) return undefined;
   const next = (n: AstNode | undefined) => n ? fold(n, constants, depth + 1) : undefined;

@@ -128,12 +128,24 @@ export const COMPARISONS: readonly string[] = Object.freeze([
   ">=",
 ]);
 
-/** Where an Identifier or a string names a property of an object literal (enumerable data). */
-export const LITERAL_KEYS: readonly string[] = Object.freeze([
+/**
+ * Where a name written in the source becomes a string at run time: an object literal's or a
+ * class field's key (`Object.keys`, `for … in`), an enum member (its reverse mapping), the name
+ * of a function, class or variable (`.name`).
+ */
+export const NAMES_AS_DATA: readonly string[] = Object.freeze([
   "KeyValueProperty.key",
   "MethodProperty.key",
   "GetterProperty.key",
   "SetterProperty.key",
+  "ClassProperty.key",
+  "ClassMethod.key",
+  "TsEnumMember.id",
+  "VariableDeclarator.id",
+  "FunctionDeclaration.identifier",
+  "FunctionExpression.identifier",
+  "ClassDeclaration.identifier",
+  "ClassExpression.identifier",
 ]);
 
 /** Keys holding only types (erased before anything runs). */

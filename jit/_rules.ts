@@ -7,7 +7,7 @@
  */
 import type { SourceMap } from "./_source_map.ts";
 import { type AstNode as Node, child, isNode, text } from "./_ast.ts";
-import { Constants, foldKey, foldString } from "./_fold.ts";
+import { Constants, foldString } from "./_fold.ts";
 import { checkRunExport } from "./_run_export.ts";
 import {
   COMPARISONS,
@@ -15,8 +15,8 @@ import {
   DEFINERS,
   FORBIDDEN_GLOBALS,
   GLOBAL_OBJECTS,
-  LITERAL_KEYS,
   NAME_POSITIONS,
+  NAMES_AS_DATA,
   NUMERIC_OPERATORS,
   PROTO_NAMES,
   REFLECTION,
@@ -195,6 +195,9 @@ export class RuleChecker {
    * `let`, an array, an argument), and never where it is only compared (`k === "constructor"`,
    * `case "constructor":`). A global's name (`"Deno"`, `"eval"`) routes out only as a key of the
    * global object, which a tool cannot name; it is refused only as a key itself (`o["eval"]`).
+   * What a tool builds at run time out of text the source does not spell as a value (a slice of
+   * `f.toString()`, a comment's words) is the sandbox's to stop, as before: code generation from
+   * strings is disabled there and `Deno` is gone.
    */
   #reportRouteValues(): void {
     const opaque = this.#opaqueKey;
@@ -444,9 +447,9 @@ export class RuleChecker {
         );
       }
     }
+    // A name that becomes a string at run time (`Object.keys`, `.name`) is a value too.
+    if (NAMES_AS_DATA.includes(at)) this.#routeValue(name, node);
     if (NAME_POSITIONS.includes(at)) {
-      // An object literal's property names are data too (`Object.keys`, `for … in`).
-      if (LITERAL_KEYS.includes(at)) this.#routeValue(name, node);
       if (
         at === "MemberExpression.property" || at === "SuperPropExpression.property" ||
         at === "TsQualifiedName.right"
@@ -509,8 +512,8 @@ export class RuleChecker {
    * variable, a member) is remembered (see {@link #reportRouteValues}).
    */
   #computedKey(key: Node): void {
-    const folded = foldKey(key, this.#constants);
-    if (typeof folded === "string" && isKeyName(folded)) {
+    const folded = foldString(key, this.#constants);
+    if (folded !== undefined && isKeyName(folded)) {
       this.#keyName(folded, key);
       const bare = unwrap(key);
       if (bare.type !== "StringLiteral" && bare.type !== "TemplateLiteral") {
@@ -530,7 +533,9 @@ export class RuleChecker {
         key,
       );
     } else if (problem !== undefined) this.#keyName(problem, key);
-    else if (folded === undefined && isOpaque(key)) this.#opaqueKey ??= key;
+    // Even when a name folds to a harmless constant: folding ignores scope, and a parameter or a
+    // `let` of the same name may hold anything (`const k = "x"; (o, k) => o[k]`).
+    else if (isOpaque(key)) this.#opaqueKey ??= key;
   }
 
   /** Reports a lookup by a name routing out. */

@@ -89,6 +89,16 @@ Deno.test("JitValidator.validate() attack: a route key kept as a value in a prog
       "dangerous_string",
     ],
     [
+      "constructor into a parameter that shadows a harmless const of the same name",
+      `const k = "name";\nconst get = (o, k) => o[k];\nexport const f = () => get(f, "constructor");`,
+      "dangerous_string",
+    ],
+    [
+      "a function's name into a lookup",
+      `const getPrototypeOf = () => 0;\nexport const f = (x) => Object[getPrototypeOf.name](x);`,
+      "dangerous_string",
+    ],
+    [
       "a reflection name through a let",
       `let k = "getOwnPropertyNames";\nexport const f = (x) => Object[k](x);`,
       "dangerous_string",
