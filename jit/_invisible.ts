@@ -106,7 +106,7 @@ function isBidi(cp: number): boolean {
 }
 
 /** `U+XXXX NAME`, from the table or the character's class. */
-export function describeCodePoint(cp: number): string {
+function describeCodePoint(cp: number): string {
   const code = `U+${cp.toString(16).toUpperCase().padStart(4, "0")}`;
   const name = NAMES[cp] ??
     (cp >= 0xfe00 && cp <= 0xfe0f
@@ -139,7 +139,7 @@ function why(cp: number): string {
 }
 
 /** `\u{XXXX}`: how a message, a preview or a fix writes the character. */
-export function escapeOf(cp: number): string {
+function escapeOf(cp: number): string {
   return `\\u{${cp.toString(16).toUpperCase().padStart(4, "0")}}`;
 }
 

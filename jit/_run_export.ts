@@ -39,7 +39,7 @@ interface Entry {
 export type RunReport = (message: string, node?: Node) => void;
 
 /** How to write an entry point: the sentence every refusal ends with. */
-export const RUN_ADVICE =
+const RUN_ADVICE =
   "write `export async function run(args, libos) { … }` (or `export const run = async (args, libos) => …`)";
 
 /** Why an entry that is another module's is refused. */
