@@ -110,30 +110,50 @@ if (run.type !== "run" || run.v !== 1) {
   write({ type: "error", name: "ProtocolError", message: "the first frame is not a v1 run frame" });
 } else {
   let next = 0;
-  // One syscall at a time, in the order the tool made them: the host serves them one by one, and
-  // a tool that awaits several at once (Promise.all over libos.call) must not have two readers of
-  // stdin take each other's replies.
-  let queue = Promise.resolve();
-  const exchange = async (name, args) => {
-    const id = next++;
-    write({ type: "syscall", id, name: String(name), args });
-    const reply = await nextFrame();
-    if (reply.type !== "syscall_result" || reply.id !== id) {
-      throw new Error("the host answered out of order");
+  // Frames go out when the tool makes the call (the host serves them in order, and a call's wall
+  // time pauses from then); one reader takes the replies and hands each to the call with its id,
+  // so a tool that awaits several at once (Promise.all over libos.call) cannot have two readers
+  // of stdin take each other's replies.
+  const waiting = new Map();
+  let reading = false;
+  const failAll = (error) => {
+    for (const { reject } of waiting.values()) reject(error);
+    waiting.clear();
+  };
+  const pump = async () => {
+    reading = true;
+    try {
+      while (waiting.size > 0) {
+        const reply = await nextFrame();
+        const call = reply.type === "syscall_result" ? waiting.get(reply.id) : undefined;
+        if (!call) {
+          failAll(new Error("the host answered out of order"));
+          break;
+        }
+        waiting.delete(reply.id);
+        call.resolve(reply);
+      }
+    } catch (error) {
+      failAll(error);
+    } finally {
+      reading = false;
     }
-    if (!reply.ok) {
-      const error = new Error(reply.error?.message ?? "the syscall failed");
-      error.name = "SyscallError";
-      error.code = reply.error?.code ?? "failed";
-      throw error;
-    }
-    return reply.value;
   };
   const libos = Object.freeze({
-    call(name, args = {}) {
-      const result = queue.then(() => exchange(name, args));
-      queue = result.then(() => {}, () => {});
-      return result;
+    async call(name, args = {}) {
+      const id = next++;
+      const reply = await new Promise((resolve, reject) => {
+        write({ type: "syscall", id, name: String(name), args });
+        waiting.set(id, { resolve, reject });
+        if (!reading) pump();
+      });
+      if (!reply.ok) {
+        const error = new Error(reply.error?.message ?? "the syscall failed");
+        error.name = "SyscallError";
+        error.code = reply.error?.code ?? "failed";
+        throw error;
+      }
+      return reply.value;
     },
   });
   try {
