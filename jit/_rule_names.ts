@@ -84,7 +84,12 @@ export const FORBIDDEN_GLOBALS: readonly string[] = Object.freeze([
   "onmessage",
 ]);
 
-/** Strings that name a route out when used as a property or a global's name. */
+/**
+ * Strings that name a route out when used as a property or a global's name: refused as the key
+ * of a lookup (`o["eval"]`). Elsewhere only {@link ROUTE_KEYS} matter (see `_rules.ts`): a
+ * global's name as a value (`name === "Deno"`, `console.log("eval")`) reaches nothing, since the
+ * only object it names a route on is the global object, which a tool cannot name.
+ */
 export const DANGEROUS_STRINGS: readonly string[] = Object.freeze([
   "constructor",
   "__proto__",
@@ -99,6 +104,48 @@ export const DANGEROUS_STRINGS: readonly string[] = Object.freeze([
   "Worker",
   "importScripts",
   "require",
+]);
+
+/**
+ * Property names that lead from any object to `Function` or to prototypes: a string holding one
+ * is refused wherever it may flow into a computed lookup (see `_rules.ts`).
+ */
+export const ROUTE_KEYS: readonly string[] = Object.freeze([
+  "constructor",
+  ...PROTO_NAMES,
+  ...REFLECTION,
+]);
+
+/** Comparison operators: their operands are compared, never kept or passed on. */
+export const COMPARISONS: readonly string[] = Object.freeze([
+  "===",
+  "!==",
+  "==",
+  "!=",
+  "<",
+  "<=",
+  ">",
+  ">=",
+]);
+
+/**
+ * Where a name written in the source becomes a string at run time: an object literal's or a
+ * class field's key (`Object.keys`, `for … in`), an enum member (its reverse mapping), the name
+ * of a function, class or variable (`.name`).
+ */
+export const NAMES_AS_DATA: readonly string[] = Object.freeze([
+  "KeyValueProperty.key",
+  "MethodProperty.key",
+  "GetterProperty.key",
+  "SetterProperty.key",
+  "ClassProperty.key",
+  "ClassMethod.key",
+  "TsEnumMember.id",
+  "VariableDeclarator.id",
+  "FunctionDeclaration.identifier",
+  "FunctionExpression.identifier",
+  "ClassDeclaration.identifier",
+  "ClassExpression.identifier",
 ]);
 
 /** Keys holding only types (erased before anything runs). */

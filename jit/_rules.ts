@@ -8,15 +8,19 @@
 import type { SourceMap } from "./_source_map.ts";
 import { type AstNode as Node, child, isNode, text } from "./_ast.ts";
 import { Constants, foldString } from "./_fold.ts";
+import { checkRunExport } from "./_run_export.ts";
 import {
+  COMPARISONS,
   DANGEROUS_STRINGS,
   DEFINERS,
   FORBIDDEN_GLOBALS,
   GLOBAL_OBJECTS,
   NAME_POSITIONS,
+  NAMES_AS_DATA,
   NUMERIC_OPERATORS,
   PROTO_NAMES,
   REFLECTION,
+  ROUTE_KEYS,
   TRANSPARENT,
   TYPE_KEYS,
   TYPE_NODES,
@@ -44,6 +48,7 @@ export const JIT_RULES = [
   "with_statement",
   "pragma",
   "run_export",
+  "invisible_character",
 ] as const;
 /** A rule id. */
 export type JitRule = typeof JIT_RULES[number];
@@ -54,6 +59,11 @@ export interface JitViolation {
   readonly message: string;
   readonly line: number;
   readonly column: number;
+}
+
+/** Whether a string, as the key of a lookup, names a route out (a global, Function, prototypes). */
+function isKeyName(value: string): boolean {
+  return DANGEROUS_STRINGS.includes(value) || ROUTE_KEYS.includes(value);
 }
 
 function unwrap(node: Node): Node {
@@ -131,6 +141,12 @@ export class RuleChecker {
   readonly #base: number;
   readonly #allowImports: ReadonlySet<string>;
   readonly #constants = new Constants();
+  /** Expressions whose value is only compared (`key === "constructor"`): it goes nowhere. */
+  readonly #compared = new WeakSet<Node>();
+  /** Route-key strings kept as values: refused at the end if a computed lookup could take one. */
+  readonly #routeValues: { readonly name: string; readonly node: Node }[] = [];
+  /** The first lookup whose key the validator cannot know (`o[k]`, `o[a.b]`). */
+  #opaqueKey: Node | undefined;
   readonly violations: JitViolation[] = [];
 
   constructor(map: SourceMap, base: number, allowImports: ReadonlySet<string>) {
@@ -167,6 +183,48 @@ export class RuleChecker {
         });
       }
     }
+    this.#reportRouteValues();
+  }
+
+  /**
+   * Names only where they can reach a lookup. A string is looked up by name only as the key of a
+   * computed access (`o[k]`, `const { [k]: v } = o`): eval, `Function`, `Reflect`, `with`, the
+   * reflection functions and `import()` — the other ways — are refused. So a string that equals
+   * a route key (`"constructor"`, `"__proto__"`, …) is refused only when the program also has a
+   * computed access whose key the validator cannot know (the string may flow into it through a
+   * `let`, an array, an argument), and never where it is only compared (`k === "constructor"`,
+   * `case "constructor":`). A global's name (`"Deno"`, `"eval"`) routes out only as a key of the
+   * global object, which a tool cannot name; it is refused only as a key itself (`o["eval"]`).
+   * What a tool builds at run time out of text the source does not spell as a value (a slice of
+   * `f.toString()`, a comment's words) is the sandbox's to stop, as before: code generation from
+   * strings is disabled there and `Deno` is gone.
+   */
+  #reportRouteValues(): void {
+    const opaque = this.#opaqueKey;
+    if (!opaque) return;
+    const span = opaque.span as { start?: unknown } | undefined;
+    const at = this.#map.position(typeof span?.start === "number" ? span.start - this.#base : 0);
+    for (const { name, node } of this.#routeValues) {
+      const leads = name === "constructor" ? "Function" : "prototypes";
+      this.report(
+        "dangerous_string",
+        `the string ${
+          JSON.stringify(name)
+        } can reach a property lookup: this program looks a property up by a name known only at run time (line ${at.line}, column ${at.column}), and ${
+          JSON.stringify(name)
+        } there leads to ${leads}; compare against it directly (x === ${
+          JSON.stringify(name)
+        }) instead of keeping it as a value`,
+        node,
+      );
+    }
+  }
+
+  /** Keeps a route-key string that is not only compared, for {@link #reportRouteValues}. */
+  #routeValue(name: string, node: Node): void {
+    if (ROUTE_KEYS.includes(name) && !this.#compared.has(node)) {
+      this.#routeValues.push({ name, node });
+    }
   }
 
   /** Records every `const` binding, so string-building can be folded through names. */
@@ -191,16 +249,10 @@ export class RuleChecker {
     }
   }
 
-  /** Reports a string-building expression that spells a name routing out. */
+  /** Keeps a string-building expression that spells a route key (see {@link #routeValue}). */
   #folded(node: Node): void {
     const value = foldString(node, this.#constants);
-    if (value !== undefined && DANGEROUS_STRINGS.includes(value)) {
-      this.report(
-        "dangerous_string",
-        `this expression builds the name ${JSON.stringify(value)}, a route out of the sandbox`,
-        node,
-      );
-    }
+    if (value !== undefined) this.#routeValue(value, node);
   }
 
   #visit(node: Node, at: string): void {
@@ -224,8 +276,19 @@ export class RuleChecker {
         this.#folded(node);
         return;
       case "BinaryExpression":
+        if (COMPARISONS.includes(String(node.operator))) {
+          for (const side of ["left", "right"]) {
+            const operand = child(node, side);
+            if (operand) this.#compared.add(unwrap(operand));
+          }
+        }
         if (node.operator === "+") this.#folded(node);
         return;
+      case "SwitchCase": {
+        const test = child(node, "test");
+        if (test) this.#compared.add(unwrap(test));
+        return;
+      }
       case "AssignmentExpression":
       case "UpdateExpression":
       case "UnaryExpression": {
@@ -277,6 +340,7 @@ export class RuleChecker {
         this.#string(text(node, "value") ?? "", node, at);
         return;
       case "TemplateLiteral":
+        if (this.#compared.has(node)) return;
         for (const quasi of Array.isArray(node.quasis) ? node.quasis : []) {
           const cooked = text(quasi, "cooked") ?? text(quasi, "raw");
           if (cooked !== undefined && isNode(quasi)) this.#string(cooked, quasi, at);
@@ -383,6 +447,8 @@ export class RuleChecker {
         );
       }
     }
+    // A name that becomes a string at run time (`Object.keys`, `.name`) is a value too.
+    if (NAMES_AS_DATA.includes(at)) this.#routeValue(name, node);
     if (NAME_POSITIONS.includes(at)) {
       if (
         at === "MemberExpression.property" || at === "SuperPropExpression.property" ||
@@ -440,65 +506,50 @@ export class RuleChecker {
     if (key) this.#computedKey(key);
   }
 
-  /** Checks a computed property key (of an access or a destructuring pattern). */
+  /**
+   * Checks a computed property key (of an access or a destructuring pattern): a name routing out
+   * is refused, a key built at run time is refused, and a key the validator cannot know (a
+   * variable, a member) is remembered (see {@link #reportRouteValues}).
+   */
   #computedKey(key: Node): void {
     const folded = foldString(key, this.#constants);
-    const problem = folded !== undefined && DANGEROUS_STRINGS.includes(folded)
-      ? folded
-      : computedKeyProblem(key);
+    if (folded !== undefined && isKeyName(folded)) {
+      this.#keyName(folded, key);
+      const bare = unwrap(key);
+      if (bare.type !== "StringLiteral" && bare.type !== "TemplateLiteral") {
+        this.report(
+          "dangerous_string",
+          `this key is built from strings the source spells: it is ${JSON.stringify(folded)}`,
+          key,
+        );
+      }
+      return;
+    }
+    const problem = computedKeyProblem(key);
     if (problem === "built") {
       this.report(
         "computed_name",
         "a property name computed from strings or calls can spell any name; use a plain name or a literal",
         key,
       );
-    } else if (problem !== undefined) {
-      this.#propertyName(problem, key);
-      if (problem !== "constructor" && !PROTO_NAMES.includes(problem)) {
-        this.report("dangerous_string", `the property name ${JSON.stringify(problem)}`, key);
-      }
+    } else if (problem !== undefined) this.#keyName(problem, key);
+    // Even when a name folds to a harmless constant: folding ignores scope, and a parameter or a
+    // `let` of the same name may hold anything (`const k = "x"; (o, k) => o[k]`).
+    else if (isOpaque(key)) this.#opaqueKey ??= key;
+  }
+
+  /** Reports a lookup by a name routing out. */
+  #keyName(name: string, key: Node): void {
+    this.#propertyName(name, key);
+    if (!ROUTE_KEYS.includes(name)) {
+      this.report("dangerous_string", `the property name ${JSON.stringify(name)}`, key);
     }
   }
 
   #string(value: string, node: Node, at: string): void {
     // A module specifier is checked by the import rules.
     if (at.endsWith(".source") || at === "TsExternalModuleReference.expression") return;
-    if (DANGEROUS_STRINGS.includes(value)) {
-      this.report(
-        "dangerous_string",
-        `the string ${
-          JSON.stringify(value)
-        } names a route out of the sandbox (a property or global looked up by name)`,
-        node,
-      );
-    }
-  }
-
-  /** Requires `export function run(args, libos)` (sync or async, not a generator). */
-  requireRun(program: Node): void {
-    const body = Array.isArray(program.body) ? program.body.filter(isNode) : [];
-    for (const item of body) {
-      const declaration = item.type === "ExportDeclaration"
-        ? child(item, "declaration")
-        : undefined;
-      if (declaration?.type !== "FunctionDeclaration") continue;
-      if (text(child(declaration, "identifier"), "value") !== "run") continue;
-      const params = Array.isArray(declaration.params) ? declaration.params : [];
-      if (declaration.declare === true || !isNode(declaration.body)) {
-        // `export declare function run` and a lone overload signature exist only as types.
-        continue;
-      }
-      if (declaration.generator === true) {
-        this.report("run_export", "`run` must be a function, not a generator", declaration);
-      } else if (params.length > 2) {
-        this.report("run_export", "`run` takes at most two parameters: (args, libos)", declaration);
-      }
-      return;
-    }
-    this.report(
-      "run_export",
-      "a tool must declare `export function run(args, libos)` (or `export async function run`)",
-    );
+    this.#routeValue(value, node);
   }
 }
 
@@ -511,14 +562,14 @@ function computedKeyProblem(key: Node): string | undefined {
   switch (node.type) {
     case "StringLiteral": {
       const value = text(node, "value") ?? "";
-      return DANGEROUS_STRINGS.includes(value) ? value : undefined;
+      return isKeyName(value) ? value : undefined;
     }
     case "TemplateLiteral": {
       const expressions = Array.isArray(node.expressions) ? node.expressions : [];
       if (expressions.length > 0) return "built";
       const quasis = Array.isArray(node.quasis) ? node.quasis : [];
       const value = text(quasis[0], "cooked") ?? "";
-      return DANGEROUS_STRINGS.includes(value) ? value : undefined;
+      return isKeyName(value) ? value : undefined;
     }
     case "NumericLiteral":
     case "BigIntLiteral":
@@ -553,6 +604,17 @@ function computedKeyProblem(key: Node): string | undefined {
     default:
       return "built";
   }
+}
+
+/** Whether a computed key's value is unknown to the validator: a variable or a member. */
+function isOpaque(key: Node): boolean {
+  const node = unwrap(key);
+  if (node.type === "Identifier" || node.type === "MemberExpression") return true;
+  if (node.type !== "ConditionalExpression") return false;
+  return ["consequent", "alternate"].some((branch) => {
+    const next = child(node, branch);
+    return next !== undefined && isOpaque(next);
+  });
 }
 
 /** Why an import specifier is refused, and what would be allowed. */
@@ -603,7 +665,7 @@ export function checkProgram(
     return checker.violations;
   }
   checker.check(program);
-  checker.requireRun(program);
+  checkRunExport(program, (message, node) => checker.report("run_export", message, node));
   // Deno reads pragmas case-insensitively (ASCII only, so indices stay those of the source).
   const source = asciiLower(map.source);
   for (const marker of PRAGMAS) {

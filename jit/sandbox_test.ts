@@ -45,6 +45,38 @@ Deno.test("JitSandbox.call() runs a tool, answers its syscalls and returns its r
   assert.equal(result.syscalls, 2);
 });
 
+Deno.test("JitSandbox.call() answers syscalls a tool awaits together (Promise.all over libos.call), each with its own reply", async () => {
+  await using sandbox = new JitSandbox({ limits: { wallMs: 5_000 } });
+  const seen: number[] = [];
+  const result = await sandbox.call(
+    `export const run = async (args, libos) => {
+      const all = await Promise.all(args.ns.map((n) => libos.call("echo", { n })));
+      const failed = await Promise.allSettled([libos.call("fail", {}), libos.call("echo", { n: 99 })]);
+      return { all, failed: failed.map((s) => s.status) };
+    };`,
+    { ns: Array.from({ length: 40 }, (_, i) => i) },
+    (name, args) => {
+      seen.push(Number(args.n));
+      if (name === "fail") return Promise.reject(new NotFoundError("no"));
+      // Replies come back at uneven speeds, some at once (so several reach the tool's stdin in
+      // one read); each still reaches its own caller.
+      const n = Number(args.n);
+      if (n % 3 === 0) return Promise.resolve(n * 2);
+      return new Promise((resolve) => setTimeout(() => resolve(n * 2), n % 3));
+    },
+  );
+  assert.deepEqual(result.value, {
+    all: Array.from({ length: 40 }, (_, i) => i * 2),
+    failed: ["rejected", "fulfilled"],
+  });
+  assert.equal(result.syscalls, 42);
+  assert.deepEqual(
+    seen.slice(0, 40),
+    Array.from({ length: 40 }, (_, i) => i),
+    "served in call order",
+  );
+});
+
 Deno.test("JitSandbox.call() does not count time the host spends serving a syscall against the tool", async () => {
   await using sandbox = new JitSandbox({ limits: { wallMs: 800 } });
   // The host takes 1.5 s to answer (a human approving, a child finishing): no timeout.

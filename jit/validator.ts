@@ -19,15 +19,23 @@
  * phases, no dynamic `import()`, `import.meta`, `eval`, `Function`, `.constructor` or
  * `__proto__` (by name, by literal, or destructured), no global object (`globalThis`, `self`,
  * `window`, …), no host API (`Deno`, `WebAssembly`, `Worker`, `SharedArrayBuffer`, `Atomics`,
- * `Reflect`, `fetch`, …), no property name built at run time from strings or calls, no string
- * that is exactly such a name, no identifier spelled with escapes, no `with`, no compiler pragma
- * (`@jsxImportSource`, `@deno-types`, `/// <reference`), and `export function run(args, libos)`.
- * A parse failure is a rejection.
+ * `Reflect`, `fetch`, …), no property name built at run time from strings or calls, no lookup
+ * by a name that routes out (`o["eval"]`, `o[k]` where `k` folds to `"constructor"`), and a
+ * name only where it can reach a lookup: `"constructor"` or `"__proto__"` kept as a value in a
+ * program that also looks properties up by run-time keys (a global's name as a value, like
+ * `name === "Deno"`, reaches nothing), no identifier spelled with escapes, no `with`, no
+ * compiler pragma (`@jsxImportSource`, `@deno-types`, `/// <reference`), and an exported `run`
+ * function (every form models write, `export const run = async (args, libos) => …` and default
+ * exports included: `_run_export.ts`, read the same way by the harness). A parse failure is a
+ * rejection. Read in the raw text rather than the AST: no bidirectional control or invisible
+ * character anywhere, comments and strings included (`_invisible.ts`, Trojan Source); every
+ * message shows such characters escaped (`\u{202E}`), never raw.
  *
  * @module
  */
 import { SwcParser, type SwcParserOptions } from "./_swc_parser.ts";
 import type { JitViolation } from "./_rules.ts";
+import { escapeInvisible, findInvisible } from "./_invisible.ts";
 
 export { JIT_RULES, type JitRule, type JitViolation } from "./_rules.ts";
 
@@ -101,9 +109,14 @@ export class JitValidator implements AsyncDisposable {
         column: 1,
       });
     }
+    // Read in the raw text, not the AST: comments and the inside of strings count too.
+    const hidden = findInvisible(source, VIOLATIONS_MAX);
     const checked = await this.#parser.check(source, [...this.#allowImports]);
-    if (!checked.ok) return rejected(parseViolation(checked.message));
-    const violations = dedupe(checked.violations);
+    const violations = dedupe(
+      checked.ok
+        ? [...checked.violations, ...hidden]
+        : [parseViolation(checked.message), ...hidden],
+    );
     return { ok: violations.length === 0, violations };
   }
 
@@ -116,7 +129,11 @@ function rejected(violation: JitViolation): JitReport {
   return { ok: false, violations: [violation] };
 }
 
-/** Sorted by position, one per rule and place, at most {@link VIOLATIONS_MAX}. */
+/**
+ * Sorted by position, one per rule and place, at most {@link VIOLATIONS_MAX}; each message with
+ * its unprintable characters escaped (a message quotes the source, and reaches a terminal or a
+ * model as it is).
+ */
 function dedupe(violations: readonly JitViolation[]): JitViolation[] {
   const seen = new Set<string>();
   const out: JitViolation[] = [];
@@ -127,7 +144,7 @@ function dedupe(violations: readonly JitViolation[]): JitViolation[] {
     const key = `${v.rule}:${v.line}:${v.column}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    out.push(v);
+    out.push({ ...v, message: escapeInvisible(v.message) });
     if (out.length >= VIOLATIONS_MAX) break;
   }
   return out;

@@ -19,9 +19,13 @@ Deno.test("JitValidator.validate() folds strings the source spells piecewise, an
     // const — one refusal too many, on the safe side.
     ["a shadowed name", `const a = "con"; function f(a) { return a + "structor"; }`],
   ];
+  // Where the name reaches a lookup: the key of a computed access.
+  const lookup = "\nexport const probe = (o) => o[k];";
   for (const [name, code] of spelled) {
-    const report = await v.validate(code + RUN);
+    const report = await v.validate(code + lookup + RUN);
     assert.ok(report.violations.some((x) => x.rule === "dangerous_string"), name);
+    // Spelled but never looked up, the name reaches nothing.
+    assert.deepEqual((await v.validate(code + RUN)).violations, [], `${name} as a value`);
   }
   const harmless: [string, string][] = [
     ["a message", `const k = "con" + "nection lost";`],
@@ -29,7 +33,7 @@ Deno.test("JitValidator.validate() folds strings the source spells piecewise, an
     ["from arguments", `const k = String(Date.now()) + "x";`],
   ];
   for (const [name, code] of harmless) {
-    const report = await v.validate(code + RUN);
+    const report = await v.validate(code + lookup + RUN);
     assert.equal(report.violations.some((x) => x.rule === "dangerous_string"), false, name);
   }
 });

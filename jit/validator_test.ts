@@ -86,13 +86,12 @@ Deno.test("JitValidator.validate() survives a source nested past the parser's st
   assert.deepEqual(await v.validate(RUN), { ok: true, violations: [] });
 });
 
-Deno.test("JitValidator.validate() requires export function run(args, libos)", async () => {
+Deno.test("JitValidator.validate() requires an exported run function (every form: validator_exports_test.ts)", async () => {
   await using v = new JitValidator();
   const cases: [string, string][] = [
     ["no run", "export function go() {}"],
     ["run not exported", "function run(args, libos) {}"],
-    ["run as a const", "export const run = (args, libos) => args;"],
-    ["default export", "export default function run(args, libos) {}"],
+    ["run as a let", "export let run = (args, libos) => args;"],
     ["generator", "export function* run(args, libos) {}"],
     ["three parameters", "export function run(a, b, c) {}"],
   ];
@@ -100,7 +99,14 @@ Deno.test("JitValidator.validate() requires export function run(args, libos)", a
     const report = await v.validate(source);
     assert.deepEqual(report.violations.map((x) => x.rule), ["run_export"], name);
   }
-  for (const ok of ["export function run() {}", "export async function run(args) {}"]) {
+  for (
+    const ok of [
+      "export function run() {}",
+      "export async function run(args) {}",
+      "export const run = (args, libos) => args;",
+      "export default function run(args, libos) {}",
+    ]
+  ) {
     assert.equal((await v.validate(ok)).ok, true, ok);
   }
 });

@@ -52,9 +52,13 @@ const RGI_SUBDIVISIONS: readonly string[] = Object.freeze(["gbeng", "gbsct", "gb
  * Code points a terminal draws as nothing (or as a line break) although they change or hide what is
  * shown. Default_Ignorable_Code_Point covers the bidi controls, zero-width characters, word joiner
  * and invisible operators, soft hyphen, BOM, variation selectors, tag characters, Hangul fillers and
- * the Mongolian vowel separator; U+2028/U+2029 break lines; U+FFF9–U+FFFB hide annotation text.
+ * the Mongolian vowel separator; U+2028/U+2029 break lines; the other format characters (Cf) change
+ * how the text around them is shown: U+FFF9–U+FFFB hide annotation text, the Egyptian hieroglyph
+ * controls arrange signs, the prepended concatenation marks span the digits after them. It is the
+ * set the JIT validator refuses in a tool's source (`jit/_invisible.ts`), so a preview of source
+ * shows every character the validator would name.
  */
-const INVISIBLE = /[\p{Default_Ignorable_Code_Point}\u2028\u2029\uFFF9-\uFFFB]/u;
+const INVISIBLE = /[\p{Default_Ignorable_Code_Point}\p{Cf}\u2028\u2029]/u;
 
 /**
  * Renders untrusted text so that it cannot drive, reorder or hide anything on a human's terminal.

@@ -4,6 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { permissionFlags } from "../runtime/cli/bootstrap.ts";
+import { SYSTEM_PATH } from "../runtime/system_path.ts";
 import { sandbox, task, withJitTool } from "./_cli_sandbox.ts";
 
 const GOOD = "export function run(args, libos) {\n  return args;\n}\n";
@@ -54,6 +56,33 @@ Deno.test("libos jit check without --json prints a readable report; --allow-impo
   const allowed = await s.cli("jit", "check", "--allow-import", "@acme/util", "tool.ts");
   assert.equal(allowed.status, 0, allowed.stdout);
   assert.equal(allowed.stdout, "tool.ts: ok\n");
+});
+
+Deno.test("libos jit check attack: a Trojan Source tool is refused, and its bidi controls reach the terminal and the JSON only escaped", async () => {
+  using s = sandbox();
+  // Displayed, the early return sits inside the comment; run, it returns before the check.
+  const source =
+    "export function run(args, libos) {\n  /* end admins only \u202E { \u2066*/\n  return 1;\n}\n";
+  Deno.writeTextFileSync(join(s.workspace, "trojan.ts"), source);
+  const raw = /[\u202A-\u202E\u2066-\u2069]/;
+  const text = await s.cli("jit", "check", "trojan.ts");
+  assert.equal(text.status, 1);
+  assert.match(text.stdout, /^trojan\.ts: rejected\n {2}2:22 {2}invisible_character {2}U\+202E /);
+  assert.match(text.stdout, /u\{2066\}/);
+  assert.doesNotMatch(text.stdout + text.stderr, raw);
+  const json = await s.cli("jit", "check", "--json", "trojan.ts");
+  assert.equal(json.status, 1);
+  assert.doesNotMatch(json.stdout, raw);
+  const [result] = JSON.parse(json.stdout);
+  assert.deepEqual(
+    result.violations.map((v: { rule: string; line: number; column: number }) => [
+      v.rule,
+      v.line,
+      v.column,
+    ]),
+    [["invisible_character", 2, 22], ["invisible_character", 2, 26]],
+  );
+  assert.match(result.violations[0].message, /\(\\u\{202E\}\)/);
 });
 
 Deno.test("libos jit check refuses a missing FILE or an empty --allow-import as usage (exit 2)", async () => {
@@ -225,4 +254,85 @@ Deno.test("deno task libos jit run --human queue waits inside the tool's human.a
   const ran = await running;
   assert.equal(ran.status, 0, ran.stderr);
   assert.equal(JSON.parse(ran.stdout).value, "colour: blue");
+});
+
+Deno.test("bootstrap permissionFlags() for libos jit run: read on the system directories a tool's shell.run looks programs up in, run on setsid only; jit check gets neither", () => {
+  const facts = {
+    cwd: "/work/ws",
+    env: { get: (n: string) => ({ HOME: "/home/u", PATH: "/opt/tool/bin:/usr/bin" })[n] },
+    realPath: (p: string) => p,
+    execPath: "/usr/bin/deno",
+  };
+  const flag = (flags: string[], name: string) =>
+    (flags.find((f) => f.startsWith(`--allow-${name}=`)) ?? "").split("=")[1]?.split(",") ?? [];
+  const run = permissionFlags({ ...facts, args: ["jit", "run", "pid_1", "tool"] });
+  const read = flag(run, "read");
+  for (const dir of SYSTEM_PATH) assert.ok(read.includes(dir), `read ${dir}`);
+  assert.ok(read.includes("/work/.git") && read.includes("/.git"), "each ancestor's .git");
+  assert.ok(read.includes("/opt/tool/bin"), "the PATH directories, for a hint");
+  assert.deepEqual(flag(run, "run"), ["/usr/bin/setsid"]);
+  // Nothing becomes writable, and no directory is granted whole beyond the usual places.
+  assert.deepEqual(
+    flag(run, "write"),
+    flag(permissionFlags({ ...facts, args: ["init"] }), "write"),
+  );
+  assert.ok(!read.includes("/") && !read.includes("/work"), read.join(","));
+  const check = permissionFlags({ ...facts, args: ["jit", "check", "t.ts"] });
+  assert.ok(!flag(check, "read").includes("/usr/bin"));
+  assert.deepEqual(flag(check, "run"), []);
+});
+
+Deno.test("deno task libos jit run: a tool's shell.run runs through the launcher's own permissions when the process may run the command, and runs nothing when it may not", async () => {
+  using s = sandbox();
+  const argv = ["touch", "marker.txt"];
+  const pid = await withJitTool(s, {
+    name: "toucher",
+    description: "Touch a marker file.",
+    input_schema: { type: "object" },
+    output_schema: {},
+    source: `export const run = async (args, libos) => {
+  const out = await libos.call("shell.run", { argv: ${JSON.stringify(argv)} });
+  return { exitCode: out.exitCode, wall: out.wall };
+};
+`,
+    tests: [{
+      name: "touches",
+      args: {},
+      syscalls: [{ name: "shell.run", args: { argv }, result: { exitCode: 0, wall: true } }],
+      expect: { exitCode: 0, wall: true },
+    }],
+  });
+  const marker = join(s.workspace, "marker.txt");
+  const exists = () => {
+    try {
+      return Deno.statSync(marker).isFile;
+    } catch {
+      return false;
+    }
+  };
+  // Attack: the process holds no right to run it, and no human is reachable: refused by the
+  // decision (not by a missing read permission), and nothing ran.
+  const refused = await task(s.workspace, s.state, "libos", "jit", "run", pid, "toucher", "--json");
+  assert.equal(refused.status, 1, refused.stderr);
+  const error = JSON.parse(refused.stdout).error;
+  assert.match(
+    error.message,
+    /Cannot shell\.run shell:touch marker\.txt: it needs a human's approval/,
+  );
+  assert.doesNotMatch(error.message, /--allow-read|Requires read access/);
+  assert.equal(exists(), false);
+  // With the right to run exactly this command: it runs, through the launcher, inside the wall.
+  const granted = await s.cli(
+    "grant",
+    pid,
+    "--resource",
+    `shell:${argv.join(" ")}`,
+    "--right",
+    "execute",
+  );
+  assert.equal(granted.status, 0, granted.stderr);
+  const ran = await task(s.workspace, s.state, "libos", "jit", "run", pid, "toucher", "--json");
+  assert.equal(ran.status, 0, ran.stdout + ran.stderr);
+  assert.deepEqual(JSON.parse(ran.stdout).value, { exitCode: 0, wall: true });
+  assert.equal(exists(), true);
 });

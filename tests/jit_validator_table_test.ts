@@ -5,6 +5,9 @@
  * real position; every benign tool is accepted. Two helper sessions red-teamed the validator
  * and found 40 sources it let through; they are rows here (three that no static check can see,
  * keys computed at run time, are in hostile_runtime.jsonl, which the sandbox's table test runs).
+ * Issue 21 moved rows to the benign table that refused what cannot reach a lookup (a global's
+ * name kept as a value, `name_as_value_*`) or what the harness now calls (`export_form_*`); the
+ * `route_value_*` rows are the lookups that narrowing must still refuse.
  */
 import assert from "node:assert/strict";
 import { JIT_RULES, type JitRule, JitValidator } from "../jit/mod.ts";

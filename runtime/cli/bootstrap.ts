@@ -106,6 +106,33 @@ export class UnlistablePathError extends Error {
 }
 
 /**
+ * Read on what the shell primitive looks at to start a command: the system directories it finds
+ * programs in (`SYSTEM_PATH`; without them a bare name fails with a permission error, not "not
+ * found"), each ancestor's `.git` (git finds a repository upwards, so the repository scan must be
+ * able to look at them, and at nothing else of those directories), the toolchains it searches
+ * first, and the user's `PATH` directories (for a hint only, when they would run another file).
+ */
+function grantShell(
+  facts: BootstrapFacts,
+  grant: (path: string, writable?: boolean) => void,
+  toolchains: readonly string[],
+): void {
+  for (const dir of SYSTEM_PATH) grant(dir, false);
+  const workspace = facts.realPath(
+    resolve(facts.cwd, optionValue(facts.args, "workspace") ?? "."),
+  );
+  for (let dir = dirname(workspace);; dir = dirname(dir)) {
+    if (!dir.includes(",")) grant(join(dir, ".git"), false);
+    if (dir === dirname(dir)) break;
+  }
+  for (const dir of toolchains) grant(dir, false);
+  for (const dir of (facts.env.get("PATH") ?? "").split(":")) {
+    // Only what Deno's lists can hold; a hint is not worth refusing the run over.
+    if (isAbsolute(dir) && dir !== "/" && !dir.includes(",")) grant(dir, false);
+  }
+}
+
+/**
  * The `deno run` permission flags for one invocation. Each place is granted both as given and
  * as its real path, so a symlinked workspace, state directory or database works the same way
  * the runtime resolves it.
@@ -184,31 +211,20 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
     run = "/usr/bin/setsid";
     grant(facts.execPath, false);
   }
-  // An agent's shell commands: the primitive looks bare names up in the system directories and
-  // the operator's toolchains (and in the user's PATH, for a hint when they differ).
+  // An agent's shell commands, and a JIT tool's (`jit run`: its shell.run syscall goes through
+  // the same primitive): the primitive looks bare names up in the system directories and the
+  // operator's toolchains (and in the user's PATH, for a hint when they differ).
   if (words[0] === "agent") {
-    for (const dir of SYSTEM_PATH) grant(dir, false);
-    // The repository around the workspace, if any: git finds it upwards, so the repository scan
-    // must be able to look at each ancestor's .git (and nothing else of them).
-    const workspace = facts.realPath(
-      resolve(facts.cwd, optionValue(facts.args, "workspace") ?? "."),
-    );
-    for (let dir = dirname(workspace);; dir = dirname(dir)) {
-      if (!dir.includes(",")) grant(join(dir, ".git"), false);
-      if (dir === dirname(dir)) break;
-    }
-    for (const dir of optionValues(facts.args, "toolchain")) {
-      if (dir.trim() !== "") grant(resolve(facts.cwd, dir), false);
-    }
-    for (const dir of facts.toolchains ?? []) grant(dir, false);
+    const toolchains = optionValues(facts.args, "toolchain")
+      .filter((dir) => dir.trim() !== "")
+      .map((dir) => resolve(facts.cwd, dir));
+    grantShell(facts, grant, [...toolchains, ...(facts.toolchains ?? [])]);
     for (const path of facts.recorded ?? []) {
       if (isAbsolute(path) && !path.includes(",")) grant(path, false);
     }
-    for (const dir of (facts.env.get("PATH") ?? "").split(":")) {
-      // Only what Deno's lists can hold; a hint is not worth refusing the run over.
-      if (isAbsolute(dir) && dir !== "/" && !dir.includes(",")) grant(dir, false);
-    }
   }
+  // `jit run` builds its runtime without toolchains: the system directories are its search path.
+  if (words[0] === "jit" && words[1] === "run") grantShell(facts, grant, []);
   const db = optionValue(facts.args, "db");
   if (db !== undefined && db !== ":memory:" && db.trim() !== "") {
     const file = resolve(facts.cwd, db);

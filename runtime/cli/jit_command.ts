@@ -91,8 +91,10 @@ Checks each FILE as an agent-written tool: parsed with swc (what Deno runs), the
 any import not exactly on the allowlist (the vetted module, plus each --allow-import SPEC),
 dynamic import(), import.meta, eval, Function and every route to them (.constructor, computed
 names built from strings, the global object), host APIs (Deno, WebAssembly, Worker,
-SharedArrayBuffer, Atomics, Reflect, fetch, ...), escaped identifiers, with, compiler pragmas;
-a tool must export function run(args, libos). With --json, prints one JSON array of
+SharedArrayBuffer, Atomics, Reflect, fetch, ...), escaped identifiers, with, compiler pragmas,
+and bidirectional or invisible characters anywhere (Trojan Source; shown escaped, \\u{202E});
+a tool must export a run(args, libos) function (export async function run, export const
+run = async (args, libos) => ..., or a default export). With --json, prints one JSON array of
 {file, ok, violations: [{rule, message, line, column}]} (1-based, UTF-16 columns); an
 unreadable file is ok: false with rule io_error. Exit: 0 all accepted, 1 any rejected, 2 usage.`,
   options: ["allow-import"],
