@@ -221,7 +221,8 @@ export const CASES: readonly BenchCase[] = [
   {
     group: "policy: linearity (each doubling ≤ 2.5× the time)",
     name: "programs table: sqlite3 with an SQL operand of 1,024 … 16,384 lines",
-    run: () => doubling(doublings(1024, 5), (n) => ["sqlite3", "x.db", "select 1;\n".repeat(n)], 31),
+    run: () =>
+      doubling(doublings(1024, 5), (n) => ["sqlite3", "x.db", "select 1;\n".repeat(n)], 31),
   },
 
   {
