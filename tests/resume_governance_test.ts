@@ -49,6 +49,11 @@ async function agent(
   return { ...run, doc: JSON.parse(run.stdout) as Record<string, unknown> };
 }
 
+/** A launch `--goal g --model replay:SCRIPT MORE… --human queue` (it parks at its first ask). */
+function launch(s: Sandbox, script: string, ...more: string[]) {
+  return agent(s, "--goal", "g", "--model", `replay:${script}`, ...more, "--human", "queue");
+}
+
 /** `--resume PID --model replay:SCRIPT MORE…` through the real bootstrap. */
 function resume(s: Sandbox, pid: string, script: string, ...more: string[]) {
   return agent(s, "--resume", pid, "--model", `replay:${script}`, ...more);
@@ -246,7 +251,7 @@ Deno.test("libos agent --resume: a narrowing (another --deny, a policy file of d
     denyOnly,
     JSON.stringify({ version: 1, rules: [{ effect: "deny", path: "secret/**" }] }),
   );
-  const first = await agent(s, "--goal", "g", "--model", `replay:${script}`, "--human", "queue");
+  const first = await launch(s, script);
   const pid = first.doc.pid as string;
   await settle(s, first);
   const narrowed = await resume(
@@ -298,17 +303,7 @@ Deno.test("libos agent --resume: a policy file changed since the launch is repor
     call("write_text_file", { path: "notes/b.txt", content: "second" }),
     final("done"),
   ]);
-  const first = await agent(
-    s,
-    "--goal",
-    "g",
-    "--model",
-    `replay:${script}`,
-    "--policy",
-    policy,
-    "--human",
-    "queue",
-  );
+  const first = await launch(s, script, "--policy", policy);
   const pid = first.doc.pid as string;
   await settle(s, first);
   const looser = JSON.stringify({ version: 1, rules: [] });
@@ -357,17 +352,7 @@ Deno.test("attack: the agent rewrites the --policy file it can reach in the work
     call("write_text_file", { path: "notes/pwned.txt", content: "pwned" }),
     final("done"),
   ]);
-  const first = await agent(
-    s,
-    "--goal",
-    "g",
-    "--model",
-    `replay:${script}`,
-    "--policy",
-    policy,
-    "--human",
-    "queue",
-  );
+  const first = await launch(s, script, "--policy", policy);
   const pid = first.doc.pid as string;
   assert.notEqual(Deno.readTextFileSync(policy), STRICT, "the attack did rewrite the file");
   await settle(s, first);
@@ -385,10 +370,9 @@ Deno.test("libos agent --resume: a policy file that vanished is reported, and --
     call("write_text_file", { path: "notes/a.txt", content: "x" }),
     final("done"),
   ]);
-  const launch = (file: string) =>
-    agent(s, "--goal", "g", "--model", `replay:${script}`, "--policy", file, "--human", "queue");
+  const withPolicy = (file: string) => launch(s, script, "--policy", file);
   // Vanished.
-  const first = await launch(policy);
+  const first = await withPolicy(policy);
   const pid = first.doc.pid as string;
   await settle(s, first);
   Deno.removeSync(policy);
@@ -406,7 +390,7 @@ Deno.test("libos agent --resume: a policy file that vanished is reported, and --
   // cannot be read at all; runtime/cli/_run_governance_test.ts).
   const outside = join(s.workspace, "..", "outside.jsonc");
   Deno.writeTextFileSync(outside, STRICT);
-  const second = await launch(outside);
+  const second = await withPolicy(outside);
   const other = second.doc.pid as string;
   await settle(s, second);
   const plain = await resume(s, other, script);
@@ -468,17 +452,7 @@ Deno.test("libos agent --resume re-applies a recorded --toolchain without naming
   const { script } = setup(s, [call("ask_human", { question: "start?" }), final("done")]);
   const toolchain = join(s.workspace, "..", "toolchain");
   Deno.mkdirSync(join(toolchain, "bin"), { recursive: true });
-  const first = await agent(
-    s,
-    "--goal",
-    "g",
-    "--model",
-    `replay:${script}`,
-    "--toolchain",
-    toolchain,
-    "--human",
-    "queue",
-  );
+  const first = await launch(s, script, "--toolchain", toolchain);
   const pid = first.doc.pid as string;
   await settle(s, first);
   const unnamed = await resume(s, pid, script);
