@@ -8,6 +8,7 @@
 import type { Action, Decision, DecisionContext, DecisionLayer, Subject } from "./decide.ts";
 import { hardlineRule, isForkBomb } from "./hardline.ts";
 import { analyzeArgv, type ScriptAnalyzer, UNPARSED } from "./shell_argv.ts";
+import { ProgramTable } from "./shell_programs.ts";
 import { SCRIPT_LIMITS } from "./shell_script.ts";
 
 /** Layer 1: the hardline floor, for shell actions. */
@@ -19,11 +20,14 @@ export class HardlineLayer implements DecisionLayer {
     this.#scripts = scripts;
   }
 
+  /** The programs-that-run-programs table, built once. */
+  readonly #programs = new ProgramTable();
+
   /** Denies a shell action any of whose commands breaks the floor; passes everything else. */
   decide(_subject: Subject, action: Action, _context: DecisionContext): Decision | undefined {
     const r = action.resource;
     if (r.type !== "shell" || r.argv.length === 0) return undefined;
-    for (const command of analyzeArgv(r.argv, this.#scripts())) {
+    for (const command of analyzeArgv(r.argv, this.#scripts(), this.#programs)) {
       // A script body the floor cannot look into (the parser is not loaded) could hide what
       // the floor forbids: refused, never passed on as "nothing to forbid".
       if (command.kind === "opaque" && command.reason === UNPARSED) {

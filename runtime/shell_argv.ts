@@ -21,7 +21,7 @@
  * @module
  */
 
-import { type CodeRow, codeRowsByProgram, matchCodeRow } from "./shell_programs.ts";
+import { matchCodeRow, programEntry, type ProgramTable } from "./shell_programs.ts";
 
 /**
  * What kind of thing a nested command is (see the module documentation). `wrapper`: a wrapper
@@ -351,12 +351,11 @@ const TOP: Frame = Object.freeze({
 class Analysis {
   readonly commands: NestedCommand[] = [];
   readonly #scripts: ScriptAnalyzer | null;
-  /** The programs-that-run-programs table, by program. */
-  readonly #rows: Map<string, CodeRow[]>;
+  readonly #programs: ProgramTable | undefined;
 
-  constructor(scripts: ScriptAnalyzer | null, rows: Map<string, CodeRow[]>) {
+  constructor(scripts: ScriptAnalyzer | null, programs: ProgramTable | undefined) {
     this.#scripts = scripts;
-    this.#rows = rows;
+    this.#programs = programs;
   }
 
   push(
@@ -432,7 +431,8 @@ class Analysis {
     }
     const name = programName(program);
     // An option or subcommand that runs code (a wrapper's operand is still decided below).
-    const row = matchCodeRow(name, argv, this.#rows.get(name) ?? []);
+    const entry = this.#programs ? this.#programs.entryFor(name) : programEntry(name);
+    const row = entry ? matchCodeRow(name, argv, entry) : undefined;
     if (row) this.push(argv, frame, row.row.kind, row.reason, openEnded);
     // A program named by a path outside the system directories is whatever that file is.
     if (program.includes("/") && !SYSTEM_BIN.some((dir) => program.startsWith(dir))) {
@@ -1688,13 +1688,15 @@ function scriptCommand(
 
 /**
  * Every command `argv` will run, unwrapping wrappers and parsing shell scripts with `scripts`
- * (without it, or before it is loaded, every script is opaque).
+ * (without it, or before it is loaded, every script is opaque); `programs` is the table of
+ * programs that run programs, built once by a long-lived caller (without it, looked up by scan).
  */
 export function analyzeArgv(
   argv: readonly string[],
   scripts: ScriptAnalyzer | null = null,
+  programs?: ProgramTable,
 ): NestedCommand[] {
-  const analysis = new Analysis(scripts, codeRowsByProgram(programName));
+  const analysis = new Analysis(scripts, programs);
   analysis.visit(argv, TOP);
   return analysis.commands;
 }

@@ -39,6 +39,7 @@ import {
   type NestedCommand,
   type ScriptAnalyzer,
 } from "./shell_argv.ts";
+import type { ProgramTable } from "./shell_programs.ts";
 
 /** A process's shell policy level. */
 export const ShellPolicyLevel = z.enum([
@@ -71,6 +72,8 @@ export interface ShellDecisionInput {
   readonly capabilities?: (argv: readonly string[]) => ShellCapabilityAnswer | undefined;
   /** Parses `sh -c` bodies (absent: every script is opaque). */
   readonly scripts: ScriptAnalyzer | null;
+  /** The programs-that-run-programs table, built once by the caller (absent: scanned per call). */
+  readonly programs?: ProgramTable;
   /** The deciding process, for the mode's own-namespace rule (default: none). */
   readonly pid?: string;
 }
@@ -257,7 +260,9 @@ export function decideShell(input: ShellDecisionInput): ShellDecision {
       `The program name ${malformed}: argv[0] must be a program, not shell syntax. Pass the program and each argument as separate tokens (["ls", "-la"]), set variables with ["env", "NAME=value", …], or run a shell line as ["sh", "-c", "…"]`,
     );
   }
-  const commands = analyzeArgv(argv, input.scripts).map((c) => decideCommand(input, c));
+  const commands = analyzeArgv(argv, input.scripts, input.programs).map((c) =>
+    decideCommand(input, c)
+  );
   let worst: CommandDecision | undefined;
   for (const c of commands) {
     // The strictest; among equals, a command over the wrapper that ran it (its reason says more).

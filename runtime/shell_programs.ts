@@ -28,7 +28,10 @@ export type CodeKind = "inline_code" | "workspace_code";
  * every use of the program (or of its `sub`command) but `--version`/`--help`.
  */
 export interface CodeRow {
-  /** Program names as typed (`sqlite3`); looked up as `programName()` gives them. */
+  /**
+   * Program names as `programName()` gives them (`sqlite3` → `sqlite`, `python3.11` → `python`);
+   * the tests check each is.
+   */
   readonly program: string | readonly string[];
   /**
    * The subcommand path it applies under (`["bisect", "run"]`), found after the program's own
@@ -636,7 +639,8 @@ const EDITORS_AND_DEBUGGERS: readonly CodeRow[] = [
     example: ["crontab", "jobs.txt"],
   },
   {
-    program: ["systemd-run", "run0"],
+    // run0 (programName drops a version-like digit suffix).
+    program: ["systemd-run", "run"],
     kind: "inline_code",
     why: "runs the command it is given through the service manager, outside this shell",
     example: ["systemd-run", "--user", "touch", "PWNED"],
@@ -887,7 +891,7 @@ const CODE_LOADING: readonly CodeRow[] = [
     example: ["yt-dlp", "--exec", "touch PWNED", "https://x"],
   },
   {
-    program: "sqlite3",
+    program: "sqlite",
     operand: [
       ".shell",
       ".system",
@@ -909,21 +913,21 @@ const CODE_LOADING: readonly CodeRow[] = [
     example: ["sqlite3", "x.db", ".shell touch PWNED"],
   },
   {
-    program: "sqlite3",
+    program: "sqlite",
     contains: ["load_extension", "edit("],
     kind: "inline_code",
     why: "SQL that loads an extension or runs an editor",
     example: ["sqlite3", "x.db", "select load_extension('./evil')"],
   },
   {
-    program: "sqlite3",
+    program: "sqlite",
     option: ["-cmd", "-init", "--cmd", "--init"],
     kind: "inline_code",
     why: "runs the commands (or command file) it is given before the database opens",
     example: ["sqlite3", "-cmd", ".shell touch PWNED", "x.db"],
   },
   {
-    program: "sqlite3",
+    program: "sqlite",
     maxOperands: 1,
     kind: "inline_code",
     why: "with no SQL operand it reads commands (.shell runs a program) from standard input",
@@ -1080,7 +1084,8 @@ const CODE_LOADING: readonly CodeRow[] = [
     example: ["dvips", "-R0", "x.dvi"],
   },
   {
-    program: "m4",
+    // m4 (programName drops a version-like digit suffix).
+    program: "m",
     kind: "inline_code",
     why: "macros run shell commands (syscmd, esyscmd)",
     example: ["m4", "x.m4"],
@@ -1207,7 +1212,7 @@ const CODE_LOADING: readonly CodeRow[] = [
     example: ["rpm", "--eval", "%(touch PWNED)"],
   },
   {
-    program: ["pip", "pip3"],
+    program: "pip",
     sub: ["config"],
     option: ["--editor"],
     kind: "inline_code",
@@ -1269,7 +1274,6 @@ const BUILD_TOOLS: readonly CodeRow[] = [
       "bazel",
       "bazelisk",
       "buck",
-      "buck2",
       "pants",
       "scons",
       "waf",
@@ -1277,7 +1281,7 @@ const BUILD_TOOLS: readonly CodeRow[] = [
       "sbt",
       "lein",
       "dune",
-      "rebar3",
+      "rebar",
       "nimble",
       "mvn",
       "mvnw",
@@ -1480,7 +1484,7 @@ const BUILD_TOOLS: readonly CodeRow[] = [
     example: ["deno", "--log-level=info", "main.ts"],
   },
   {
-    program: ["pip", "pip3"],
+    program: "pip",
     sub: ["*"],
     except: [
       "list",
@@ -1728,26 +1732,54 @@ export const INFO_OPTIONS: readonly string[] = Object.freeze([
 ]);
 
 /**
- * The rows keyed by program name as `normalize` gives it (`programName`: `sqlite3` → `sqlite`),
- * built on each call (no module-level state).
+ * The rows by program, built once (hold one per runtime or command: `decideShell()` and
+ * `analyzeArgv()` take it; without one each lookup scans the tables).
  */
-export function codeRowsByProgram(normalize: (name: string) => string): Map<string, CodeRow[]> {
-  const byProgram = new Map<string, CodeRow[]>();
-  for (const rows of Object.values(CODE_ROWS)) {
-    for (const row of rows) {
-      const names = typeof row.program === "string" ? [row.program] : row.program;
-      for (const name of names.map(normalize)) {
-        const list = byProgram.get(name) ?? [];
-        if (!list.includes(row)) list.push(row);
-        byProgram.set(name, list);
+export class ProgramTable {
+  readonly #entries = new Map<string, ProgramEntry>();
+
+  constructor() {
+    for (const family of Object.values(CODE_ROWS)) {
+      for (const row of family) {
+        for (const name of typeof row.program === "string" ? [row.program] : row.program) {
+          if (this.#entries.has(name)) continue;
+          const rows = codeRowsFor(name);
+          this.#entries.set(name, { rows, wanted: wantedBy(rows) });
+        }
+      }
+    }
+  }
+
+  /** The rows of program `name` (as `programName()` gives it) and the spellings they look for. */
+  entryFor(name: string): ProgramEntry | undefined {
+    return this.#entries.get(name);
+  }
+}
+
+/** One program's rows (inline code first) and the option spellings they look for. */
+export interface ProgramEntry {
+  readonly rows: readonly CodeRow[];
+  readonly wanted: Wanted;
+}
+
+/** The entry of program `name` without a {@link ProgramTable}: the tables scanned once. */
+export function programEntry(name: string): ProgramEntry {
+  const rows = codeRowsFor(name);
+  return { rows, wanted: wantedBy(rows) };
+}
+
+/** The rows of program `name` (as `programName()` gives it), inline code first. */
+function codeRowsFor(name: string): CodeRow[] {
+  const rows: CodeRow[] = [];
+  for (const family of Object.values(CODE_ROWS)) {
+    for (const row of family) {
+      if (typeof row.program === "string" ? row.program === name : row.program.includes(name)) {
+        rows.push(row);
       }
     }
   }
   // Inline code first: it needs an exact allow, so it is the stricter reading of an argv.
-  for (const list of byProgram.values()) {
-    list.sort((a, b) => (a.kind === b.kind ? 0 : a.kind === "inline_code" ? -1 : 1));
-  }
-  return byProgram;
+  return rows.sort((a, b) => (a.kind === b.kind ? 0 : a.kind === "inline_code" ? -1 : 1));
 }
 
 // ------------------------------------------------------------------------------------ matching
@@ -1783,7 +1815,7 @@ function locate(argv: readonly string[], valued: ReadonlySet<string>, plus: bool
 }
 
 /** The option spellings a program's rows look for, so the index notes nothing else. */
-interface Wanted {
+export interface Wanted {
   /** Every prefix (of 3 characters or more) of a long spelling: its abbreviations. */
   readonly long: Set<string>;
   /** Single-dash words and short options as whole tokens (`-engine`, `-o`). */
@@ -2050,14 +2082,15 @@ function clip(token: string): string {
 }
 
 /**
- * The first row of `rows` that `argv` (a run of program `name`) matches, with its reason; or
+ * The first row of `entry` that `argv` (a run of program `name`) matches, with its reason; or
  * undefined when the argv runs no code through its options or subcommands.
  */
 export function matchCodeRow(
   name: string,
   argv: readonly string[],
-  rows: readonly CodeRow[],
+  entry: ProgramEntry,
 ): { row: CodeRow; reason: string } | undefined {
+  const { rows, wanted } = entry;
   if (rows.length === 0) return undefined;
   const options = Object.hasOwn(PROGRAM_OPTIONS, name) ? PROGRAM_OPTIONS[name] : undefined;
   const singleDash = options?.singleDash === true;
@@ -2069,7 +2102,7 @@ export function matchCodeRow(
     located: locate(argv, valued, options?.plus === true),
     valued,
     infoOnly,
-    index: new OptionIndex(argv, wantedBy(rows), {
+    index: new OptionIndex(argv, wanted, {
       singleDash,
       oldStyle: options?.oldStyle === true,
     }),

@@ -55,7 +55,12 @@ Deno.test("CODE_ROWS: each row names its programs as users type them, says why, 
       const key = JSON.stringify(row.example);
       if (examples.has(key)) problems.push(`${family}: the example ${key} appears twice`);
       examples.add(key);
-      const names = programs(row).map(programName);
+      const names = programs(row);
+      for (const name of names) {
+        if (programName(name) !== name) {
+          problems.push(`${family}: ${name} is looked up as ${programName(name)}; write that`);
+        }
+      }
       if (!names.includes(programName(row.example[0]!))) {
         problems.push(`${family}: ${key} does not run ${programs(row).join("/")}`);
       }

@@ -10,6 +10,7 @@ import { parseRunDeny, type RunDeny } from "../decide.ts";
 import { type ModeName, parseMode } from "../modes.ts";
 import type { PolicyRules } from "../policy_rules.ts";
 import { ShellParser } from "../shell_script.ts";
+import { ProgramTable } from "../shell_programs.ts";
 import {
   decideShell,
   SHELL_HARD_CAP,
@@ -34,6 +35,7 @@ interface Settings {
   readonly denies: readonly RunDeny[];
   readonly rules: PolicyRules;
   readonly scripts: ShellParser;
+  readonly programs: ProgramTable;
 }
 
 /** The JSON a decision prints (snake case, as documented). */
@@ -60,6 +62,7 @@ function decide(settings: Settings, argv: readonly string[]): ShellDecision {
     denies: settings.denies,
     rules: settings.rules,
     scripts: settings.scripts,
+    programs: settings.programs,
   });
 }
 
@@ -92,6 +95,7 @@ async function settingsOf(parsed: ParsedArgs, io: CliIo): Promise<Settings> {
     denies,
     rules: policyRulesOf(parsed, io),
     scripts,
+    programs: new ProgramTable(),
   };
 }
 

@@ -75,6 +75,7 @@ import type { ResolvedProgram, ShellProvider, ShellRunResult } from "../provider
 import type { RuntimeCore } from "../runtime_core.ts";
 import type { PolicyRules } from "../policy_rules.ts";
 import { programName } from "../shell_argv.ts";
+import { ProgramTable } from "../shell_programs.ts";
 import {
   decideShell,
   type ShellCapabilityAnswer,
@@ -266,6 +267,8 @@ export class ShellPrimitive implements AsyncDisposable {
   readonly #lock: WorkspaceLock;
   readonly #rules: PolicyRules;
   readonly #parser: ShellParser;
+  /** The programs-that-run-programs table, built once. */
+  readonly #programs = new ProgramTable();
   readonly #wallSetting: WallSetting;
   readonly #searchPath: readonly string[];
   readonly #redactor: Redactor;
@@ -566,6 +569,7 @@ export class ShellPrimitive implements AsyncDisposable {
         denies: context.denies,
         rules: this.#rules,
         scripts: this.#parser.loaded ? this.#parser : null,
+        programs: this.#programs,
         pid,
         capabilities: (command) => {
           const match = this.#authority.capabilities.match(
@@ -936,6 +940,7 @@ export class ShellPrimitive implements AsyncDisposable {
         denies: this.#authority.context.denies,
         rules: this.#rules,
         scripts: this.#parser.loaded ? this.#parser : null,
+        programs: this.#programs,
         capabilities: (command) => {
           const covers = c.scope === "exact"
             ? command.length === c.argv.length && c.argv.every((t, i) => t === command[i])

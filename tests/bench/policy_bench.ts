@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { ProgramTable } from "../../runtime/shell_programs.ts";
 import { parsePolicy, PolicyRules } from "../../runtime/policy_rules.ts";
 import { decideShell, type ShellDecisionInput } from "../../runtime/shell_policy.ts";
 import { ShellParser } from "../../runtime/shell_script.ts";
@@ -34,6 +35,7 @@ async function settings(): Promise<Omit<ShellDecisionInput, "argv">> {
     denies: [],
     rules: new PolicyRules(parsePolicy(POLICY, "bench.jsonc")),
     scripts,
+    programs: new ProgramTable(),
   };
 }
 
