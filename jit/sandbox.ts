@@ -191,6 +191,9 @@ interface Spawned {
 
 const ENCODER = new TextEncoder();
 
+/** How long an unused pooled process has to exit on its own (stdin closed) before it is killed. */
+const UNUSED_EXIT_MS = 10_000;
+
 /** Runs tool calls, one sandbox process each. Dispose it to stop the pool. */
 export class JitSandbox implements AsyncDisposable {
   readonly limits: SandboxLimits;
@@ -310,15 +313,30 @@ export class JitSandbox implements AsyncDisposable {
   async [Symbol.asyncDispose](): Promise<void> {
     this.#disposed = true;
     for (const pending of this.#pool.splice(0)) {
-      await pending.then((spawned) => this.#reap(spawned), () => {});
+      await pending.then((spawned) => this.#reap(spawned, { unused: true }), () => {});
     }
     while (this.#reaping.size > 0) await Promise.all([...this.#reaping]);
   }
 
-  /** Kills a process group, then waits for it and removes its directory, in the background. */
-  #reap(spawned: Spawned): void {
+  /**
+   * Kills a process group, then waits for it and removes its directory, in the background.
+   * `unused`: a pooled process no call took may still be starting, and a kill landing before
+   * bubblewrap arms its parent-death signal leaves the sandbox's init running, holding the pipes
+   * (seen under load: dispose then waited for ever). Such a process is ended the ordinary way
+   * first — its stdin closed, the harness exits — and killed only if it has not after a while.
+   */
+  #reap(spawned: Spawned, options: { readonly unused?: boolean } = {}): void {
     const done = (async () => {
-      killChild(spawned.child);
+      if (options.unused) {
+        await spawned.child.stdin.close().catch(() => {});
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const exited = await Promise.race([
+          spawned.child.status.then(() => true, () => true),
+          new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), UNUSED_EXIT_MS)),
+        ]);
+        clearTimeout(timer);
+        if (!exited) killChild(spawned.child);
+      } else killChild(spawned.child);
       await spawned.child.stdin.close().catch(() => {});
       await spawned.child.status.catch(() => {});
       await spawned.stderr.catch(() => "");
