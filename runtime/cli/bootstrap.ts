@@ -205,8 +205,10 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
     }
   }
   // The demo runs a JIT tool in the sandbox (in its own temporary workspace under TMPDIR); an
-  // agent's shell commands and JIT tools start the same way (setsid execs the rest in turn).
-  if ((words[0] === "demo" || words[0] === "agent") && facts.execPath) {
+  // agent's shell commands and JIT tools start the same way (setsid execs the rest in turn), and
+  // so do those of the processes `run` and `step` drive.
+  const drives = ["demo", "agent", "run", "step"].includes(words[0] ?? "");
+  if (drives && facts.execPath) {
     grant(fileURLToPath(new URL("../../jit", import.meta.url)), false);
     run = "/usr/bin/setsid";
     grant(facts.execPath, false);
@@ -223,8 +225,11 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
       if (isAbsolute(path) && !path.includes(",")) grant(path, false);
     }
   }
-  // `jit run` builds its runtime without toolchains: the system directories are its search path.
-  if (words[0] === "jit" && words[1] === "run") grantShell(facts, grant, []);
+  // `jit run`, `run` and `step` build their runtime without toolchains: the system directories
+  // are their search path (a process's shell tool goes through the same primitive).
+  if ((words[0] === "jit" && words[1] === "run") || words[0] === "run" || words[0] === "step") {
+    grantShell(facts, grant, []);
+  }
   const db = optionValue(facts.args, "db");
   if (db !== undefined && db !== ":memory:" && db.trim() !== "") {
     const file = resolve(facts.cwd, db);
