@@ -5,6 +5,8 @@
  * @module
  */
 
+import { TRANSPARENT } from "./_rule_names.ts";
+
 /** An AST node as swc hands it over. */
 export type AstNode = { readonly type: string; readonly [key: string]: unknown };
 
@@ -29,4 +31,18 @@ export function text(node: unknown, key: string): string | undefined {
 /** The name of an Identifier node. */
 export function identifierName(node: unknown): string | undefined {
   return isNode(node) && node.type === "Identifier" ? text(node, "value") : undefined;
+}
+
+/**
+ * The expression inside the wrappers that do not change a value (`TRANSPARENT`: parentheses,
+ * `as`, `satisfies`, non-null and type assertions).
+ */
+export function unwrap(node: AstNode): AstNode {
+  let current = node;
+  while (TRANSPARENT.includes(current.type)) {
+    const inner = child(current, "expression");
+    if (!inner) break;
+    current = inner;
+  }
+  return current;
 }

@@ -6,7 +6,7 @@
  * @module
  */
 import type { SourceMap } from "./_source_map.ts";
-import { type AstNode as Node, child, isNode, text } from "./_ast.ts";
+import { type AstNode as Node, child, isNode, text, unwrap } from "./_ast.ts";
 import { Constants, foldString } from "./_fold.ts";
 import { checkRunExport } from "./_run_export.ts";
 import {
@@ -21,7 +21,6 @@ import {
   PROTO_NAMES,
   REFLECTION,
   ROUTE_KEYS,
-  TRANSPARENT,
   TYPE_KEYS,
   TYPE_NODES,
 } from "./_rule_names.ts";
@@ -64,16 +63,6 @@ export interface JitViolation {
 /** Whether a string, as the key of a lookup, names a route out (a global, Function, prototypes). */
 function isKeyName(value: string): boolean {
   return DANGEROUS_STRINGS.includes(value) || ROUTE_KEYS.includes(value);
-}
-
-function unwrap(node: Node): Node {
-  let current = node;
-  while (TRANSPARENT.includes(current.type)) {
-    const inner = child(current, "expression");
-    if (!inner) break;
-    current = inner;
-  }
-  return current;
 }
 
 /** Whether an expression holds a string literal or a template (it may build a string). */

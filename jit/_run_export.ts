@@ -11,8 +11,7 @@
  *
  * @module
  */
-import { type AstNode as Node, child, identifierName, isNode, text } from "./_ast.ts";
-import { TRANSPARENT } from "./_rule_names.ts";
+import { type AstNode as Node, child, identifierName, isNode, text, unwrap } from "./_ast.ts";
 
 /** What a top-level name is bound to. */
 type Binding =
@@ -184,16 +183,6 @@ function entryOf(body: readonly Node[]): Entry | undefined {
     }
   }
   return fallback;
-}
-
-function unwrap(node: Node): Node {
-  let current = node;
-  while (TRANSPARENT.includes(current.type)) {
-    const inner = child(current, "expression");
-    if (!inner) break;
-    current = inner;
-  }
-  return current;
 }
 
 /**
