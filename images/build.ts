@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { parseStrictYaml } from "../runtime/strict_yaml.ts";
+import { parseStrictYaml } from "../runtime/base/strict_yaml.ts";
 import { builtinImageSources } from "./builtin.ts";
 
 /** The JSON text the YAML sources make (deterministic: files in name order, two-space indent). */

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { AgentImageInput } from "../runtime/image.ts";
+import type { AgentImageInput } from "../runtime/broker/image.ts";
 import baseAgent from "./base-agent.yaml" with { type: "text" };
 import built from "./builtin_images.json" with { type: "json" };
 import codingAgent from "./coding-agent.yaml" with { type: "text" };

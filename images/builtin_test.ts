@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createRuntime } from "../runtime/runtime.ts";
-import { IMAGE_OPERATOR } from "../runtime/image_registry.ts";
+import { IMAGE_OPERATOR } from "../runtime/broker/image_registry.ts";
 import { builtinImages, builtinImageSources } from "./builtin.ts";
 import { buildBuiltinImages } from "./build.ts";
 

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { LibosError } from "../runtime/errors.ts";
+import { LibosError } from "../runtime/base/errors.ts";
 import type { JitViolation } from "./_rules.ts";
 import type { ParseReply, ParseRequest } from "./_swc_worker.ts";
 

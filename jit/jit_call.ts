@@ -15,15 +15,11 @@
  *
  * @module
  */
-import type { ActionLedger } from "../runtime/action_ledger.ts";
-import { digestOf, type JsonValue, sha256Hex } from "../runtime/canonical_json.ts";
-import { BudgetExhaustedError, errorInfo, LibosError, QuantumEnd } from "../runtime/errors.ts";
-import type { RuntimeCore } from "../runtime/runtime_core.ts";
-import {
-  type DeferredOp,
-  LibOSSyscallSession,
-  type SyscallTargets,
-} from "../runtime/syscall_session.ts";
+import type { ActionLedger } from "../runtime/process/action_ledger.ts";
+import { digestOf, type JsonValue, sha256Hex } from "../runtime/base/canonical_json.ts";
+import { BudgetExhaustedError, errorInfo, LibosError, QuantumEnd } from "../runtime/base/errors.ts";
+import type { RuntimeCore } from "../runtime/audit/runtime_core.ts";
+import { type DeferredOp, LibOSSyscallSession, type SyscallTargets } from "./syscall_session.ts";
 import type { JitSandbox, SandboxResult } from "./sandbox.ts";
 
 /** What a call needs from the runtime. */

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { HumanMode } from "../runtime/human_channel.ts";
+import type { HumanMode } from "../runtime/human/human_channel.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
-import { runtimeTargets } from "../runtime/syscall_session.ts";
+import { runtimeTargets } from "./syscall_session.ts";
 import { callJitTool } from "./jit_call.ts";
-import { LibosError } from "../runtime/errors.ts";
+import { LibosError } from "../runtime/base/errors.ts";
 import { exists } from "../tests/shell_fixture.ts";
 import { JitSandbox, SandboxError } from "./sandbox.ts";
 import { allow } from "../tests/authority_fixture.ts";

@@ -41,3 +41,10 @@ export {
   type ToolTestReport,
   type ToolValidation,
 } from "./tool_lifecycle.ts";
+export {
+  type DeferredOp,
+  LibOSSyscallSession,
+  runtimeTargets,
+  type SyscallName,
+  type SyscallTargets,
+} from "./syscall_session.ts";

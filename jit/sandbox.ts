@@ -33,7 +33,7 @@
  * @module
  */
 import { join } from "node:path";
-import { LibosError, type LibosErrorOptions } from "../runtime/errors.ts";
+import { LibosError, type LibosErrorOptions } from "../runtime/base/errors.ts";
 import { frameLines } from "./_frames.ts";
 import { ServingClock } from "./_serving_clock.ts";
 import { PROTOCOL_VERSION, type ToolFrame, ToolFrame as ToolFrameSchema } from "./protocol.ts";

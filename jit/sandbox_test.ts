@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { BudgetExhaustedError, NotFoundError } from "../runtime/errors.ts";
+import { BudgetExhaustedError, NotFoundError } from "../runtime/base/errors.ts";
 import { JitSandbox, SandboxError, type SyscallHandler } from "./sandbox.ts";
 import { VETTED_IMPORTS } from "./validator.ts";
 import {

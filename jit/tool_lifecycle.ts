@@ -17,17 +17,17 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import { z } from "zod";
-import type { Authority } from "../runtime/authority.ts";
-import { digestOf, type JsonValue, sha256Hex } from "../runtime/canonical_json.ts";
-import { ApprovalRequiredError, LibosError, ValidationError } from "../runtime/errors.ts";
-import type { HumanChannel } from "../runtime/human_channel.ts";
-import { actionApproval, type PendingAction } from "../runtime/human_request.ts";
-import { type ObjectMemory, RUNTIME_ACTOR } from "../runtime/object_memory.ts";
-import { processNamespace } from "../runtime/memory_object.ts";
-import { ToolName } from "../runtime/tool.ts";
-import type { ToolBroker } from "../runtime/tool_broker.ts";
+import type { Authority } from "../runtime/authority/authority.ts";
+import { digestOf, type JsonValue, sha256Hex } from "../runtime/base/canonical_json.ts";
+import { ApprovalRequiredError, LibosError, ValidationError } from "../runtime/base/errors.ts";
+import type { HumanChannel } from "../runtime/human/human_channel.ts";
+import { actionApproval, type PendingAction } from "../runtime/human/human_request.ts";
+import { type ObjectMemory, RUNTIME_ACTOR } from "../runtime/memory/object_memory.ts";
+import { processNamespace } from "../runtime/memory/memory_object.ts";
+import { ToolName } from "../runtime/broker/tool.ts";
+import type { ToolBroker } from "../runtime/broker/tool_broker.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import { runtimeTargets } from "../runtime/syscall_session.ts";
+import { runtimeTargets } from "./syscall_session.ts";
 import { callJitTool, type JitCallHost } from "./jit_call.ts";
 import { type JitSandbox, SandboxError } from "./sandbox.ts";
 import { JIT_SOURCE_MAX, type JitReport, type JitValidator } from "./validator.ts";
@@ -311,7 +311,7 @@ export class JitToolLifecycle {
       right: "register" as const,
       digest,
     };
-    // One decision record per decision (see runtime/audit_log.ts): the allow names what allowed
+    // One decision record per decision (see runtime/audit/audit_log.ts): the allow names what allowed
     // it (through the tool broker's registration record); a deny or an ask is recorded here.
     const refused = (effect: "ask" | "deny", reason: string) =>
       this.#o.host.core.audit.append({

@@ -5,18 +5,18 @@ import {
   CapabilityDeniedError,
   HumanPendingError,
   ValidationError,
-} from "../runtime/errors.ts";
-import type { HumanMode } from "../runtime/human_channel.ts";
+} from "../runtime/base/errors.ts";
+import type { HumanMode } from "../runtime/human/human_channel.ts";
 import { createRuntime } from "../runtime/runtime.ts";
 import { JitSandbox } from "./sandbox.ts";
 import { lifecycleFor, type ToolCandidate } from "./tool_lifecycle.ts";
 import { JitValidator } from "./validator.ts";
 import { allow } from "../tests/authority_fixture.ts";
 import { echoCandidate, wordCounter } from "../tests/sample_fixture.ts";
-import { executorFor } from "../runtime/executor.ts";
-import type { ModelClient } from "../runtime/model_client.ts";
-import { ScriptedModel } from "../runtime/scripted_model.ts";
-import { parseSessionLog } from "../runtime/session_log.ts";
+import { executorFor } from "../runtime/model/executor.ts";
+import type { ModelClient } from "../runtime/model/model_client.ts";
+import { ScriptedModel } from "../runtime/model/scripted_model.ts";
+import { parseSessionLog } from "../runtime/model/session_log.ts";
 
 async function setup(human: HumanMode = "none") {
   const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-jitlife-" }));

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { escapePreview } from "../runtime/escape_preview.ts";
+import { escapePreview } from "../runtime/base/escape_preview.ts";
 import { findInvisible } from "./_invisible.ts";
 import { JitValidator } from "./validator.ts";
 

@@ -15,11 +15,11 @@ export {
   type AuditVerification,
   GENESIS_HASH,
   MAIN_CHAIN,
-} from "./audit_log.ts";
-export { type ChainHead, type HeadFile, readHeadFile } from "./audit_head.ts";
-export { canonicalJson, digestOf, type JsonValue, sha256Hex } from "./canonical_json.ts";
-export { type Clock, FakeClock, systemClock } from "./clock.ts";
-export { type DatabaseLocation, locateDatabase, openDatabase } from "./database.ts";
+} from "./audit/audit_log.ts";
+export { type ChainHead, type HeadFile, readHeadFile } from "./audit/audit_head.ts";
+export { canonicalJson, digestOf, type JsonValue, sha256Hex } from "./base/canonical_json.ts";
+export { type Clock, FakeClock, systemClock } from "./base/clock.ts";
+export { type DatabaseLocation, locateDatabase, openDatabase } from "./store/database.ts";
 export {
   ApprovalRequiredError,
   AuditError,
@@ -41,26 +41,35 @@ export {
   UsageError,
   ValidationError,
   VolatileLostError,
-} from "./errors.ts";
-export { escapePreview, type EscapePreviewOptions } from "./escape_preview.ts";
+} from "./base/errors.ts";
+export { escapePreview, type EscapePreviewOptions } from "./base/escape_preview.ts";
 export {
   ActionLedger,
   type ActionOutcome,
   type ActionRecord,
   type ActionRequest,
-} from "./action_ledger.ts";
-export { Authority, type RunOptions } from "./authority.ts";
+} from "./process/action_ledger.ts";
+export { Authority, type RunOptions } from "./authority/authority.ts";
 export {
   type Capability,
   type CapabilityResource,
   type Effect,
   resourceString,
   type Right,
-} from "./capability.ts";
-export { type Action, type Decision, parseRunDeny } from "./decide.ts";
-export { type ModeName, parseMode } from "./modes.ts";
-export { type AgentProcess, type Budgets, type ProcessStatus, type Signal } from "./process.ts";
-export { ProcessManager, type QuantumResult, type SpawnOptions } from "./process_manager.ts";
+} from "./authority/capability.ts";
+export { type Action, type Decision, parseRunDeny } from "./authority/decide.ts";
+export { type ModeName, parseMode } from "./authority/modes.ts";
+export {
+  type AgentProcess,
+  type Budgets,
+  type ProcessStatus,
+  type Signal,
+} from "./process/process.ts";
+export {
+  ProcessManager,
+  type QuantumResult,
+  type SpawnOptions,
+} from "./process/process_manager.ts";
 export {
   type ProcessDriver,
   type QuantumContext,
@@ -68,10 +77,10 @@ export {
   type RunReport,
   type RunUntilIdleOptions,
   Scheduler,
-} from "./scheduler.ts";
+} from "./kernel/scheduler.ts";
 export { FilesystemPrimitive } from "./primitives/filesystem.ts";
 export { ClockPrimitive } from "./primitives/clock.ts";
-export { ShellPolicyLevel } from "./shell_policy.ts";
+export { ShellPolicyLevel } from "./policy/shell_policy.ts";
 export {
   type LoadedRule,
   parsePolicy,
@@ -79,13 +88,13 @@ export {
   PolicyFile,
   PolicyRule,
   PolicyRules,
-} from "./policy_rules.ts";
+} from "./policy/policy_rules.ts";
 export {
   type LoadedPolicy,
   loadPolicies,
   type PolicySources,
   userPolicyPath,
-} from "./policy_files.ts";
+} from "./policy/policy_files.ts";
 export {
   DEFAULT_GIT_IDENTITY,
   DEFAULT_SHELL_LIMITS,
@@ -141,7 +150,7 @@ export {
   type HumanMode,
   type HumanPrompt,
   type HumanResolution,
-} from "./human_channel.ts";
+} from "./human/human_channel.ts";
 export {
   type ApprovalDetails,
   GrantScope,
@@ -150,16 +159,16 @@ export {
   HumanRequestStatus,
   type PendingAction,
   type PermissionRequest,
-} from "./human_request.ts";
-export { GUTTER, renderApprovalRequest } from "./approval_render.ts";
-export { type TerminalIo, terminalPrompt } from "./tty_prompt.ts";
-export { type UnifiedDiff, unifiedDiff } from "./unified_diff.ts";
+} from "./human/human_request.ts";
+export { GUTTER, renderApprovalRequest } from "./human/approval_render.ts";
+export { type TerminalIo, terminalPrompt } from "./human/tty_prompt.ts";
+export { type UnifiedDiff, unifiedDiff } from "./base/unified_diff.ts";
 export {
   type ObjectInfo,
   type ObjectLink,
   processNamespace,
   type Provenance,
-} from "./memory_object.ts";
+} from "./memory/memory_object.ts";
 export {
   type CreateObject,
   DEFAULT_OBJECT_LIMITS,
@@ -170,7 +179,7 @@ export {
   type ObjectQueryOptions,
   OPERATOR_ACTOR,
   type QueryResult,
-} from "./object_memory.ts";
+} from "./memory/object_memory.ts";
 export {
   ContextPolicy,
   DEFAULT_CONTEXT_POLICY,
@@ -182,8 +191,8 @@ export {
   ProviderUsage,
   type View,
   type ViewObject,
-} from "./materializer.ts";
-export { PINNED_TAG, processContext } from "./process_context.ts";
+} from "./memory/materializer.ts";
+export { PINNED_TAG, processContext } from "./memory/process_context.ts";
 export {
   defineTool,
   type ToolContext,
@@ -191,38 +200,40 @@ export {
   ToolEffect,
   type ToolSpec,
   type ToolValue,
-} from "./tool.ts";
-export { ToolBroker, type ToolCall, type ToolResult, type ToolSchema } from "./tool_broker.ts";
+} from "./broker/tool.ts";
+export {
+  ToolBroker,
+  type ToolCall,
+  type ToolResult,
+  type ToolSchema,
+} from "./broker/tool_broker.ts";
 export {
   AgentImage,
   type AgentImageInput,
   ImageId,
   RequiredCapability,
   SafetyProfile,
-} from "./image.ts";
+} from "./broker/image.ts";
 export {
   IMAGE_OPERATOR,
   ImageRegistry,
   type ImageSummary,
   type LoadOptions,
-} from "./image_registry.ts";
-export { parseStrictYaml, STRICT_YAML_LIMITS, type StrictYamlOptions } from "./strict_yaml.ts";
-export { EventLog, type SubscribeOptions } from "./event_log.ts";
-export { EVENT_VERSION, type EventBody, type EventEnvelope, type EventKind } from "./events.ts";
-export { type IdSource, randomIds, seededIds } from "./ids.ts";
-export { createRuntime, type Primitives, type Runtime, type RuntimeOptions } from "./runtime.ts";
-export { SCHEMA_VERSION } from "./_schema.ts";
-export { SqliteStore, type SqliteStoreOptions } from "./sqlite_store.ts";
-export { type EnvReader, MEMORY_DB } from "./state_paths.ts";
-export type { AuditQuery, AuditRow, AuditTail, EventRead, EventRow, Store } from "./store.ts";
-export { LIBOS_VERSION } from "./version.ts";
+} from "./broker/image_registry.ts";
+export { parseStrictYaml, STRICT_YAML_LIMITS, type StrictYamlOptions } from "./base/strict_yaml.ts";
+export { EventLog, type SubscribeOptions } from "./audit/event_log.ts";
 export {
-  type DeferredOp,
-  LibOSSyscallSession,
-  runtimeTargets,
-  type SyscallName,
-  type SyscallTargets,
-} from "./syscall_session.ts";
+  EVENT_VERSION,
+  type EventBody,
+  type EventEnvelope,
+  type EventKind,
+} from "./audit/events.ts";
+export { type IdSource, randomIds, seededIds } from "./base/ids.ts";
+export { createRuntime, type Primitives, type Runtime, type RuntimeOptions } from "./runtime.ts";
+export { SCHEMA_VERSION, SqliteStore, type SqliteStoreOptions } from "./store/sqlite_store.ts";
+export { type EnvReader, MEMORY_DB } from "./base/state_paths.ts";
+export type { AuditQuery, AuditRow, AuditTail, EventRead, EventRow, Store } from "./store/store.ts";
+export { LIBOS_VERSION } from "./base/version.ts";
 export {
   type ChatMessage,
   FinishReason,
@@ -234,8 +245,8 @@ export {
   ModelToolCall,
   type ModelToolSchema,
   TokenUsage,
-} from "./model_client.ts";
-export { OpenAIModel, type OpenAIModelOptions } from "./openai_model.ts";
+} from "./model/model_client.ts";
+export { OpenAIModel, type OpenAIModelOptions } from "./model/openai_model.ts";
 export {
   ModelTurnRecord,
   parseSessionLog,
@@ -243,8 +254,8 @@ export {
   SESSION_LINES_MAX,
   SessionLogWriter,
   type SessionRecord,
-} from "./session_log.ts";
-export { RecordingModel, ScriptedModel } from "./scripted_model.ts";
+} from "./model/session_log.ts";
+export { RecordingModel, ScriptedModel } from "./model/scripted_model.ts";
 export {
   type ExecutorEvent,
   executorFor,
@@ -252,6 +263,6 @@ export {
   type ExecutorOptions,
   ModelExecutor,
   type TurnOutcome,
-} from "./executor.ts";
-export { REDACTED, type Redactor, redactor } from "./redaction.ts";
-export { RESERVED_TYPES } from "./object_memory.ts";
+} from "./model/executor.ts";
+export { REDACTED, type Redactor, redactor } from "./base/redaction.ts";
+export { RESERVED_TYPES } from "./memory/object_memory.ts";

@@ -4,45 +4,45 @@
  *
  * @module
  */
-import { AuditLog } from "./audit_log.ts";
-import { type Clock, systemClock } from "./clock.ts";
-import { type DatabaseLocation, locateDatabase, openDatabase } from "./database.ts";
-import { LibosError, ValidationError } from "./errors.ts";
-import { EventLog } from "./event_log.ts";
-import { ActionLedger } from "./action_ledger.ts";
-import { Authority, type RunOptions } from "./authority.ts";
-import { parseRunDeny } from "./decide.ts";
-import { parseMode } from "./modes.ts";
+import { AuditLog } from "./audit/audit_log.ts";
+import { type Clock, systemClock } from "./base/clock.ts";
+import { type DatabaseLocation, locateDatabase, openDatabase } from "./store/database.ts";
+import { LibosError, ValidationError } from "./base/errors.ts";
+import { EventLog } from "./audit/event_log.ts";
+import { ActionLedger } from "./process/action_ledger.ts";
+import { Authority, type RunOptions } from "./authority/authority.ts";
+import { parseRunDeny } from "./authority/decide.ts";
+import { parseMode } from "./authority/modes.ts";
 import { ClockPrimitive } from "./primitives/clock.ts";
 import { FilesystemPrimitive } from "./primitives/filesystem.ts";
 import { type ShellLimits, ShellPrimitive } from "./primitives/shell.ts";
 import { hostShell, type ShellProvider } from "./providers/shell.ts";
 import { type NetLimits, NetPrimitive } from "./primitives/net.ts";
 import { hostNet, type NetProvider } from "./providers/net.ts";
-import type { ShellPolicyLevel } from "./shell_policy.ts";
-import { HumanChannel, type HumanMode, type HumanPrompt } from "./human_channel.ts";
-import { processNamespace } from "./memory_object.ts";
-import { type ObjectLimits, ObjectMemory } from "./object_memory.ts";
+import type { ShellPolicyLevel } from "./policy/shell_policy.ts";
+import { HumanChannel, type HumanMode, type HumanPrompt } from "./human/human_channel.ts";
+import { processNamespace } from "./memory/memory_object.ts";
+import { type ObjectLimits, ObjectMemory } from "./memory/object_memory.ts";
 import { builtinToolSpecs } from "../tools/mod.ts";
-import { defineTool } from "./tool.ts";
-import { Checkpoints } from "./checkpoints.ts";
-import { ToolBroker } from "./tool_broker.ts";
-import { ImageRegistry } from "./image_registry.ts";
-import { HardlineLayer } from "./policy_layers.ts";
-import { PolicyRules } from "./policy_rules.ts";
-import { ShellParser } from "./shell_script.ts";
+import { defineTool } from "./broker/tool.ts";
+import { Checkpoints } from "./memory/checkpoints.ts";
+import { ToolBroker } from "./broker/tool_broker.ts";
+import { ImageRegistry } from "./broker/image_registry.ts";
+import { HardlineLayer } from "./policy/policy_layers.ts";
+import { PolicyRules } from "./policy/policy_rules.ts";
+import { ShellParser } from "./policy/shell_script.ts";
 import { builtinImages } from "../images/mod.ts";
-import { WorkspaceLock } from "./workspace_lock.ts";
-import { type IdSource, randomIds } from "./ids.ts";
-import type { Budgets } from "./process.ts";
-import { ProcessManager } from "./process_manager.ts";
+import { WorkspaceLock } from "./base/workspace_lock.ts";
+import { type IdSource, randomIds } from "./base/ids.ts";
+import type { Budgets } from "./process/process.ts";
+import { ProcessManager } from "./process/process_manager.ts";
 import { type FilesystemProvider, hostFilesystem } from "./providers/filesystem.ts";
-import { type ProcessDriver, Scheduler, type SchedulerOptions } from "./scheduler.ts";
-import { configDirectory, type EnvReader, stateDirectory } from "./state_paths.ts";
+import { type ProcessDriver, Scheduler, type SchedulerOptions } from "./kernel/scheduler.ts";
+import { configDirectory, type EnvReader, stateDirectory } from "./base/state_paths.ts";
 import { dirname } from "node:path";
-import type { RuntimeCore } from "./runtime_core.ts";
-import { LIBOS_VERSION } from "./version.ts";
-import { checkToolchains } from "./toolchains.ts";
+import type { RuntimeCore } from "./audit/runtime_core.ts";
+import { LIBOS_VERSION } from "./base/version.ts";
+import { checkToolchains } from "./providers/toolchains.ts";
 
 /** How to build a runtime. Every dependency with a side effect can be injected. */
 export interface RuntimeOptions extends RunOptions {

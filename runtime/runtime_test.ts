@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { readHeadFile } from "./audit_head.ts";
-import { FakeClock } from "./clock.ts";
-import { seededIds } from "./ids.ts";
+import { readHeadFile } from "./audit/audit_head.ts";
+import { FakeClock } from "./base/clock.ts";
+import { seededIds } from "./base/ids.ts";
 import { createRuntime } from "./runtime.ts";
 
 const OPERATOR_RECORD = {

@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DatabaseSync } from "node:sqlite";
-import { sha256Hex } from "../runtime/canonical_json.ts";
-import { runCli } from "../runtime/cli/mod.ts";
+import { sha256Hex } from "../runtime/base/canonical_json.ts";
+import { runCli } from "../cli/mod.ts";
 
 /** The repository root. */
 export const REPO = fileURLToPath(new URL("..", import.meta.url));

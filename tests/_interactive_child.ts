@@ -5,9 +5,9 @@
  *
  * Usage: deno run ... _interactive_child.ts <workspace>
  */
-import { HumanDecisionError } from "../runtime/errors.ts";
+import { HumanDecisionError } from "../runtime/base/errors.ts";
 import { createRuntime } from "../runtime/runtime.ts";
-import { terminalPrompt } from "../runtime/tty_prompt.ts";
+import { terminalPrompt } from "../runtime/human/tty_prompt.ts";
 
 if (import.meta.main) {
   const [workspace] = Deno.args;

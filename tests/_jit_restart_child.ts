@@ -9,7 +9,7 @@
 import { callJitTool } from "../jit/jit_call.ts";
 import { JitSandbox } from "../jit/sandbox.ts";
 import { createRuntime } from "../runtime/runtime.ts";
-import { runtimeTargets } from "../runtime/syscall_session.ts";
+import { runtimeTargets } from "../jit/syscall_session.ts";
 import { allow } from "./authority_fixture.ts";
 
 if (import.meta.main) {

@@ -7,11 +7,11 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { executorFor } from "../runtime/executor.ts";
-import type { ModelClient } from "../runtime/model_client.ts";
+import { executorFor } from "../runtime/model/executor.ts";
+import type { ModelClient } from "../runtime/model/model_client.ts";
 import { createRuntime } from "../runtime/runtime.ts";
-import { ScriptedModel } from "../runtime/scripted_model.ts";
-import { parseSessionLog } from "../runtime/session_log.ts";
+import { ScriptedModel } from "../runtime/model/scripted_model.ts";
+import { parseSessionLog } from "../runtime/model/session_log.ts";
 import { FIX_EDIT, FIXED, fixRepository, RUN_TESTS, turn } from "./agent_fixture.ts";
 
 Deno.test("The coding agent on the scripted model fixes a failing test: read, run the test (asked), edit under approval with a diff, run again, report", async () => {

@@ -4,8 +4,8 @@
  * terminal, a typing fake terminal, and the real launcher on a pseudo-terminal (`script(1)`).
  */
 import { join } from "node:path";
-import { runCli } from "../runtime/cli/mod.ts";
-import type { TerminalIo } from "../runtime/tty_prompt.ts";
+import { runCli } from "../cli/mod.ts";
+import type { TerminalIo } from "../runtime/human/tty_prompt.ts";
 import { REPO, type Run } from "./_cli_sandbox.ts";
 import { processesWith } from "./shell_fixture.ts";
 

@@ -144,3 +144,103 @@ Deno.test("tools/ is pure: no file under it touches Deno, fetch, node:*, a provi
     "export const t = { fetch: 1, Deno: 2 }; export const u = (o: { self: number }) => o.self;";
   assert.deepEqual(Deno.lint.runPlugin(plugin, join(tools, "ok.ts"), benign), []);
 });
+
+/**
+ * The folders in the order a turn's layers build on each other (DESIGN §3): a file may import
+ * from its own folder and from folders before it, never from one after it. `import type` counts
+ * too — a lower layer that needs a higher one's shape declares the shape itself. Tests beside a
+ * module (`*_test.ts`) are exempt: they assemble whole runtimes to test one layer.
+ */
+const LAYERS = [
+  "runtime/base",
+  "runtime/providers",
+  "runtime/store",
+  "runtime/audit",
+  "runtime/authority",
+  "runtime/policy",
+  "runtime/process",
+  "runtime/human",
+  "runtime/memory",
+  "runtime/primitives",
+  "runtime/kernel",
+  "runtime/broker",
+  "runtime/model",
+  "tools",
+  "images",
+  "runtime",
+  "jit",
+  "cli",
+  ".",
+] as const;
+
+/** The layer a repository-relative path belongs to: the longest folder of LAYERS holding it. */
+function layerOf(path: string): number {
+  let best = -1;
+  let bestLength = -1;
+  LAYERS.forEach((folder, i) => {
+    const holds = folder === "." ? !path.includes("/") : path.startsWith(`${folder}/`);
+    if (holds && folder.length > bestLength) [best, bestLength] = [i, folder.length];
+  });
+  return best;
+}
+
+/** Every relative import of a file, static, re-exported, type-only or dynamic. */
+function relativeImports(source: string): string[] {
+  const pattern = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)"(\.{1,2}\/[^"]+)"/g;
+  return [...source.matchAll(pattern)].map((m) => m[1]!);
+}
+
+function layerViolations(): string[] {
+  const offenders: string[] = [];
+  const files = [...CODE_FOLDERS.flatMap((f) => [...sourceFiles(join(REPO, f))])];
+  files.push(join(REPO, "mod.ts"));
+  for (const file of files) {
+    if (file.endsWith("_test.ts")) continue;
+    const from = relative(REPO, file);
+    const fromLayer = layerOf(from);
+    assert.ok(fromLayer >= 0, `${from} belongs to no layer: add its folder to LAYERS`);
+    for (const spec of relativeImports(Deno.readTextFileSync(file))) {
+      const to = relative(REPO, resolve(dirname(file), spec));
+      const toLayer = layerOf(to);
+      if (toLayer > fromLayer) {
+        offenders.push(`${from} (${LAYERS[fromLayer]}) imports ${to} (${LAYERS[toLayer]})`);
+      }
+    }
+  }
+  return offenders;
+}
+
+Deno.test("imports point one way between folders: none from a lower layer to a higher one", () => {
+  assert.deepEqual(layerViolations(), []);
+});
+
+Deno.test("the layer check sees every kind of import and catches an upward one (attack: a base module reaching into the kernel)", () => {
+  const kinds = [
+    'import { x } from "../kernel/scheduler.ts";',
+    'import type { X } from "../kernel/scheduler.ts";',
+    'export { x } from "../kernel/scheduler.ts";',
+    'export * from "../kernel/scheduler.ts";',
+    'const m = await import("../kernel/scheduler.ts");',
+    'import "../kernel/scheduler.ts";',
+  ];
+  for (const line of kinds) {
+    const [spec] = relativeImports(line);
+    assert.equal(spec, "../kernel/scheduler.ts", line);
+    const to = relative(REPO, resolve(join(REPO, "runtime/base"), spec!));
+    assert.ok(layerOf(to) > layerOf("runtime/base/errors.ts"), line);
+  }
+  assert.equal(LAYERS[layerOf("runtime/runtime.ts")], "runtime");
+  assert.equal(LAYERS[layerOf("runtime/policy/shell_argv.ts")], "runtime/policy");
+  assert.equal(LAYERS[layerOf("mod.ts")], ".");
+  assert.equal(layerOf("docs/x.ts"), -1);
+});
+
+Deno.test("the runtime folder holds only the assembly: every other file sits in a layer folder", () => {
+  const loose = [...Deno.readDirSync(join(REPO, "runtime"))]
+    .filter((e) => e.isFile && !["runtime.ts", "runtime_test.ts", "mod.ts"].includes(e.name))
+    .map((e) => e.name);
+  assert.deepEqual(loose, []);
+  for (const entry of Deno.readDirSync(join(REPO, "runtime"))) {
+    if (entry.isDirectory) assert.ok(LAYERS.includes(`runtime/${entry.name}` as never), entry.name);
+  }
+});

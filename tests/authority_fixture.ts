@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { Capability, type CapabilityResource } from "../runtime/capability.ts";
+import { Capability, type CapabilityResource } from "../runtime/authority/capability.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 
 /** Grants process `pid` `rights` on `resource` (issued by the operator); returns the capability id. */

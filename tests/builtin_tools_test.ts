@@ -9,17 +9,17 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { JsonValue } from "../runtime/canonical_json.ts";
-import { FakeClock } from "../runtime/clock.ts";
-import { CapabilityDeniedError, HumanPendingError, QuantumEnd } from "../runtime/errors.ts";
-import type { HumanDecision, HumanPrompt } from "../runtime/human_channel.ts";
-import { HumanRequestStatus } from "../runtime/human_request.ts";
-import { seededIds } from "../runtime/ids.ts";
-import type { MemoryActor } from "../runtime/object_memory.ts";
+import type { JsonValue } from "../runtime/base/canonical_json.ts";
+import { FakeClock } from "../runtime/base/clock.ts";
+import { CapabilityDeniedError, HumanPendingError, QuantumEnd } from "../runtime/base/errors.ts";
+import type { HumanDecision, HumanPrompt } from "../runtime/human/human_channel.ts";
+import { HumanRequestStatus } from "../runtime/human/human_request.ts";
+import { seededIds } from "../runtime/base/ids.ts";
+import type { MemoryActor } from "../runtime/memory/object_memory.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
-import type { ToolResult } from "../runtime/tool_broker.ts";
-import { IMAGE_OPERATOR } from "../runtime/image_registry.ts";
-import type { ProcessDriver } from "../runtime/scheduler.ts";
+import type { ToolResult } from "../runtime/broker/tool_broker.ts";
+import { IMAGE_OPERATOR } from "../runtime/broker/image_registry.ts";
+import type { ProcessDriver } from "../runtime/kernel/scheduler.ts";
 import { JitSandbox, type JitToolLifecycle, JitValidator, lifecycleFor } from "../jit/mod.ts";
 import { builtinToolSpecs } from "../tools/mod.ts";
 import { parsePytest } from "../tools/pytest_log.ts";

@@ -2,10 +2,10 @@
  * The capability commands of the `libos` command line: caps, grant, revoke, and spawn --mode.
  */
 import assert from "node:assert/strict";
-import { parseResource } from "../runtime/cli/capability_commands.ts";
-import { UsageError } from "../runtime/errors.ts";
-import type { Capability } from "../runtime/capability.ts";
-import type { AgentProcess } from "../runtime/process.ts";
+import { parseResource } from "../cli/capability_commands.ts";
+import { UsageError } from "../runtime/base/errors.ts";
+import type { Capability } from "../runtime/authority/capability.ts";
+import type { AgentProcess } from "../runtime/process/process.ts";
 import { createRuntime } from "../runtime/runtime.ts";
 import { sandbox } from "./_cli_sandbox.ts";
 

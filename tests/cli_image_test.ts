@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { AgentProcess } from "../runtime/process.ts";
+import type { AgentProcess } from "../runtime/process/process.ts";
 import { sandbox } from "./_cli_sandbox.ts";
 
 const IMAGE = `id: triage:v1

@@ -4,8 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { permissionFlags } from "../runtime/cli/bootstrap.ts";
-import { SYSTEM_PATH } from "../runtime/system_path.ts";
+import { permissionFlags } from "../cli/bootstrap.ts";
+import { SYSTEM_PATH } from "../runtime/base/system_path.ts";
 import { sandbox, task, withJitTool } from "./_cli_sandbox.ts";
 
 const GOOD = "export function run(args, libos) {\n  return args;\n}\n";

@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import { createRuntime } from "../runtime/runtime.ts";
-import { OPERATOR_ACTOR } from "../runtime/object_memory.ts";
+import { OPERATOR_ACTOR } from "../runtime/memory/object_memory.ts";
 import { sandbox } from "./_cli_sandbox.ts";
 
 Deno.test("libos memory namespace, ls and show work on the workspace database as the operator, escaping payloads", async () => {

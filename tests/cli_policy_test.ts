@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { runCli } from "../runtime/cli/mod.ts";
+import { runCli } from "../cli/mod.ts";
 import { sandbox } from "./_cli_sandbox.ts";
 
 async function cli(

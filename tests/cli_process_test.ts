@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { AgentProcess } from "../runtime/process.ts";
+import type { AgentProcess } from "../runtime/process/process.ts";
 import { sandbox, task } from "./_cli_sandbox.ts";
 
 Deno.test("libos spawn creates a runnable process that ps lists, and every change is audited", async () => {

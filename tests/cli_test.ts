@@ -5,11 +5,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { sha256Hex } from "../runtime/canonical_json.ts";
-import { permissionFlags, recordedReads, UnlistablePathError } from "../runtime/cli/bootstrap.ts";
+import { sha256Hex } from "../runtime/base/canonical_json.ts";
+import { permissionFlags, recordedReads, UnlistablePathError } from "../cli/bootstrap.ts";
 import { sandbox, tamper, task } from "./_cli_sandbox.ts";
 import { createRuntime } from "../runtime/runtime.ts";
-import { DemoReport } from "../runtime/cli/demo_command.ts";
+import { DemoReport } from "../cli/demo_command.ts";
 
 Deno.test("libos init creates the workspace database (0600) and head file in the state directory, and is idempotent", async () => {
   using s = sandbox();
@@ -504,7 +504,7 @@ Deno.test("libos audit verify and query are read-only: an outdated database is r
       Deno.removeSync(s.dbPath() + suffix);
     } catch { /* may not exist */ }
   }
-  const { MIGRATIONS, SqliteStore } = await import("../runtime/sqlite_store.ts");
+  const { MIGRATIONS, SqliteStore } = await import("../runtime/store/sqlite_store.ts");
   SqliteStore.open({ path: s.dbPath(), migrations: [MIGRATIONS[0]!] }).close();
   const before = sha256Hex(Deno.readFileSync(s.dbPath()));
   for (const command of [["audit", "verify", "--no-head"], ["audit", "query"], ["ps"]]) {

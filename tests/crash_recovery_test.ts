@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
-import type { ActionRecord } from "../runtime/action_ledger.ts";
+import type { ActionRecord } from "../runtime/process/action_ledger.ts";
 import { createRuntime } from "../runtime/runtime.ts";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));

@@ -5,7 +5,7 @@
  * capability table, the tool broker and the JIT tool lifecycle — once allowed and once refused,
  * on a real runtime, and checks the decision records each left: exactly one per decision, with
  * the right decision and an authority naming the capability, rule, mode, human or runtime rule
- * that decided (the rule is written in `runtime/audit_log.ts`). A refused row also attempts the
+ * that decided (the rule is written in `runtime/audit/audit_log.ts`). A refused row also attempts the
  * operation for real and checks that its effect did not happen; the allowed row is its control.
  *
  * The last test derives the operations from the components' own methods: a method added without
@@ -14,10 +14,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { z } from "zod";
-import type { AuditRecord } from "../runtime/audit_log.ts";
-import { CapabilityTable } from "../runtime/capability_table.ts";
-import type { CapabilityResource } from "../runtime/capability.ts";
-import { Checkpoints } from "../runtime/checkpoints.ts";
+import type { AuditRecord } from "../runtime/audit/audit_log.ts";
+import { CapabilityTable } from "../runtime/authority/capability_table.ts";
+import type { CapabilityResource } from "../runtime/authority/capability.ts";
+import { Checkpoints } from "../runtime/memory/checkpoints.ts";
 import {
   BudgetExhaustedError,
   CapabilityDeniedError,
@@ -26,20 +26,20 @@ import {
   IllegalTransitionError,
   NotFoundError,
   ValidationError,
-} from "../runtime/errors.ts";
-import { HumanChannel, type HumanMode, type HumanPrompt } from "../runtime/human_channel.ts";
-import { ImageRegistry } from "../runtime/image_registry.ts";
-import { ObjectMemory } from "../runtime/object_memory.ts";
-import { processContext } from "../runtime/process_context.ts";
+} from "../runtime/base/errors.ts";
+import { HumanChannel, type HumanMode, type HumanPrompt } from "../runtime/human/human_channel.ts";
+import { ImageRegistry } from "../runtime/broker/image_registry.ts";
+import { ObjectMemory } from "../runtime/memory/object_memory.ts";
+import { processContext } from "../runtime/memory/process_context.ts";
 import { ClockPrimitive } from "../runtime/primitives/clock.ts";
 import { FilesystemPrimitive } from "../runtime/primitives/filesystem.ts";
 import { NetPrimitive } from "../runtime/primitives/net.ts";
 import { ShellPrimitive } from "../runtime/primitives/shell.ts";
-import { ProcessManager } from "../runtime/process_manager.ts";
+import { ProcessManager } from "../runtime/process/process_manager.ts";
 import type { NetProvider, NetRequest } from "../runtime/providers/net.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
-import { parseStrictYaml } from "../runtime/strict_yaml.ts";
-import { ToolBroker } from "../runtime/tool_broker.ts";
+import { parseStrictYaml } from "../runtime/base/strict_yaml.ts";
+import { ToolBroker } from "../runtime/broker/tool_broker.ts";
 import { JitSandbox, JitToolLifecycle, JitValidator, lifecycleFor } from "../jit/mod.ts";
 import { BENIGN, DOCS_READER, echoCandidate } from "./sample_fixture.ts";
 import { sandbox, task } from "./_cli_sandbox.ts";

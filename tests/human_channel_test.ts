@@ -6,16 +6,16 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import type { ActionOutcome } from "../runtime/action_ledger.ts";
-import { FakeClock } from "../runtime/clock.ts";
+import type { ActionOutcome } from "../runtime/process/action_ledger.ts";
+import { FakeClock } from "../runtime/base/clock.ts";
 import {
   HumanDecisionError,
   HumanPendingError,
   IllegalTransitionError,
-} from "../runtime/errors.ts";
-import type { HumanRequest } from "../runtime/human_request.ts";
+} from "../runtime/base/errors.ts";
+import type { HumanRequest } from "../runtime/human/human_request.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
-import type { ProcessDriver } from "../runtime/scheduler.ts";
+import type { ProcessDriver } from "../runtime/kernel/scheduler.ts";
 import { type Sandbox, sandbox, task } from "./_cli_sandbox.ts";
 
 const TARGET = ".gitmodules";

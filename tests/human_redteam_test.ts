@@ -9,20 +9,20 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import type { ActionOutcome } from "../runtime/action_ledger.ts";
-import { fsScope } from "../runtime/authority.ts";
-import { digestOf, sha256Hex } from "../runtime/canonical_json.ts";
-import { FakeClock } from "../runtime/clock.ts";
+import type { ActionOutcome } from "../runtime/process/action_ledger.ts";
+import { fsScope } from "../runtime/authority/authority.ts";
+import { digestOf, sha256Hex } from "../runtime/base/canonical_json.ts";
+import { FakeClock } from "../runtime/base/clock.ts";
 import {
   HumanPendingError,
   IllegalTransitionError,
   OutsideWorkspaceError,
   UnsafePathError,
-} from "../runtime/errors.ts";
-import type { HumanResolution } from "../runtime/human_channel.ts";
-import type { HumanRequest } from "../runtime/human_request.ts";
+} from "../runtime/base/errors.ts";
+import type { HumanResolution } from "../runtime/human/human_channel.ts";
+import type { HumanRequest } from "../runtime/human/human_request.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
-import { terminalPrompt } from "../runtime/tty_prompt.ts";
+import { terminalPrompt } from "../runtime/human/tty_prompt.ts";
 import { type Sandbox, sandbox, tamper } from "./_cli_sandbox.ts";
 
 const ESC = "\x1b";

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import type { ActionRecord } from "../runtime/action_ledger.ts";
+import type { ActionRecord } from "../runtime/process/action_ledger.ts";
 import { createRuntime } from "../runtime/runtime.ts";
 import { exists, processesWith, spawnTestChild } from "./shell_fixture.ts";
 

@@ -3,11 +3,11 @@
  * process, a primitive over any provider, net grants, and the typed-refusal assertion.
  */
 import assert from "node:assert/strict";
-import type { AuditRecord } from "../runtime/audit_log.ts";
-import { ApprovalRequiredError, LibosError } from "../runtime/errors.ts";
-import type { HumanMode } from "../runtime/human_channel.ts";
-import type { ApprovalDetails } from "../runtime/human_request.ts";
-import { parsePolicy, PolicyRules } from "../runtime/policy_rules.ts";
+import type { AuditRecord } from "../runtime/audit/audit_log.ts";
+import { ApprovalRequiredError, LibosError } from "../runtime/base/errors.ts";
+import type { HumanMode } from "../runtime/human/human_channel.ts";
+import type { ApprovalDetails } from "../runtime/human/human_request.ts";
+import { parsePolicy, PolicyRules } from "../runtime/policy/policy_rules.ts";
 import { NetPrimitive, type NetPrimitiveOptions } from "../runtime/primitives/net.ts";
 import type { NetProvider } from "../runtime/providers/net.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";

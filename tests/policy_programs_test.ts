@@ -7,10 +7,10 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { parsePolicy, PolicyRules } from "../runtime/policy_rules.ts";
-import { decideShell } from "../runtime/shell_policy.ts";
-import { CODE_ROWS, CONTROLS } from "../runtime/shell_programs.ts";
-import { ShellParser } from "../runtime/shell_script.ts";
+import { parsePolicy, PolicyRules } from "../runtime/policy/policy_rules.ts";
+import { decideShell } from "../runtime/policy/shell_policy.ts";
+import { CODE_ROWS, CONTROLS } from "../runtime/policy/shell_programs.ts";
+import { ShellParser } from "../runtime/policy/shell_script.ts";
 import { sandbox, task } from "./_cli_sandbox.ts";
 import { call, final } from "./agent_fixture.ts";
 import { wallTestMode } from "./shell_fixture.ts";

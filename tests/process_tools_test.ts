@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
-import type { ProcessDriver } from "../runtime/scheduler.ts";
+import type { ProcessDriver } from "../runtime/kernel/scheduler.ts";
 
 const PROCESS_TOOLS = [
   "fork_child_process",

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
-import { HumanRequestStatus } from "../runtime/human_request.ts";
+import { HumanRequestStatus } from "../runtime/human/human_request.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
 import { type Sandbox, sandbox, task } from "./_cli_sandbox.ts";
 import { call, cli, fakeTerminal, final, terminalCommand } from "./agent_fixture.ts";

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { HumanPendingError, LibosError } from "../runtime/errors.ts";
+import { HumanPendingError, LibosError } from "../runtime/base/errors.ts";
 import {
   allowExact,
   eventually,

@@ -9,24 +9,24 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { allow } from "./authority_fixture.ts";
-import { executorFor } from "../runtime/executor.ts";
-import type { HumanMode } from "../runtime/human_channel.ts";
+import { executorFor } from "../runtime/model/executor.ts";
+import type { HumanMode } from "../runtime/human/human_channel.ts";
 import {
   type ModelClient,
   ModelError,
   type ModelReply,
   type ModelRequest,
   type ModelToolCall,
-} from "../runtime/model_client.ts";
-import { OpenAIModel } from "../runtime/openai_model.ts";
-import { processNamespace } from "../runtime/memory_object.ts";
+} from "../runtime/model/model_client.ts";
+import { OpenAIModel } from "../runtime/model/openai_model.ts";
+import { processNamespace } from "../runtime/memory/memory_object.ts";
 import { createRuntime } from "../runtime/runtime.ts";
-import { RecordingModel, ScriptedModel } from "../runtime/scripted_model.ts";
-import { parseSessionLog, SessionLogWriter } from "../runtime/session_log.ts";
-import { sha256Hex } from "../runtime/canonical_json.ts";
-import { modelConfig } from "../runtime/cli/model_config.ts";
-import { permissionFlags } from "../runtime/cli/bootstrap.ts";
-import { runCli } from "../runtime/cli/mod.ts";
+import { RecordingModel, ScriptedModel } from "../runtime/model/scripted_model.ts";
+import { parseSessionLog, SessionLogWriter } from "../runtime/model/session_log.ts";
+import { sha256Hex } from "../runtime/base/canonical_json.ts";
+import { modelConfig } from "../cli/model_config.ts";
+import { permissionFlags } from "../cli/bootstrap.ts";
+import { runCli } from "../cli/mod.ts";
 
 // ---------------------------------------------------------------- fixtures
 
@@ -272,7 +272,7 @@ Deno.test("ModelExecutor.runQuantum() attack: usage that is negative, fractional
 });
 
 Deno.test({
-  // Was a defect, now fixed: runtime/executor.ts charges `reply.usage` verbatim (≈ line 150). A provider that
+  // Was a defect, now fixed: runtime/model/executor.ts charges `reply.usage` verbatim (≈ line 150). A provider that
   // reports 0/0 makes every turn free; with `finish_reason: "length"` the process loops, charged
   // nothing, until its wall time (an hour by default) runs out.
   name:
@@ -297,7 +297,7 @@ Deno.test({
 });
 
 Deno.test({
-  // Was a defect, now fixed: without provider usage the estimate (runtime/executor.ts ≈ line 146) counts the
+  // Was a defect, now fixed: without provider usage the estimate (runtime/model/executor.ts ≈ line 146) counts the
   // prompt and `reply.content` only — never the reply's tool-call arguments — so a model that
   // writes 400,000 characters through a tool call is charged ~1,000 tokens for both turns.
   name:
@@ -318,7 +318,7 @@ Deno.test({
 });
 
 Deno.test({
-  // Was a defect, now fixed: runtime/executor.ts #runCalls keys results by call id (`results[call.id] = …`); two
+  // Was a defect, now fixed: runtime/model/executor.ts #runCalls keys results by call id (`results[call.id] = …`); two
   // calls with one id in a turn keep only the last result, and the next turn shows it for both
   // calls — the model is told its successful read failed (or a failed write succeeded).
   name:
@@ -355,7 +355,7 @@ Deno.test("ModelExecutor.runQuantum() attack: call ids __proto__/constructor kee
 });
 
 Deno.test({
-  // Was a defect, now fixed: runtime/executor.ts #messages reads `last.results[call.id] ?? this.#pendingResult(…)`
+  // Was a defect, now fixed: runtime/model/executor.ts #messages reads `last.results[call.id] ?? this.#pendingResult(…)`
   // on a plain object: for a call that ended the quantum (a human approval) and whose id is an
   // Object.prototype member ("constructor", "toString", "valueOf"), the next turn is shown a
   // *function* instead of the approved action's outcome. Fix: `Object.hasOwn(last.results, id)`.
@@ -551,7 +551,7 @@ Deno.test("parseSessionLog() attack: logs that parse but would replay something 
 });
 
 Deno.test({
-  // Was a defect, now fixed: RecordingModel (runtime/scripted_model.ts ≈ line 110) writes `arguments: c.arguments`
+  // Was a defect, now fixed: RecordingModel (runtime/model/scripted_model.ts ≈ line 110) writes `arguments: c.arguments`
   // and replyOf (≈ line 29) replays `call.arguments ?? {}`: a call the model sent with null (or
   // absent) arguments was refused when recorded but runs when replayed. Fix: record the arguments
   // as sent (`null` stays `null`) and replay `null` as `null`.
@@ -787,7 +787,7 @@ Deno.test({
   // Was a defect, now fixed: the SDK's `timeout` (OpenAIModelOptions.timeoutMs) covers a whole non-streamed
   // reply (test above) but a stream only until its headers: with `onText`, an SSE stream that
   // keeps sending comments (or empty deltas) holds the turn — and the process, `running` —
-  // until its wall-time budget (an hour by default) or a terminate. runtime/openai_model.ts
+  // until its wall-time budget (an hour by default) or a terminate. runtime/model/openai_model.ts
   // #chatStreamed passes `{ signal }` only; fix: AbortSignal.any([signal,
   // AbortSignal.timeout(timeoutMs)]) (or an idle timeout between chunks) for the whole stream.
   name: "OpenAIModel.complete() attack: an SSE stream that never ends outlives timeoutMs",
@@ -822,7 +822,7 @@ const echoKey = (req: Request) =>
   }, { status: 401 });
 
 Deno.test({
-  // Was a defect, now fixed: runtime/openai_model.ts failure() copies the server's error message (up to 500
+  // Was a defect, now fixed: runtime/model/openai_model.ts failure() copies the server's error message (up to 500
   // characters) into the ModelError; the executor (#modelFailed) puts it into the process's
   // failure reason, which is stored, audited and printed — the runtime's `secrets` are applied
   // to tool results only. A server (or proxy) that echoes the key leaks it. Fix: redact the
@@ -845,7 +845,7 @@ Deno.test({
 
 Deno.test({
   // Was a defect, now fixed: the same leak end to end through `libos run --model openai:m`: the key reaches
-  // stdout (runtime/cli/process_commands.ts drive() prints each process's message).
+  // stdout (cli/process_commands.ts drive() prints each process's message).
   name: "runCli() attack: libos run --model openai prints an API key the server echoed",
   fn: async () => {
     await using s = server(echoKey);
@@ -938,7 +938,7 @@ Deno.test("modelConfig() attack: an --env-file inside the workspace (relative, .
 });
 
 Deno.test({
-  // Was a defect, now fixed: runtime/cli/model_config.ts ≈ line 77 tests `inside.startsWith("..")`, so a file in
+  // Was a defect, now fixed: cli/model_config.ts ≈ line 77 tests `inside.startsWith("..")`, so a file in
   // the workspace whose name starts with two dots (`..env`, `..config/env`) counts as outside:
   // an agent that can write the workspace can plant it. Fix: `inside === ".." ||
   // inside.startsWith("../")` (path.sep), as workspace_path.ts does.
@@ -984,7 +984,7 @@ Deno.test("permissionFlags() attack: the bootstrap grants the endpoint's host:po
 });
 
 Deno.test({
-  // Was a defect, now fixed: runtime/cli/bootstrap.ts puts `endpointHost(baseURL)` into `--allow-net=` as is; the
+  // Was a defect, now fixed: cli/bootstrap.ts puts `endpointHost(baseURL)` into `--allow-net=` as is; the
   // WHATWG URL parser allows a comma in a host, so OPENAI_BASE_URL=http://127.0.0.1,evil.example:8080/v1
   // becomes `--allow-net=127.0.0.1,evil.example:8080` — every port of 127.0.0.1 plus another host.
   // Fix: refuse a host with a comma (as UnlistablePathError does for paths).

@@ -10,8 +10,8 @@
  */
 import assert from "node:assert/strict";
 import { gzipSync } from "node:zlib";
-import type { AuditRecord } from "../runtime/audit_log.ts";
-import { ApprovalRequiredError, HumanPendingError } from "../runtime/errors.ts";
+import type { AuditRecord } from "../runtime/audit/audit_log.ts";
+import { ApprovalRequiredError, HumanPendingError } from "../runtime/base/errors.ts";
 import { NetError } from "../runtime/primitives/net.ts";
 import {
   fakeNet,

@@ -22,15 +22,15 @@
  * and a protected path a command creates where none existed.
  *
  * The last tests take what counts as a secret beyond `.env`: the path forms of
- * `runtime/secret_files.ts` (key containers, `secrets/` folders, cloud credentials) and a key in
- * an innocently named file (`runtime/secret_scan.ts`), through the real launcher and a JIT tool.
+ * `runtime/base/secret_files.ts` (key containers, `secrets/` folders, cloud credentials) and a key in
+ * an innocently named file (`runtime/base/secret_scan.ts`), through the real launcher and a JIT tool.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join, relative } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { deflateSync } from "node:zlib";
-import { yesHuman } from "../runtime/cli/agent_command.ts";
+import { yesHuman } from "../cli/agent_command.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
 import { JitSandbox, JitValidator, lifecycleFor } from "../jit/mod.ts";
 import { REPO, type Sandbox, sandbox, taskWith } from "./_cli_sandbox.ts";

@@ -11,7 +11,7 @@
  * symlinks to their real place, and fails closed on anything it cannot look at.
  */
 import assert from "node:assert/strict";
-import { LibosError } from "../runtime/errors.ts";
+import { LibosError } from "../runtime/base/errors.ts";
 import { join } from "node:path";
 import {
   exists,

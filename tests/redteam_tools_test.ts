@@ -8,12 +8,12 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { HumanPendingError, QuantumEnd } from "../runtime/errors.ts";
-import type { HumanDecision, HumanPrompt } from "../runtime/human_channel.ts";
-import { IMAGE_OPERATOR } from "../runtime/image_registry.ts";
-import { REDACTED } from "../runtime/redaction.ts";
+import { HumanPendingError, QuantumEnd } from "../runtime/base/errors.ts";
+import type { HumanDecision, HumanPrompt } from "../runtime/human/human_channel.ts";
+import { IMAGE_OPERATOR } from "../runtime/broker/image_registry.ts";
+import { REDACTED } from "../runtime/base/redaction.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
-import type { ToolResult } from "../runtime/tool_broker.ts";
+import type { ToolResult } from "../runtime/broker/tool_broker.ts";
 import { sandbox } from "./_cli_sandbox.ts";
 import { allow } from "./authority_fixture.ts";
 
@@ -656,7 +656,7 @@ Deno.test("read_text_file attack: a secret in a JSON key, an error message, a fi
   }
 });
 
-// Was a defect (medium), now fixed: redaction (runtime/redaction.ts) replaces only whole occurrences of a known
+// Was a defect (medium), now fixed: redaction (runtime/base/redaction.ts) replaces only whole occurrences of a known
 // secret, after the tool has already cut its output: read_text_file's `max_bytes`
 // (FilesystemPrimitive.readText, cutUtf8) and grep's 500-character line cut (_fs_search.ts
 // `line.slice(0, 500)`) hand the model every character of the secret but the last, unredacted;

@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { sha256Hex } from "../runtime/canonical_json.ts";
+import { sha256Hex } from "../runtime/base/canonical_json.ts";
 import { createRuntime } from "../runtime/runtime.ts";
 import { type Run, type Sandbox, sandbox, task } from "./_cli_sandbox.ts";
 import { call, final, onTerminal } from "./agent_fixture.ts";
@@ -387,7 +387,7 @@ Deno.test("libos agent --resume: a policy file that vanished is reported, and --
   ]);
   // Outside every place the launcher reads by default: the launcher grants read on what the
   // run recorded, so a plain resume checks it again (policy_unverified is for a file that
-  // cannot be read at all; runtime/cli/_run_governance_test.ts).
+  // cannot be read at all; cli/_run_governance_test.ts).
   const outside = join(s.workspace, "..", "outside.jsonc");
   Deno.writeTextFileSync(outside, STRICT);
   const second = await withPolicy(outside);

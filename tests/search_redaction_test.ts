@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { sha256Hex } from "../runtime/canonical_json.ts";
-import { REDACTED } from "../runtime/redaction.ts";
+import { sha256Hex } from "../runtime/base/canonical_json.ts";
+import { REDACTED } from "../runtime/base/redaction.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
 
 const NEVER = new AbortController().signal;

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { HumanDecisionError, HumanPendingError } from "../runtime/errors.ts";
+import { HumanDecisionError, HumanPendingError } from "../runtime/base/errors.ts";
 import { createRuntime, type RuntimeOptions } from "../runtime/runtime.ts";
 
 const NEVER = new AbortController().signal;

@@ -1,6 +1,6 @@
 /**
  * The `--yes` shield (`runtime/primitives/_shield.ts`) with the secret-bearing file forms of
- * `runtime/secret_files.ts`: every file under a `secrets/` folder, cloud CLI credentials, key
+ * `runtime/base/secret_files.ts`: every file under a `secrets/` folder, cloud CLI credentials, key
  * containers — and what a symlink named like a secret leads to inside the workspace (`.env` →
  * `config/dev_settings`, `secrets` → `vault/`, `.aws` → `aws-creds/`), which a command reads
  * through the link. Each attack runs real commands in the wall beside an unshielded control.

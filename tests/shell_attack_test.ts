@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { HumanPendingError } from "../runtime/errors.ts";
+import { HumanPendingError } from "../runtime/base/errors.ts";
 import {
   allowExact,
   eventually,

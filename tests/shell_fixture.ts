@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { WallSetting } from "../runtime/primitives/shell.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
-import type { ShellPolicyLevel } from "../runtime/shell_policy.ts";
+import type { ShellPolicyLevel } from "../runtime/policy/shell_policy.ts";
 
 /** One fixture. */
 export interface ShellFixture extends AsyncDisposable {

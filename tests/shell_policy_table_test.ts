@@ -9,12 +9,16 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { runCli } from "../runtime/cli/mod.ts";
-import { ModeName } from "../runtime/modes.ts";
-import { parsePolicy, PolicyRules } from "../runtime/policy_rules.ts";
-import { programName } from "../runtime/shell_argv.ts";
-import { decideShell, type ShellDecision, ShellPolicyLevel } from "../runtime/shell_policy.ts";
-import { ShellParser } from "../runtime/shell_script.ts";
+import { runCli } from "../cli/mod.ts";
+import { ModeName } from "../runtime/authority/modes.ts";
+import { parsePolicy, PolicyRules } from "../runtime/policy/policy_rules.ts";
+import { programName } from "../runtime/policy/shell_argv.ts";
+import {
+  decideShell,
+  type ShellDecision,
+  ShellPolicyLevel,
+} from "../runtime/policy/shell_policy.ts";
+import { ShellParser } from "../runtime/policy/shell_script.ts";
 
 const FIXTURES = new URL("./fixtures/policy/", import.meta.url);
 const CASES_FILE = fileURLToPath(new URL("shell_cases.jsonl", FIXTURES));

@@ -10,8 +10,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { LibosError } from "../runtime/errors.ts";
-import { parsePolicy, PolicyRules } from "../runtime/policy_rules.ts";
+import { LibosError } from "../runtime/base/errors.ts";
+import { parsePolicy, PolicyRules } from "../runtime/policy/policy_rules.ts";
 import type { ShellProvider } from "../runtime/providers/shell.ts";
 import { hostShell } from "../runtime/providers/shell.ts";
 import { type FilesystemProvider, hostFilesystem } from "../runtime/providers/filesystem.ts";

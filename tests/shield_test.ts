@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { LibosError } from "../runtime/errors.ts";
+import { LibosError } from "../runtime/base/errors.ts";
 import { SHIELD_SCAN_BUDGET, shieldMounts } from "../runtime/primitives/shell.ts";
 import { hostFilesystem } from "../runtime/providers/filesystem.ts";
 import { exists, runWorkspaceScript, shellFixture, wallTestMode } from "./shell_fixture.ts";

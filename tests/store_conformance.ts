@@ -6,8 +6,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { StoreError } from "../runtime/errors.ts";
-import type { AuditRow, Store } from "../runtime/store.ts";
+import { StoreError } from "../runtime/base/errors.ts";
+import type { AuditRow, Store } from "../runtime/store/store.ts";
 
 /** How the suite gets stores of one implementation. */
 export interface StoreFactory {

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { SqliteStore } from "../runtime/sqlite_store.ts";
+import { SqliteStore } from "../runtime/store/sqlite_store.ts";
 import { storeConformance } from "./store_conformance.ts";
 
 storeConformance(

@@ -10,21 +10,21 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { z } from "zod";
-import { FakeClock } from "../runtime/clock.ts";
+import { FakeClock } from "../runtime/base/clock.ts";
 import {
   CapabilityDeniedError,
   IllegalTransitionError,
   LibosError,
   NotFoundError,
   ValidationError,
-} from "../runtime/errors.ts";
-import { seededIds } from "../runtime/ids.ts";
-import { IMAGE_OPERATOR } from "../runtime/image_registry.ts";
-import { type DefaultGrant, intersectGrant } from "../runtime/modes.ts";
-import type { AgentProcess } from "../runtime/process.ts";
+} from "../runtime/base/errors.ts";
+import { seededIds } from "../runtime/base/ids.ts";
+import { IMAGE_OPERATOR } from "../runtime/broker/image_registry.ts";
+import { type DefaultGrant, intersectGrant } from "../runtime/authority/modes.ts";
+import type { AgentProcess } from "../runtime/process/process.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
-import { defineTool, type ToolContext } from "../runtime/tool.ts";
-import type { ToolResult } from "../runtime/tool_broker.ts";
+import { defineTool, type ToolContext } from "../runtime/broker/tool.ts";
+import type { ToolResult } from "../runtime/broker/tool_broker.ts";
 import { sandbox } from "./_cli_sandbox.ts";
 import plugin from "./lint/tools_purity.ts";
 

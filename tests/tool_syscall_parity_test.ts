@@ -12,7 +12,7 @@ import { z } from "zod";
 import { DEFAULT_SANDBOX_LIMITS } from "../jit/sandbox.ts";
 import { MAX_SLEEP_MS } from "../runtime/primitives/clock.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
-import { LibOSSyscallSession, runtimeTargets, SYSCALL_ARGS } from "../runtime/syscall_session.ts";
+import { LibOSSyscallSession, runtimeTargets, SYSCALL_ARGS } from "../jit/syscall_session.ts";
 import {
   CHILD_WAIT_MS_MAX,
   FETCH_TIMEOUT_MS_MAX,

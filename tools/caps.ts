@@ -1,7 +1,7 @@
 /**
  * The bounds of the tool surface that a built-in tool and its JIT syscall share (issue 20): how
  * long a call may wait on the host, and how much it may carry. Declared once, here; the tools'
- * schemas and the syscall table (`runtime/syscall_session.ts`) both use these constants, and
+ * schemas and the syscall table (`jit/syscall_session.ts`) both use these constants, and
  * `tests/tool_syscall_parity_test.ts` compares every tool/syscall pair's derived JSON Schemas so
  * no bound can drift between them again. Primitives keep limits of their own (often wider, for
  * the host's own callers); a model or an agent-written tool never gets more than these.

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { GREP_MATCHES_MAX, LIST_LIMIT_MAX, READ_BYTES_MAX, WRITE_CHARS_MAX } from "./caps.ts";
-import { present as given, type ToolSpec } from "../runtime/tool.ts";
+import { present as given, type ToolSpec } from "../runtime/broker/tool.ts";
 
 const Path = z.string().min(1).max(4096).describe("A path, relative to your working directory");
 

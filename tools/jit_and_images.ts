@@ -6,7 +6,7 @@
  * @module
  */
 import { z } from "zod";
-import { present, type ToolSpec } from "../runtime/tool.ts";
+import { present, type ToolSpec } from "../runtime/broker/tool.ts";
 
 const ProposeArgs = z.object({
   name: z.string().min(1).max(64).describe("snake_case; never a built-in's name"),

@@ -7,7 +7,7 @@
  * @module
  */
 import { z } from "zod";
-import { present, type ToolSpec } from "../runtime/tool.ts";
+import { present, type ToolSpec } from "../runtime/broker/tool.ts";
 
 const Oid = z.string().min(1).max(128).describe("An object id (obj_…)");
 const Namespace = z.string().min(1).max(512).describe(

@@ -1,13 +1,13 @@
 /**
  * Built-in model-facing tools: thin typed wrappers over runtime primitives. Files here import only
- * `zod` and `runtime/tool.ts`; they never touch `Deno.*`, `fetch`, `node:*`, a provider or a
+ * `zod` and `runtime/broker/tool.ts`; they never touch `Deno.*`, `fetch`, `node:*`, a provider or a
  * global escape hatch — `tests/architecture_test.ts` parses every file with the purity rule of
  * `tests/lint/tools_purity.ts` to prove it (DESIGN §1, §2).
  *
  * @module
  */
 import type { z } from "zod";
-import type { ToolSpec } from "../runtime/tool.ts";
+import type { ToolSpec } from "../runtime/broker/tool.ts";
 import {
   deleteDirectory,
   deleteFile,

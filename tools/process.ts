@@ -7,7 +7,7 @@
  * @module
  */
 import { z } from "zod";
-import { present, type ToolSpec } from "../runtime/tool.ts";
+import { present, type ToolSpec } from "../runtime/broker/tool.ts";
 
 const Pid = z.string().min(1).max(64).describe("A process id (pid_…)");
 

@@ -6,7 +6,7 @@
  * @module
  */
 import { z } from "zod";
-import type { ToolSpec } from "../runtime/tool.ts";
+import type { ToolSpec } from "../runtime/broker/tool.ts";
 
 const Args = z.object({
   log: z.string().max(4 * 1024 * 1024).describe("The output of a pytest run"),

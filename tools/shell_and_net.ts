@@ -17,7 +17,7 @@ import {
   SHELL_STDIN_CHARS_MAX,
   SHELL_TIMEOUT_MS_MAX,
 } from "./caps.ts";
-import { present, type ToolSpec } from "../runtime/tool.ts";
+import { present, type ToolSpec } from "../runtime/broker/tool.ts";
 
 const ShellArgs = z.object({
   argv: z.array(z.string().max(SHELL_ARG_CHARS_MAX)).min(1).max(SHELL_ARGS_MAX).describe(

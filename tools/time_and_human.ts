@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { HUMAN_OUTPUT_CHARS_MAX, HUMAN_QUESTION_CHARS_MAX, SLEEP_MS_MAX } from "./caps.ts";
-import type { ToolSpec } from "../runtime/tool.ts";
+import type { ToolSpec } from "../runtime/broker/tool.ts";
 
 const NowArgs = z.object({
   time_zone: z.string().min(1).max(64).optional().describe("An IANA time zone (default UTC)"),

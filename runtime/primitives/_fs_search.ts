@@ -13,8 +13,8 @@
  *
  * @module
  */
-import { compileGlob, type PathGlob } from "../path_glob.ts";
-import { ValidationError } from "../errors.ts";
+import { compileGlob, type PathGlob } from "../base/path_glob.ts";
+import { ValidationError } from "../base/errors.ts";
 import type { EntryType } from "./_fs_support.ts";
 
 /** What the search needs of the primitive (bound to nothing: it passes the caller's pid). */

@@ -4,10 +4,10 @@
  *
  * @module
  */
-import type { JsonValue } from "../canonical_json.ts";
-import type { Decision } from "../decide.ts";
+import type { JsonValue } from "../base/canonical_json.ts";
+import type { Decision } from "../authority/decide.ts";
 import type { PathFacts } from "../providers/filesystem.ts";
-import type { WorkspacePath } from "../workspace_path.ts";
+import type { WorkspacePath } from "../providers/workspace_path.ts";
 
 /** Bounds enforced inside the primitive, whatever a tool's schema says. */
 export interface FilesystemLimits {

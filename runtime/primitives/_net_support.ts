@@ -4,9 +4,9 @@
  *
  * @module
  */
-import type { Clock } from "../clock.ts";
-import { LibosError, type LibosErrorOptions } from "../errors.ts";
-import { escapePreview } from "../escape_preview.ts";
+import type { Clock } from "../base/clock.ts";
+import { LibosError, type LibosErrorOptions } from "../base/errors.ts";
+import { escapePreview } from "../base/escape_preview.ts";
 import type { NetMethod } from "../providers/net.ts";
 
 /** Stable codes of {@link NetError}. */

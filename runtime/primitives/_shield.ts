@@ -15,7 +15,7 @@
  * @module
  */
 import { basename, dirname, join, relative, resolve } from "node:path";
-import { globSet, PROTECTED_GLOBS, SECRET_GLOBS } from "../path_glob.ts";
+import { globSet, PROTECTED_GLOBS, SECRET_GLOBS } from "../base/path_glob.ts";
 import type { FilesystemProvider } from "../providers/filesystem.ts";
 import { boundedWalk } from "./_walk.ts";
 

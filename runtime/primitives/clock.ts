@@ -7,8 +7,8 @@
  *
  * @module
  */
-import { ValidationError } from "../errors.ts";
-import type { RuntimeCore } from "../runtime_core.ts";
+import { ValidationError } from "../base/errors.ts";
+import type { RuntimeCore } from "../audit/runtime_core.ts";
 
 /** The longest sleep one call may ask for, in milliseconds. */
 export const MAX_SLEEP_MS = 60_000;

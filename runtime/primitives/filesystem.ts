@@ -31,11 +31,11 @@
  * @module
  */
 import { basename, dirname, join } from "node:path";
-import type { ActionLedger } from "../action_ledger.ts";
-import type { Authority } from "../authority.ts";
-import { digestOf, type JsonValue, sha256Hex } from "../canonical_json.ts";
-import type { Right } from "../capability.ts";
-import type { Decision } from "../decide.ts";
+import type { ActionLedger } from "../process/action_ledger.ts";
+import type { Authority } from "../authority/authority.ts";
+import { digestOf, type JsonValue, sha256Hex } from "../base/canonical_json.ts";
+import type { Right } from "../authority/capability.ts";
+import type { Decision } from "../authority/decide.ts";
 import {
   ApprovalRequiredError,
   IllegalTransitionError,
@@ -44,20 +44,20 @@ import {
   OutsideWorkspaceError,
   UnsafePathError,
   ValidationError,
-} from "../errors.ts";
-import type { HumanChannel } from "../human_channel.ts";
-import type { ApprovalDetails, PendingAction } from "../human_request.ts";
-import { isFinal } from "../process.ts";
-import type { ProcessManager } from "../process_manager.ts";
+} from "../base/errors.ts";
+import type { HumanChannel } from "../human/human_channel.ts";
+import type { ApprovalDetails, PendingAction } from "../human/human_request.ts";
+import { isFinal } from "../process/process.ts";
+import type { ProcessManager } from "../process/process_manager.ts";
 import type { FilesystemProvider, PathFacts } from "../providers/filesystem.ts";
-import type { RuntimeCore } from "../runtime_core.ts";
+import type { RuntimeCore } from "../audit/runtime_core.ts";
 import { globFiles, type GrepArgs, grepFiles, type GrepResult } from "./_fs_search.ts";
-import { type Redactor, redactor } from "../redaction.ts";
-import { SECRET_SCAN_LOOKAHEAD, SecretScanner } from "../secret_scan.ts";
-import { globSet, SECRET_GLOBS } from "../path_glob.ts";
-import { unifiedDiff } from "../unified_diff.ts";
-import type { WorkspaceLock } from "../workspace_lock.ts";
-import { canonicalPath, lexicalPath, type WorkspacePath } from "../workspace_path.ts";
+import { type Redactor, redactor } from "../base/redaction.ts";
+import { SECRET_SCAN_LOOKAHEAD, SecretScanner } from "../base/secret_scan.ts";
+import { globSet, SECRET_GLOBS } from "../base/path_glob.ts";
+import { unifiedDiff } from "../base/unified_diff.ts";
+import type { WorkspaceLock } from "../base/workspace_lock.ts";
+import { canonicalPath, lexicalPath, type WorkspacePath } from "../providers/workspace_path.ts";
 import {
   type AskFacts,
   AskNeeded,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { AuditRecord } from "../audit_log.ts";
+import type { AuditRecord } from "../audit/audit_log.ts";
 import {
   CapabilityDeniedError,
   HumanDecisionError,
@@ -9,7 +9,7 @@ import {
   OutsideWorkspaceError,
   UnsafePathError,
   ValidationError,
-} from "../errors.ts";
+} from "../base/errors.ts";
 import { hostFilesystem, type RecordedCall, recordingFilesystem } from "../providers/filesystem.ts";
 import { createRuntime, type Runtime } from "../runtime.ts";
 

@@ -47,22 +47,26 @@
  *
  * @module
  */
-import type { ActionLedger } from "../action_ledger.ts";
-import type { Authority } from "../authority.ts";
-import { digestOf, type JsonValue, sha256Hex } from "../canonical_json.ts";
-import type { Action, Decision } from "../decide.ts";
+import type { ActionLedger } from "../process/action_ledger.ts";
+import type { Authority } from "../authority/authority.ts";
+import { digestOf, type JsonValue, sha256Hex } from "../base/canonical_json.ts";
+import type { Action, Decision } from "../authority/decide.ts";
 import {
   ApprovalRequiredError,
   IllegalTransitionError,
   LibosError,
   ValidationError,
-} from "../errors.ts";
-import type { HumanChannel } from "../human_channel.ts";
-import { actionApproval, type ApprovalDetails, type PendingAction } from "../human_request.ts";
-import { isFinal } from "../process.ts";
-import type { ProcessManager } from "../process_manager.ts";
+} from "../base/errors.ts";
+import type { HumanChannel } from "../human/human_channel.ts";
+import {
+  actionApproval,
+  type ApprovalDetails,
+  type PendingAction,
+} from "../human/human_request.ts";
+import { isFinal } from "../process/process.ts";
+import type { ProcessManager } from "../process/process_manager.ts";
 import type { NetMethod, NetProvider, NetReply } from "../providers/net.ts";
-import type { RuntimeCore } from "../runtime_core.ts";
+import type { RuntimeCore } from "../audit/runtime_core.ts";
 import { cutUtf8 } from "./_fs_support.ts";
 import { classifyAddress, formatIp, type IpAddress, parseIp } from "./net_address.ts";
 import {

@@ -5,8 +5,8 @@ import {
   HumanDecisionError,
   HumanPendingError,
   ValidationError,
-} from "../errors.ts";
-import { parsePolicy, PolicyRules } from "../policy_rules.ts";
+} from "../base/errors.ts";
+import { parsePolicy, PolicyRules } from "../policy/policy_rules.ts";
 import {
   fakeNet,
   type FakeReply,

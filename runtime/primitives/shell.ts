@@ -45,46 +45,50 @@
  *
  * @module
  */
-import { SYSTEM_PATH } from "../system_path.ts";
-import { checkToolchains, suggestedToolchain } from "../toolchains.ts";
+import { SYSTEM_PATH } from "../base/system_path.ts";
+import { checkToolchains, suggestedToolchain } from "../providers/toolchains.ts";
 import { SYSTEM_DIRECTORIES, wallFailure } from "../providers/wall.ts";
 import { SHIELD_SCAN_BUDGET, type ShieldMounts, shieldMounts } from "./_shield.ts";
 
 export { SHIELD_SCAN_BUDGET, type ShieldMounts, shieldMounts };
 import { isAbsolute, join, relative, resolve } from "node:path";
-import type { ActionLedger } from "../action_ledger.ts";
-import type { Authority } from "../authority.ts";
-import { digestOf, type JsonValue, sha256Hex } from "../canonical_json.ts";
-import type { Capability } from "../capability.ts";
+import type { ActionLedger } from "../process/action_ledger.ts";
+import type { Authority } from "../authority/authority.ts";
+import { digestOf, type JsonValue, sha256Hex } from "../base/canonical_json.ts";
+import type { Capability } from "../authority/capability.ts";
 import {
   CapabilityDeniedError,
   IllegalTransitionError,
   LibosError,
   NotFoundError,
   ValidationError,
-} from "../errors.ts";
-import type { HumanChannel } from "../human_channel.ts";
-import { type Redactor, redactor } from "../redaction.ts";
-import { SecretScanner } from "../secret_scan.ts";
-import { actionApproval, type ApprovalDetails, type PendingAction } from "../human_request.ts";
-import { isFinal } from "../process.ts";
-import type { ModeName } from "../modes.ts";
-import type { ProcessManager } from "../process_manager.ts";
+} from "../base/errors.ts";
+import type { HumanChannel } from "../human/human_channel.ts";
+import { type Redactor, redactor } from "../base/redaction.ts";
+import { SecretScanner } from "../base/secret_scan.ts";
+import {
+  actionApproval,
+  type ApprovalDetails,
+  type PendingAction,
+} from "../human/human_request.ts";
+import { isFinal } from "../process/process.ts";
+import type { ModeName } from "../authority/modes.ts";
+import type { ProcessManager } from "../process/process_manager.ts";
 import type { FilesystemProvider } from "../providers/filesystem.ts";
 import type { ResolvedProgram, ShellProvider, ShellRunResult } from "../providers/shell.ts";
-import type { RuntimeCore } from "../runtime_core.ts";
-import type { PolicyRules } from "../policy_rules.ts";
-import { programName } from "../shell_argv.ts";
-import { ProgramTable } from "../shell_programs.ts";
+import type { RuntimeCore } from "../audit/runtime_core.ts";
+import type { PolicyRules } from "../policy/policy_rules.ts";
+import { programName } from "../policy/shell_argv.ts";
+import { ProgramTable } from "../policy/shell_programs.ts";
 import {
   decideShell,
   type ShellCapabilityAnswer,
   type ShellDecision,
   type ShellPolicyLevel,
-} from "../shell_policy.ts";
-import type { ShellParser } from "../shell_script.ts";
-import type { WorkspaceLock } from "../workspace_lock.ts";
-import { containedDirectory, insideWorkspace } from "../workspace_path.ts";
+} from "../policy/shell_policy.ts";
+import type { ShellParser } from "../policy/shell_script.ts";
+import type { WorkspaceLock } from "../base/workspace_lock.ts";
+import { containedDirectory, insideWorkspace } from "../providers/workspace_path.ts";
 import {
   findRepositories,
   GIT_OVERRIDES_MAX,

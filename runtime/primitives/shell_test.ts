@@ -7,10 +7,10 @@ import {
   NotFoundError,
   OutsideWorkspaceError,
   ValidationError,
-} from "../errors.ts";
+} from "../base/errors.ts";
 import { createRuntime } from "../runtime.ts";
 import { hostFilesystem } from "../providers/filesystem.ts";
-import { parsePolicy, PolicyRules } from "../policy_rules.ts";
+import { parsePolicy, PolicyRules } from "../policy/policy_rules.ts";
 import {
   eventually,
   failure,

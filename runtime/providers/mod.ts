@@ -1,7 +1,7 @@
 /**
  * Injectable host backends (DESIGN §1): filesystem (with a recording fake for tests), shell (the
  * launcher and the OS wall), network (with an in-memory fake for tests) and clock
- * (`runtime/clock.ts`: the system clock and `FakeClock`).
+ * (`runtime/base/clock.ts`: the system clock and `FakeClock`).
  *
  * @module
  */

@@ -7,9 +7,9 @@
  * @module
  */
 import { join } from "node:path";
-import type { ActionResource, Capability, Right } from "../../runtime/capability.ts";
-import { isLive } from "../../runtime/capability_index.ts";
-import { specificity } from "../../runtime/capability.ts";
+import type { ActionResource, Capability, Right } from "../../runtime/authority/capability.ts";
+import { isLive } from "../../runtime/authority/capability_index.ts";
+import { specificity } from "../../runtime/authority/capability.ts";
 import { createRuntime, type Runtime } from "../../runtime/runtime.ts";
 import { type BenchCase, benchDir, type BenchResult } from "./_bench.ts";
 

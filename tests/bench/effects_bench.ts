@@ -15,7 +15,7 @@
  * @module
  */
 import { join } from "node:path";
-import { parsePolicy, PolicyRules } from "../../runtime/policy_rules.ts";
+import { parsePolicy, PolicyRules } from "../../runtime/policy/policy_rules.ts";
 import { createRuntime, type Runtime } from "../../runtime/runtime.ts";
 import { seccompFilter, wallLauncher, wallOptions } from "../../runtime/providers/wall.ts";
 import { type BenchCase, benchDir, measure } from "./_bench.ts";

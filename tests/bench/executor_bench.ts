@@ -8,11 +8,11 @@
  * @module
  */
 import { join } from "node:path";
-import { executorFor } from "../../runtime/executor.ts";
-import type { ModelClient, ModelRequest } from "../../runtime/model_client.ts";
+import { executorFor } from "../../runtime/model/executor.ts";
+import type { ModelClient, ModelRequest } from "../../runtime/model/model_client.ts";
 import { createRuntime } from "../../runtime/runtime.ts";
-import { ScriptedModel } from "../../runtime/scripted_model.ts";
-import { parseSessionLog } from "../../runtime/session_log.ts";
+import { ScriptedModel } from "../../runtime/model/scripted_model.ts";
+import { parseSessionLog } from "../../runtime/model/session_log.ts";
 import { type BenchCase, benchDir, type BenchResult } from "./_bench.ts";
 
 const TURNS = 200;

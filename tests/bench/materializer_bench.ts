@@ -12,13 +12,13 @@
  *
  * @module
  */
-import { canonicalJson, type JsonValue, sha256Hex } from "../../runtime/canonical_json.ts";
+import { canonicalJson, type JsonValue, sha256Hex } from "../../runtime/base/canonical_json.ts";
 import {
   DEFAULT_CONTEXT_POLICY,
   materialize,
   type MaterializedContext,
   type ViewObject,
-} from "../../runtime/materializer.ts";
+} from "../../runtime/memory/materializer.ts";
 import type { BenchCase, BenchResult } from "./_bench.ts";
 
 const TURNS = 200;

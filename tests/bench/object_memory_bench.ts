@@ -13,7 +13,7 @@
  * @module
  */
 import { join } from "node:path";
-import { processNamespace } from "../../runtime/memory_object.ts";
+import { processNamespace } from "../../runtime/memory/memory_object.ts";
 import { createRuntime, type Runtime } from "../../runtime/runtime.ts";
 import { type BenchCase, benchDir, measure } from "./_bench.ts";
 

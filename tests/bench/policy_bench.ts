@@ -8,10 +8,10 @@
  *
  * @module
  */
-import { ProgramTable } from "../../runtime/shell_programs.ts";
-import { parsePolicy, PolicyRules } from "../../runtime/policy_rules.ts";
-import { decideShell, type ShellDecisionInput } from "../../runtime/shell_policy.ts";
-import { ShellParser } from "../../runtime/shell_script.ts";
+import { ProgramTable } from "../../runtime/policy/shell_programs.ts";
+import { parsePolicy, PolicyRules } from "../../runtime/policy/policy_rules.ts";
+import { decideShell, type ShellDecisionInput } from "../../runtime/policy/shell_policy.ts";
+import { ShellParser } from "../../runtime/policy/shell_script.ts";
 import { type BenchCase, type BenchResult, percentile } from "./_bench.ts";
 
 const POLICY = `{"version": 1, "rules": [

@@ -11,7 +11,7 @@
 import { join } from "node:path";
 import { callJitTool, JitSandbox, JitValidator, type SyscallHandler } from "../../jit/mod.ts";
 import { createRuntime } from "../../runtime/runtime.ts";
-import { runtimeTargets } from "../../runtime/syscall_session.ts";
+import { runtimeTargets } from "../../jit/syscall_session.ts";
 import { type BenchCase, benchDir, type BenchResult } from "./_bench.ts";
 
 const TOOL = `export async function run(args, libos) {

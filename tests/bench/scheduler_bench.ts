@@ -6,9 +6,9 @@
  * @module
  */
 import { join } from "node:path";
-import type { QuantumResult } from "../../runtime/process_manager.ts";
+import type { QuantumResult } from "../../runtime/process/process_manager.ts";
 import { createRuntime } from "../../runtime/runtime.ts";
-import type { ProcessDriver } from "../../runtime/scheduler.ts";
+import type { ProcessDriver } from "../../runtime/kernel/scheduler.ts";
 import { type BenchCase, benchDir, type BenchResult } from "./_bench.ts";
 
 async function run(

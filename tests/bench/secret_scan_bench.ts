@@ -16,7 +16,7 @@ import {
   CONTENT_RULES,
   type ContentRule,
   SecretScanner,
-} from "../../runtime/secret_scan.ts";
+} from "../../runtime/base/secret_scan.ts";
 import { type BenchCase, type BenchResult, measure } from "./_bench.ts";
 
 const MIB = 1024 * 1024;

@@ -6,9 +6,9 @@
  * @module
  */
 import { join } from "node:path";
-import { type AuditEntry, AuditLog } from "../../runtime/audit_log.ts";
-import { systemClock } from "../../runtime/clock.ts";
-import { SqliteStore } from "../../runtime/sqlite_store.ts";
+import { type AuditEntry, AuditLog } from "../../runtime/audit/audit_log.ts";
+import { systemClock } from "../../runtime/base/clock.ts";
+import { SqliteStore } from "../../runtime/store/sqlite_store.ts";
 import { type BenchCase, benchDir, type BenchResult } from "./_bench.ts";
 
 const BATCH_STEPS = 256;

@@ -2,7 +2,7 @@
  * The purity rule for `tools/` (DESIGN §2, "One choke point"): a built-in tool reaches the world
  * only through the primitives in its context. Parsed by Deno's own parser (a lint plugin), so what
  * is checked is exactly what Deno runs. In a file under `tools/` it reports:
- * - an import or re-export of anything but `zod`, `runtime/tool.ts` or another file of `tools/`
+ * - an import or re-export of anything but `zod`, `runtime/broker/tool.ts` or another file of `tools/`
  *   (so no `node:*`, `npm:`, URLs, providers or primitives);
  * - a dynamic `import()` and `import.meta`;
  * - a reference to `Deno`, `fetch`, `globalThis`, `self`, `window`, `eval`, `Function`,
@@ -63,7 +63,7 @@ function isToolFile(filename: string): boolean {
 
 /** Whether an import specifier is one a tool file may use (no tests, no subfolders). */
 function allowedSource(source: string): boolean {
-  return source === "zod" || source === "../runtime/tool.ts" ||
+  return source === "zod" || source === "../runtime/broker/tool.ts" ||
     (/^\.\/[a-z0-9_]+\.ts$/.test(source) && !source.endsWith("_test.ts"));
 }
 
@@ -93,9 +93,10 @@ const plugin: Deno.lint.Plugin = {
           if (!allowedSource(source)) {
             ctx.report({
               node,
-              message: `A tool may import only zod, ../runtime/tool.ts and files of tools/, not ${
-                JSON.stringify(source)
-              }; reach the world through the primitives in ctx`,
+              message:
+                `A tool may import only zod, ../runtime/broker/tool.ts and files of tools/, not ${
+                  JSON.stringify(source)
+                }; reach the world through the primitives in ctx`,
             });
           }
         };

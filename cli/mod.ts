@@ -1,0 +1,185 @@
+/**
+ * The `libos` command line: `runCli(args, io)` dispatches to a command and turns every error into
+ * one readable line (or a JSON error envelope under `--json`) and an exit status: 0 ok, 1 refused
+ * or failed, 2 usage.
+ *
+ * @module
+ */
+import { UsageError } from "../runtime/base/errors.ts";
+import { auditQueryCommand, auditVerifyCommand } from "./audit_command.ts";
+import {
+  checkpointCreateCommand,
+  checkpointDiffCommand,
+  checkpointListCommand,
+  checkpointRestoreCommand,
+} from "./checkpoint_commands.ts";
+import { agentCommand } from "./agent_command.ts";
+import { sessionsCommand } from "./sessions_command.ts";
+import { demoCommand } from "./demo_command.ts";
+import { initCommand } from "./init_command.ts";
+import { capsCommand, grantCommand, revokeCommand } from "./capability_commands.ts";
+import {
+  humanAnswerCommand,
+  humanApproveCommand,
+  humanInterruptCommand,
+  humanListCommand,
+  humanRejectCommand,
+  humanShowCommand,
+} from "./human_commands.ts";
+import { policyCheckCommand } from "./policy_command.ts";
+import {
+  jitCheckCommand,
+  jitProposeCommand,
+  jitRegisterCommand,
+  jitRunCommand,
+  jitValidateCommand,
+} from "./jit_command.ts";
+import { memoryLsCommand, memoryNamespaceCommand, memoryShowCommand } from "./memory_commands.ts";
+import {
+  execCommand,
+  imagesListCommand,
+  imagesLoadCommand,
+  imagesShowCommand,
+  toolsCommand,
+} from "./image_commands.ts";
+import {
+  cdCommand,
+  exitCommand,
+  psCommand,
+  runCommand,
+  signalCommand,
+  spawnCommand,
+  stepCommand,
+} from "./process_commands.ts";
+import {
+  type CliIo,
+  type Command,
+  flagOption,
+  onlyOptions,
+  parseCommandLine,
+  wantsJson,
+} from "./_options.ts";
+import { EXIT_OK, reportError } from "./_output.ts";
+
+export type { CliIo } from "./_options.ts";
+
+const COMMANDS: readonly Command[] = [
+  initCommand,
+  spawnCommand,
+  psCommand,
+  runCommand,
+  stepCommand,
+  signalCommand,
+  cdCommand,
+  exitCommand,
+  checkpointCreateCommand,
+  checkpointListCommand,
+  checkpointDiffCommand,
+  checkpointRestoreCommand,
+  capsCommand,
+  grantCommand,
+  revokeCommand,
+  humanListCommand,
+  humanShowCommand,
+  humanApproveCommand,
+  humanRejectCommand,
+  humanAnswerCommand,
+  humanInterruptCommand,
+  memoryLsCommand,
+  memoryShowCommand,
+  memoryNamespaceCommand,
+  imagesListCommand,
+  imagesShowCommand,
+  imagesLoadCommand,
+  toolsCommand,
+  execCommand,
+  policyCheckCommand,
+  jitCheckCommand,
+  jitProposeCommand,
+  jitValidateCommand,
+  jitRegisterCommand,
+  jitRunCommand,
+  auditQueryCommand,
+  auditVerifyCommand,
+  agentCommand,
+  sessionsCommand,
+  demoCommand,
+];
+
+const GLOBAL_HELP = `Global options (every command):
+  --workspace DIR   the workspace (default: the current directory)
+  --db PATH         the database (default: <state dir>/<sha256 of the workspace path>.db;
+                    the state dir is $XDG_STATE_HOME/libos or ~/.local/state/libos)
+  --json            print one JSON document on stdout; errors as {"error":{"code","message"}}
+  -h, --help        show help
+
+Exit status: 0 ok, 1 refused or failed, 2 usage error.`;
+
+function overview(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  return [
+    "Usage: libos <command> [options]",
+    "",
+    "Commands:",
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    "",
+    GLOBAL_HELP,
+    "",
+  ].join("\n");
+}
+
+function findCommand(
+  positionals: readonly string[],
+): { command: Command; rest: readonly string[] } | undefined {
+  for (const command of COMMANDS) {
+    const words = command.name.split(" ");
+    if (words.every((word, i) => positionals[i] === word)) {
+      return { command, rest: positionals.slice(words.length) };
+    }
+  }
+  return undefined;
+}
+
+/** Runs one `libos` invocation and returns its exit status. */
+export async function runCli(args: readonly string[], io: CliIo): Promise<number> {
+  const json = wantsJson(args);
+  try {
+    const parsed = parseCommandLine(args);
+    if (parsed.positionals.length === 0 || parsed.positionals[0] === "help") {
+      if (parsed.positionals.length === 0 && !flagOption(parsed, "help")) {
+        throw new UsageError(`No command given; run "libos --help" to see the commands`);
+      }
+      io.stdout(overview());
+      return EXIT_OK;
+    }
+    const found = findCommand(parsed.positionals);
+    if (!found) {
+      const words = parsed.positionals.join(" ");
+      throw new UsageError(`Unknown command "${words}"; run "libos --help" to see the commands`);
+    }
+    const { command, rest } = found;
+    if (flagOption(parsed, "help")) {
+      io.stdout(`${command.usage}\n\n${GLOBAL_HELP}\n`);
+      return EXIT_OK;
+    }
+    const expected = command.positionals ?? [];
+    if (rest.length < expected.length) {
+      throw new UsageError(
+        `"libos ${command.name}" needs ${
+          expected.slice(rest.length).join(" ")
+        }; run "libos ${command.name} --help"`,
+      );
+    }
+    if (rest.length > expected.length && !command.variadic) {
+      throw new UsageError(
+        `"libos ${command.name}" takes no argument ${
+          JSON.stringify(rest[expected.length])
+        }; run "libos ${command.name} --help"`,
+      );
+    }
+    onlyOptions(parsed, command.name, command.options);
+    return await command.run({ ...parsed, args: rest }, io);
+  } catch (error) {
+    return reportError(io, error, json);
+  }
+}

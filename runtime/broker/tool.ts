@@ -1,0 +1,308 @@
+/**
+ * Tools (DESIGN §1, §2): `defineTool()` and the context a tool runs with.
+ *
+ * A tool is a name, a description, a zod schema of its arguments (the model sees the JSON Schema
+ * derived from it), the kinds of effect it may exercise, and `run(args, ctx)`. `ctx` exposes only
+ * primitives, already bound to the calling process: a tool cannot name another process, reach
+ * `Deno`, the network or a provider, and every effect is still decided by the primitive on the
+ * process's capabilities. Declaring effects narrows further: a tool that declared only `fs.read`
+ * gets an error if it tries to write, whatever the process may do.
+ *
+ * @module
+ */
+import { z } from "zod";
+import type { JsonValue } from "../base/canonical_json.ts";
+import { CapabilityDeniedError, ValidationError } from "../base/errors.ts";
+import type { CapabilityResource } from "../authority/capability.ts";
+import type { ClockReading } from "../primitives/clock.ts";
+import type { CreateObject, MemoryRecord } from "../memory/object_memory.ts";
+import type { ObjectInfo } from "../memory/memory_object.ts";
+
+/** The kinds of effect a tool may exercise through its context. */
+export const ToolEffect = z.enum([
+  "fs.read",
+  "fs.write",
+  "fs.delete",
+  "clock",
+  "memory.read",
+  "memory.write",
+  "human",
+  "shell",
+  "net",
+  "process",
+  "image",
+  "jit",
+]);
+/** A kind of effect a tool may exercise. */
+export type ToolEffect = z.infer<typeof ToolEffect>;
+
+/**
+ * An object without its undefined members: the optional arguments a model (or a tool) did not
+ * give, left out rather than passed as `undefined`.
+ */
+export function present<T extends object>(o: T): { [K in keyof T]: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as {
+    [K in keyof T]: Exclude<T[K], undefined>;
+  };
+}
+
+/** A tool name: lowercase snake case, as models expect function names. */
+export const ToolName = z.string().regex(
+  /^[a-z][a-z0-9_]{0,63}$/,
+  "must be 1-64 lowercase letters, digits and _ (starting with a letter)",
+);
+
+/** The primitives a tool may use, bound to the calling process. */
+export interface ToolContext {
+  /** The calling process. */
+  readonly pid: string;
+  /** Aborted when the call is cancelled (the process is terminated or its time runs out). */
+  readonly signal: AbortSignal;
+  readonly fs: {
+    /** `ask: false`: a file that needs a human (secret-bearing, hard-linked) is refused unasked. */
+    readText(
+      path: string,
+      options?: { readonly maxBytes?: number; readonly ask?: boolean },
+    ): Promise<JsonValue>;
+    /** Files under `path` matching a glob (`fs.read`: each directory listed is decided). */
+    glob(
+      pattern: string,
+      options?: { readonly path?: string; readonly limit?: number },
+    ): Promise<JsonValue>;
+    /** Lines containing `text` (`fs.read`: files needing a human are skipped unasked). */
+    grep(
+      text: string,
+      options?: {
+        readonly path?: string;
+        readonly glob?: string;
+        readonly ignoreCase?: boolean;
+        readonly maxMatches?: number;
+      },
+    ): Promise<JsonValue>;
+    /** Exact string replacement, written only over the content read (`fs.write`). */
+    editText(
+      path: string,
+      oldString: string,
+      newString: string,
+      options?: { readonly replaceAll?: boolean },
+    ): Promise<JsonValue>;
+    writeText(
+      path: string,
+      content: string,
+      options?: { readonly overwrite?: boolean },
+    ): Promise<JsonValue>;
+    listDir(path: string, options?: { readonly limit?: number }): Promise<JsonValue>;
+    makeDir(path: string, options?: { readonly parents?: boolean }): Promise<JsonValue>;
+    deleteFile(path: string, options?: { readonly missingOk?: boolean }): Promise<JsonValue>;
+    deleteDir(path: string, options?: { readonly recursive?: boolean }): Promise<JsonValue>;
+    stat(path: string): Promise<JsonValue>;
+  };
+  readonly clock: {
+    now(options?: { readonly timeZone?: string }): ClockReading;
+    /** Waits `ms` (bounded by the clock primitive), or until the call is cancelled. */
+    sleep(ms: number): Promise<void>;
+  };
+  readonly memory: {
+    create(input: CreateObject): ObjectInfo;
+    read(oid: string): MemoryRecord;
+    readByName(namespace: string, name: string): MemoryRecord;
+    list(namespace?: string): ObjectInfo[];
+    update(
+      oid: string,
+      change: { readonly payload: JsonValue; readonly ifVersion?: number },
+    ): ObjectInfo;
+    createNamespace(key: string): void;
+  };
+  readonly human: {
+    /** Asks the human; in queue mode the process parks and the answer comes back on resume. */
+    ask(question: string): Promise<string>;
+    /** Sends the human a message. */
+    output(text: string): void;
+    /** Asks the human for a standing permission; approval mints it (returns the capability ids). */
+    requestPermission(permission: {
+      readonly resource: CapabilityResource;
+      readonly rights: readonly string[];
+      readonly reason: string;
+    }): Promise<string[]>;
+  };
+  readonly shell: {
+    /** Runs one command under the shell policy, the OS wall and the process's capabilities. */
+    run(args: {
+      readonly argv: readonly string[];
+      readonly cwd?: string;
+      readonly timeoutMs?: number;
+      readonly stdin?: string;
+    }): Promise<JsonValue>;
+  };
+  readonly process: {
+    /** The working directory, workspace-relative. */
+    cwd(): string;
+    /** Changes the working directory (contained to the workspace; needs stat on it). */
+    chdir(path: string): JsonValue;
+    /** The process's children. */
+    children(): JsonValue;
+    fork(options: ChildRequest): JsonValue;
+    spawnChild(
+      options: ChildRequest & {
+        readonly image: string;
+        readonly goal: string;
+        readonly tools?: readonly string[];
+      },
+    ): JsonValue;
+    /** A finished child not collected yet (this one, or any), without waiting; null if none. */
+    collect(child: string | null): JsonValue;
+    /** Signals one of the process's own children. */
+    signal(
+      child: string,
+      signal: "pause" | "resume" | "cancel" | "interrupt" | "terminate",
+    ): JsonValue;
+    /** Gives the process read on the result of a finished child it made. */
+    merge(child: string): JsonValue;
+    /** Replaces the process's image and tool table (never its capabilities). */
+    exec(
+      options: {
+        readonly image: string;
+        readonly tools?: readonly string[];
+        readonly goal?: string;
+      },
+    ): JsonValue;
+    /** Ends the quantum waiting for a child (or any): throws a `QuantumEnd`. */
+    wait(child: string | null): never;
+    /** Takes a checkpoint of the process (its state, objects and capabilities). */
+    checkpoint(label: string): JsonValue;
+    /** Ends the process (after this call): throws a `QuantumEnd`. */
+    exit(options: { readonly result?: string; readonly message?: string }): never;
+  };
+  readonly images: {
+    /** Loads an image from strict YAML (needs `image:<id>` write). */
+    loadYaml(yaml: string, options?: { readonly replace?: boolean }): JsonValue;
+  };
+  readonly jit: {
+    /** Stores a candidate tool; returns its oid. */
+    propose(candidate: JsonValue): string;
+    validate(oid: string): Promise<JsonValue>;
+    /** Registers a validated candidate (the register right, or a human's approval). */
+    register(oid: string): Promise<string>;
+  };
+  readonly net: {
+    /** One HTTP(S) request under the process's `net` capabilities (untrusted web content). */
+    fetch(request: {
+      readonly url: string;
+      readonly method?: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
+      readonly headers?: Readonly<Record<string, string>>;
+      readonly body?: string;
+      readonly maxBytes?: number;
+      readonly timeoutMs?: number;
+    }): Promise<JsonValue>;
+  };
+}
+
+/** A child's goal, budgets and the scopes of the parent's authority it is handed. */
+export interface ChildRequest {
+  readonly goal?: string;
+  /** Absent members (or undefined ones, as zod leaves them) keep the parent's remainder. */
+  readonly budgets?: {
+    readonly maxToolCalls?: number | undefined;
+    readonly maxLiveChildren?: number | undefined;
+    readonly maxWallTimeMs?: number | undefined;
+    readonly maxModelTokens?: number | undefined;
+  };
+  readonly inherit?: readonly {
+    readonly resource: CapabilityResource;
+    readonly rights: readonly string[];
+  }[];
+}
+
+/** The JIT tool lifecycle as the broker offers it (attached by `lifecycleFor`). */
+export interface JitHooks {
+  propose(pid: string, candidate: unknown): string;
+  validate(pid: string, oid: string): Promise<unknown>;
+  register(pid: string, oid: string): Promise<string>;
+  /** Puts back the tools `pid` registered before (after a restart); returns their names. */
+  restore(pid: string): string[];
+}
+
+/** What a tool's `run` returns: JSON, handed to the model (capped) and stored as an object. */
+export type ToolValue = JsonValue;
+
+/** A tool definition, as the broker holds it. */
+export interface ToolDefinition {
+  readonly name: string;
+  readonly description: string;
+  /** Validates the model's arguments (the call fails closed on anything else). */
+  readonly args: z.ZodType;
+  /** The JSON Schema the model is shown, derived from `args`. */
+  readonly parameters: Readonly<Record<string, unknown>>;
+  readonly effects: readonly ToolEffect[];
+  /** Built-in tools ship with libos; JIT tools are registered by processes. */
+  readonly origin: "builtin" | "jit";
+  run(args: unknown, ctx: ToolContext): Promise<ToolValue> | ToolValue;
+}
+
+/** What {@link defineTool} takes. */
+export interface ToolSpec<S extends z.ZodType> {
+  readonly name: string;
+  readonly description: string;
+  readonly args: S;
+  readonly effects: readonly ToolEffect[];
+  run(args: z.output<S>, ctx: ToolContext): Promise<ToolValue> | ToolValue;
+}
+
+/**
+ * Defines a built-in tool.
+ * @throws {ValidationError} for a bad name, description or effect, or an argument schema that is
+ *   not a JSON object schema.
+ */
+export function defineTool<S extends z.ZodType>(
+  spec: ToolSpec<S>,
+  origin: ToolDefinition["origin"] = "builtin",
+): ToolDefinition {
+  const name = ToolName.safeParse(spec.name);
+  if (!name.success) {
+    throw new ValidationError(
+      `Tool name ${JSON.stringify(spec.name)} ${name.error.issues[0]?.message ?? "is invalid"}`,
+    );
+  }
+  if (
+    typeof spec.description !== "string" || spec.description.length < 1 ||
+    spec.description.length > 2000
+  ) {
+    throw new ValidationError(`Tool ${spec.name} needs a description of 1-2000 characters`);
+  }
+  const effects = z.array(ToolEffect).max(16).safeParse(spec.effects);
+  if (!effects.success) {
+    throw new ValidationError(
+      `Tool ${spec.name} declares an unknown effect; use ${ToolEffect.options.join(", ")}`,
+    );
+  }
+  let parameters: Record<string, unknown>;
+  try {
+    parameters = z.toJSONSchema(spec.args, { io: "input" }) as Record<string, unknown>;
+  } catch (error) {
+    throw new ValidationError(
+      `Tool ${spec.name}'s argument schema cannot be shown to a model as JSON Schema`,
+      { cause: error },
+    );
+  }
+  if (parameters.type !== "object") {
+    throw new ValidationError(`Tool ${spec.name}'s arguments must be an object schema (z.object)`);
+  }
+  return Object.freeze({
+    name: name.data,
+    description: spec.description,
+    args: spec.args,
+    parameters: Object.freeze(parameters),
+    effects: Object.freeze([...effects.data]),
+    origin,
+    run: (args: unknown, ctx: ToolContext) => spec.run(args as z.output<S>, ctx),
+  });
+}
+
+/** The refusal when a tool uses an effect it did not declare. */
+export function undeclared(tool: string, effect: ToolEffect): CapabilityDeniedError {
+  return new CapabilityDeniedError(
+    "capability_denied",
+    `Tool ${tool} used ${effect}, which it does not declare; a tool may only use the effects it declares`,
+    { reason: `tool:${tool}` },
+  );
+}

@@ -1,0 +1,1100 @@
+/**
+ * The process manager: every lifecycle operation on agent processes — spawn, fork, spawn_child,
+ * exec, wait, signal, exit, chdir — budget accounting, and the quantum boundaries the scheduler
+ * uses. Each operation is one store step: it validates against the transition table and the
+ * lineage first, so an illegal request changes nothing, then writes rows, audit and events
+ * together (see `_process_engine.ts`).
+ *
+ * A process actor's operation leaves one decision record (see `audit_log.ts`): a refusal by a
+ * capability (`Authority.gate`), by lineage (`lineage:not_a_child`), by a delegation the parent
+ * cannot make or by a budget is recorded when it is made — one made inside the operation's step
+ * after that step rolled back —, and the allow inside the step, with the rows it wrote.
+ *
+ * Finishing a process (exit, fail, kill) settles its budget with its parent, wakes a parent that
+ * waits for it, and terminates its live descendants: a finished agent leaves no orphans spending
+ * a budget nobody owns. The result link (`result`) is written only by exit and never touched
+ * again; signals write `message`.
+ *
+ * @module
+ */
+import { type Actor, ProcessEngine, type ProcessListener } from "./_process_engine.ts";
+import { containedDirectory } from "../providers/workspace_path.ts";
+import {
+  BudgetExhaustedError,
+  CapabilityDeniedError,
+  IllegalTransitionError,
+  LibosError,
+  NotFoundError,
+  ValidationError,
+} from "../base/errors.ts";
+import {
+  type AgentProcess,
+  Budgets,
+  DEFAULT_BUDGETS,
+  isFinal,
+  type ProcessStatus,
+  type Signal,
+} from "./process.ts";
+import { childBudgets, deadline, remaining, reserve } from "./process_budget.ts";
+import type { Authority, ImageRequirements } from "../authority/authority.ts";
+import { type ModeName, narrower } from "../authority/modes.ts";
+import type { ActionResource, Right } from "../authority/capability.ts";
+import type { InheritScope } from "../authority/delegation.ts";
+import type { FilesystemProvider } from "../providers/filesystem.ts";
+import type { RuntimeCore } from "../audit/runtime_core.ts";
+
+export type { Actor, ProcessListener } from "./_process_engine.ts";
+export type { InheritScope } from "../authority/delegation.ts";
+
+/** The operator actor. */
+export const OPERATOR: Actor = Object.freeze({ kind: "operator" });
+
+/** The runtime acting on its own authority (budget enforcement, recovery). */
+export const RUNTIME: Actor = Object.freeze({ kind: "runtime" });
+
+/** How to start a top-level process. */
+export interface SpawnOptions {
+  readonly goal: string;
+  readonly image: string;
+  readonly tools?: readonly string[];
+  readonly budgets?: Partial<Budgets>;
+  /** Workspace-relative working directory (default: the workspace root). */
+  readonly cwd?: string;
+  /** Make it runnable at once (default true); otherwise it stays `created` until started. */
+  readonly start?: boolean;
+}
+
+/** How to create a child. */
+export interface ChildOptions {
+  readonly goal?: string;
+  readonly budgets?: Partial<Budgets>;
+  /** Scopes of the parent's authority to hand over (never more than the parent holds). */
+  readonly inherit?: readonly InheritScope[];
+}
+
+/** How to create a fresh child with its own image. */
+export interface SpawnChildOptions extends ChildOptions {
+  readonly goal: string;
+  readonly image: string;
+  readonly tools?: readonly string[];
+}
+
+/** What a quantum ended with; the scheduler applies it. */
+export type QuantumResult =
+  | { readonly type: "yield" }
+  | { readonly type: "sleep"; readonly until: number }
+  | { readonly type: "wait_child"; readonly pid: string | null }
+  | { readonly type: "wait_human"; readonly request: string }
+  | { readonly type: "exit"; readonly result?: string; readonly message?: string }
+  | { readonly type: "fail"; readonly reason: string };
+
+/** What the process manager needs. */
+export interface ProcessManagerOptions extends RuntimeCore {
+  readonly filesystem: FilesystemProvider;
+  /** The workspace's real path; every cwd is contained in it. */
+  readonly workspace: string;
+  readonly defaultBudgets?: Budgets;
+  /** Decides what process actors may do, and mints their starting authority. */
+  readonly authority: Authority;
+  /** Resolves image ids (default tools, requirements); without it any well-formed id is taken. */
+  readonly images?: ImageResolver;
+}
+
+/** What the process manager needs of an image. */
+export interface ResolvedImage {
+  readonly defaultTools: readonly string[];
+  readonly safety: { readonly maxMode: ModeName };
+  readonly requiredCapabilities: ImageRequirements["requiredCapabilities"];
+}
+
+/** Finds images by id. */
+export interface ImageResolver {
+  resolve(id: string): ResolvedImage | undefined;
+}
+
+const MAX_GOAL = 100_000;
+const FINAL: readonly ProcessStatus[] = Object.freeze(["exited", "failed", "killed"]);
+
+/** The narrower of two ceilings (null: no ceiling of its own). */
+function narrowest(a: ModeName | null, b: ModeName | null): ModeName | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return narrower(a, b);
+}
+
+function checkTools(tools: readonly string[]): string[] {
+  const seen = new Set<string>();
+  for (const tool of tools) {
+    if (typeof tool !== "string" || !/^[A-Za-z_][A-Za-z0-9_.-]{0,127}$/.test(tool)) {
+      throw new ValidationError(
+        `Tool name ${JSON.stringify(tool)} is invalid: use letters, digits, "_", "." or "-"`,
+      );
+    }
+    if (seen.has(tool)) {
+      throw new ValidationError(`Tool ${JSON.stringify(tool)} appears twice in the tool table`);
+    }
+    seen.add(tool);
+  }
+  return [...tools];
+}
+
+function checkGoal(goal: string): string {
+  if (typeof goal !== "string" || goal.length > MAX_GOAL) {
+    throw new ValidationError(`A goal must be text of at most ${MAX_GOAL} characters`);
+  }
+  return goal;
+}
+
+function checkImage(image: string): string {
+  if (typeof image !== "string" || !/^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,199}$/.test(image)) {
+    throw new ValidationError(
+      `Image id ${
+        JSON.stringify(image)
+      } is invalid: use letters, digits and "_.:/-", e.g. coding-agent:v0`,
+    );
+  }
+  return image;
+}
+
+function refuseFinished(p: AgentProcess, what: string): void {
+  if (isFinal(p.status)) {
+    throw new IllegalTransitionError(
+      "illegal_transition",
+      `Cannot ${what} process ${p.pid}: it is ${p.status}; nothing was changed`,
+    );
+  }
+}
+
+/** Owns every process row. Build one per runtime. */
+export class ProcessManager {
+  readonly #engine: ProcessEngine;
+  readonly #fs: FilesystemProvider;
+  readonly #workspace: string;
+  readonly #defaults: Budgets;
+  readonly #authority: Authority;
+  readonly #images: ImageResolver | undefined;
+  readonly #execHooks = new Set<(p: AgentProcess) => void>();
+  readonly #forkHooks = new Set<(child: AgentProcess, parent: AgentProcess) => void>();
+
+  /** Binds the manager to a runtime's store, logs and providers. */
+  constructor(options: ProcessManagerOptions) {
+    this.#engine = new ProcessEngine(options);
+    this.#fs = options.filesystem;
+    this.#workspace = options.workspace;
+    this.#defaults = Budgets.parse(options.defaultBudgets ?? DEFAULT_BUDGETS);
+    this.#authority = options.authority;
+    this.#images = options.images;
+  }
+
+  /**
+   * Checks a process actor's authority for operation `op` before anything is written. A denial
+   * (or an ask) is recorded in a step of its own, so the record survives, and thrown. The
+   * operator and the runtime act on their own authority. Returns the decision's reason for the
+   * operation's allow record.
+   */
+  #authorize(
+    actor: Actor,
+    op: string,
+    resource: ActionResource,
+    right: Right,
+    what: string,
+  ): string | undefined {
+    if (actor.kind !== "process") return undefined;
+    return this.#authority.gate(actor.pid, op, { resource, right }, what).reason;
+  }
+
+  /**
+   * Records a process actor's operation refused by a rule of the runtime rather than a
+   * capability (lineage, an image's tool list), in a step of its own; returns the error to throw.
+   */
+  #refused<E extends Error>(
+    actor: Actor,
+    op: string,
+    resource: string,
+    authority: string,
+    error: E,
+  ): E {
+    if (actor.kind === "process") {
+      this.#engine.audit.append({
+        actor: actor.pid,
+        pid: actor.pid,
+        action: op,
+        resource,
+        decision: "deny",
+        authority,
+        detail: { code: error instanceof LibosError ? error.code : "refused" },
+      });
+    }
+    return error;
+  }
+
+  /** A lineage refusal (`not_a_child`), recorded for a process actor. */
+  #notAChild(actor: Actor, op: string, resource: string, message: string): IllegalTransitionError {
+    return this.#refused(
+      actor,
+      op,
+      resource,
+      "lineage:not_a_child",
+      new IllegalTransitionError("not_a_child", message),
+    );
+  }
+
+  /**
+   * Runs operation `op` of an actor as one store step. For a process actor whose checks passed
+   * (`authority`), a failure inside the step — which rolls back the allow record written there —
+   * is recorded after it: a refusal (a delegation the parent cannot make, a budget, a wait on a
+   * non-child) as the operation's deny; anything else as its allow with `detail.failed`.
+   */
+  #step<T>(
+    actor: Actor,
+    op: string,
+    resource: string,
+    authority: string | undefined,
+    fn: () => T,
+  ): T {
+    try {
+      return this.#engine.op(fn);
+    } catch (error) {
+      if (actor.kind === "process") {
+        const refusal = error instanceof CapabilityDeniedError
+          ? error.reason
+          : error instanceof BudgetExhaustedError
+          ? `budget:${error.kind}`
+          : error instanceof IllegalTransitionError && error.code === "not_a_child"
+          ? "lineage:not_a_child"
+          : undefined;
+        const code = error instanceof LibosError ? error.code : "failed";
+        this.#engine.audit.append({
+          actor: actor.pid,
+          pid: actor.pid,
+          action: op,
+          resource,
+          decision: refusal === undefined ? "allow" : "deny",
+          authority: refusal ?? authority ?? "self",
+          detail: refusal === undefined ? { failed: code } : { code },
+        });
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * A process may narrow the tool table of an image it execs or spawns a child with, never widen
+   * it past the image's own list (the operator may). A refusal is recorded.
+   * @throws {CapabilityDeniedError} naming the tools the image does not list.
+   */
+  #widerTools(
+    actor: Actor,
+    op: string,
+    explicit: readonly string[] | undefined,
+    resolved: { readonly id: string; readonly image: ResolvedImage | undefined },
+    what: string,
+  ): void {
+    if (actor.kind !== "process" || !explicit || !resolved.image) return;
+    const defaults = resolved.image.defaultTools;
+    const extra = explicit.filter((t) => !defaults.includes(t));
+    if (extra.length) {
+      throw this.#refused(
+        actor,
+        op,
+        `image:${resolved.id}`,
+        `image:${resolved.id}`,
+        new CapabilityDeniedError(
+          "capability_denied",
+          `Process ${actor.pid} cannot ${what} tools ${
+            extra.join(", ")
+          }: image ${resolved.id} does not list them`,
+          { reason: `image:${resolved.id}` },
+        ),
+      );
+    }
+  }
+
+  /**
+   * Registers a hook run inside the step that finishes a process (its scratch memory is released
+   * there); returns the function that removes it.
+   */
+  onFinished(hook: (p: AgentProcess) => void): () => void {
+    return this.#engine.onFinished(hook);
+  }
+
+  /**
+   * Registers a hook run inside the step of every exec (the tool broker drops the process's JIT
+   * tools there: exec replaces the whole tool table); returns the function that removes it.
+   */
+  onExec(hook: (p: AgentProcess) => void): () => void {
+    this.#execHooks.add(hook);
+    return () => this.#execHooks.delete(hook);
+  }
+
+  /**
+   * Registers a hook run inside the step of every fork, after the child's authority was
+   * delegated (the JIT tool lifecycle passes on the tools the child was granted there); a hook
+   * that throws undoes the fork. Returns the function that removes it.
+   */
+  onFork(hook: (child: AgentProcess, parent: AgentProcess) => void): () => void {
+    this.#forkHooks.add(hook);
+    return () => this.#forkHooks.delete(hook);
+  }
+
+  /** A number that moves when another connection commits (to notice its decisions and signals). */
+  dataVersion(): number {
+    return this.#engine.store.dataVersion();
+  }
+
+  /** Registers a listener; returns the function that removes it. */
+  listen(listener: ProcessListener): () => void {
+    return this.#engine.listen(listener);
+  }
+
+  /** The process, or `undefined` when there is none with that pid. */
+  find(pid: string): AgentProcess | undefined {
+    return this.#engine.find(pid);
+  }
+
+  /**
+   * The process with this pid.
+   * @throws {NotFoundError} when there is none.
+   */
+  get(pid: string): AgentProcess {
+    const p = this.#engine.find(pid);
+    if (!p) {
+      throw new NotFoundError(`No process ${JSON.stringify(pid)}; list processes with "libos ps"`);
+    }
+    return p;
+  }
+
+  /** Processes in pid order, optionally only some statuses or one parent's children. */
+  list(query: {
+    readonly statuses?: readonly ProcessStatus[];
+    readonly parent?: string;
+    readonly limit?: number;
+    readonly afterPid?: string;
+  } = {}): AgentProcess[] {
+    return this.#engine.store.listProcesses({
+      limit: query.limit ?? 1000,
+      ...(query.statuses === undefined ? {} : { statuses: query.statuses }),
+      ...(query.parent === undefined ? {} : { parent: query.parent }),
+      ...(query.afterPid === undefined ? {} : { afterPid: query.afterPid }),
+    }).map((row) => this.get(row.pid));
+  }
+
+  /** Requires that `actor` is the process itself (or not a process at all); a refusal is recorded. */
+  #requireSelf(actor: Actor, op: string, pid: string, what: string): void {
+    if (actor.kind === "process" && actor.pid !== pid) {
+      throw this.#notAChild(
+        actor,
+        op,
+        `process:${pid}`,
+        `Process ${actor.pid} cannot ${what} process ${pid}: a process may only ${what} itself`,
+      );
+    }
+  }
+
+  #fresh(
+    fields: Pick<
+      AgentProcess,
+      "parent" | "image" | "goal" | "cwd" | "budgets" | "tools" | "status" | "ceiling"
+    >,
+  ): AgentProcess {
+    const now = this.#engine.clock.now();
+    return {
+      pid: this.#engine.newPid(),
+      resumeTo: null,
+      usage: { toolCalls: 0, modelTokens: 0, delegatedToolCalls: 0, delegatedModelTokens: 0 },
+      pending: null,
+      wait: null,
+      wake: null,
+      deferred: [],
+      reaped: false,
+      interrupts: 0,
+      result: null,
+      message: null,
+      createdAt: now,
+      updatedAt: now,
+      finishedAt: null,
+      ...fields,
+    };
+  }
+
+  #mergeBudgets(requested: Partial<Budgets> | undefined): Budgets {
+    const result = Budgets.safeParse({ ...this.#defaults, ...(requested ?? {}) });
+    if (!result.success) {
+      const issue = result.error.issues[0];
+      throw new ValidationError(
+        `Invalid budget ${issue?.path.join(".") ?? ""}: ${issue?.message ?? "invalid"}`,
+        { cause: result.error },
+      );
+    }
+    return result.data;
+  }
+
+  /**
+   * The image `id` names (checked), or a NotFoundError when a registry is wired and knows no such
+   * image. A process actor must hold image read first — checked before the lookup, so a missing
+   * image and a forbidden one look the same to it.
+   */
+  #image(
+    id: string,
+    actor: Actor,
+    op: string,
+    what: string,
+  ): { readonly id: string; readonly image: ResolvedImage | undefined } {
+    const checked = checkImage(id);
+    this.#authorize(actor, op, { type: "image", key: checked }, "read", `${what} image ${checked}`);
+    const image = this.#images?.resolve(checked);
+    if (this.#images && !image) {
+      throw new NotFoundError(
+        `No image ${
+          JSON.stringify(checked)
+        }; list them with "libos images list" or load one with "libos images load FILE"`,
+      );
+    }
+    return { id: checked, image };
+  }
+
+  /**
+   * Creates a top-level process (runnable unless `start: false`): its tools default to its
+   * image's, and it receives the mode's default grants intersected with what the image requires
+   * (the only path by which an image's requirements are ever granted).
+   */
+  spawn(options: SpawnOptions, actor: Actor = OPERATOR): AgentProcess {
+    if (actor.kind === "process") {
+      // A top-level process receives the mode's defaults: a process creating one would escape
+      // attenuation. Processes create children (spawnChild, fork), which get only what they pass.
+      throw this.#notAChild(
+        actor,
+        "process.spawn",
+        "process:*",
+        `Process ${actor.pid} cannot spawn a top-level process; spawn a child instead`,
+      );
+    }
+    // Everything the caller wrote is validated before anything is looked up.
+    const goal = checkGoal(options.goal);
+    const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
+    const budgets = this.#mergeBudgets(options.budgets);
+    const resolved = this.#image(options.image, actor, "process.spawn", "spawn");
+    const fields = {
+      parent: null,
+      image: resolved.id,
+      ceiling: resolved.image?.safety.maxMode ?? null,
+      goal,
+      tools: explicit ?? checkTools(resolved.image?.defaultTools ?? []),
+      budgets,
+      cwd: options.cwd === undefined
+        ? "."
+        : containedDirectory(this.#fs, this.#workspace, ".", options.cwd),
+      status: (options.start === false ? "created" : "runnable") as ProcessStatus,
+    };
+    const engine = this.#engine;
+    return engine.op(() => {
+      const p = this.#fresh(fields);
+      engine.save(p);
+      engine.record(actor, p, "process.spawn", { image: p.image, status: p.status });
+      this.#authority.grantDefaults(
+        p.pid,
+        resolved.image
+          ? {
+            maxMode: resolved.image.safety.maxMode,
+            requiredCapabilities: resolved.image.requiredCapabilities,
+          }
+          : undefined,
+      );
+      engine.events.emit({
+        kind: "process.spawned",
+        payload: { pid: p.pid, parent: null, image: p.image, how: "spawn" },
+      });
+      if (p.status === "runnable") engine.notify((l) => l.runnable?.(p.pid));
+      return p;
+    });
+  }
+
+  /** Makes a `created` process runnable. */
+  start(pid: string, actor: Actor = OPERATOR): AgentProcess {
+    return this.#engine.op(() => this.#engine.move(this.get(pid), "start", actor));
+  }
+
+  #child(
+    parentPid: string,
+    actor: Actor,
+    how: "fork" | "spawn_child",
+    make: (parent: AgentProcess) => Pick<AgentProcess, "image" | "goal" | "tools" | "ceiling">,
+    requested: Partial<Budgets> | undefined,
+    inherit: readonly InheritScope[],
+  ): AgentProcess {
+    const engine = this.#engine;
+    const op = `process.${how}`;
+    this.#requireSelf(actor, op, parentPid, how === "fork" ? "fork" : "spawn a child of");
+    const authority = this.#authorize(
+      actor,
+      op,
+      { type: "process", key: parentPid },
+      "spawn",
+      `${how.replace("_", " ")} from ${parentPid}`,
+    );
+    // A delegation the parent cannot make, or a budget, refuses inside the step: recorded after.
+    return this.#step(actor, op, `process:${parentPid}`, authority, () => {
+      const parent = this.get(parentPid);
+      refuseFinished(parent, how.replace("_", " ") + " from");
+      const live = engine.store.countLiveChildren(parentPid, FINAL);
+      if (live >= parent.budgets.maxLiveChildren) {
+        throw new BudgetExhaustedError(
+          "live_children",
+          `Process ${parentPid} already has ${live} live children, its limit (maxLiveChildren ${parent.budgets.maxLiveChildren}); wait for one to finish first`,
+        );
+      }
+      const now = engine.clock.now();
+      const budgets = childBudgets(parent, requested ?? {}, now);
+      const child = this.#fresh({
+        parent: parentPid,
+        cwd: parent.cwd,
+        budgets,
+        status: "runnable",
+        ...make(parent),
+      });
+      engine.save(child);
+      engine.save({ ...parent, usage: reserve(parent.usage, budgets), updatedAt: now });
+      engine.record(actor, child, op, {
+        parent: parentPid,
+        image: child.image,
+        maxToolCalls: budgets.maxToolCalls,
+        maxModelTokens: budgets.maxModelTokens,
+      }, authority);
+      this.#authority.grantLineage(parentPid, child.pid);
+      // A scope the parent does not hold throws here, and the whole step — child included — is undone.
+      this.#authority.delegate(parentPid, child.pid, inherit);
+      if (how === "fork") { for (const hook of this.#forkHooks) hook(child, parent); }
+      engine.events.emit({
+        kind: "process.spawned",
+        payload: { pid: child.pid, parent: parentPid, image: child.image, how },
+      });
+      engine.notify((l) => l.runnable?.(child.pid));
+      return child;
+    });
+  }
+
+  /**
+   * Forks a child that runs the parent's image, tools and cwd, with budgets carved out of the
+   * parent's remainder.
+   * @throws {BudgetExhaustedError} `live_children` when the parent is at its limit.
+   */
+  fork(parentPid: string, options: ChildOptions = {}, actor: Actor = OPERATOR): AgentProcess {
+    const goal = options.goal === undefined ? undefined : checkGoal(options.goal);
+    return this.#child(
+      parentPid,
+      actor,
+      "fork",
+      (parent) => ({
+        image: parent.image,
+        goal: goal ?? parent.goal,
+        tools: [...parent.tools],
+        ceiling: parent.ceiling,
+      }),
+      options.budgets,
+      options.inherit ?? [],
+    );
+  }
+
+  /**
+   * Spawns a fresh child with its own image, goal and tool table (no parent memory). Its image's
+   * requirements are never granted: a child holds only what its parent delegates.
+   */
+  spawnChild(parentPid: string, options: SpawnChildOptions, actor: Actor = OPERATOR): AgentProcess {
+    const goal = checkGoal(options.goal);
+    const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
+    const op = "process.spawn_child";
+    const resolved = this.#image(options.image, actor, op, "spawn a child with");
+    this.#widerTools(actor, op, explicit, resolved, "spawn a child with");
+    const fields = {
+      image: resolved.id,
+      goal,
+      tools: explicit ?? checkTools(resolved.image?.defaultTools ?? []),
+    };
+    return this.#child(
+      parentPid,
+      actor,
+      "spawn_child",
+      (parent) => ({
+        ...fields,
+        ceiling: narrowest(parent.ceiling, resolved.image?.safety.maxMode ?? null),
+      }),
+      options.budgets,
+      options.inherit ?? [],
+    );
+  }
+
+  /**
+   * Replaces a live process's image and tool table (default: the image's), keeping its pid —
+   * and its capabilities exactly: exec never grants the new image's requirements, and a process
+   * needs image read on the new image.
+   */
+  exec(
+    pid: string,
+    options: { readonly image: string; readonly tools?: readonly string[]; readonly goal?: string },
+    actor: Actor = OPERATOR,
+  ): AgentProcess {
+    const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
+    const goal = options.goal === undefined ? undefined : checkGoal(options.goal);
+    const op = "process.exec";
+    this.#requireSelf(actor, op, pid, "exec");
+    const resolved = this.#image(options.image, actor, op, "exec");
+    const image = resolved.id;
+    const defaults = resolved.image?.defaultTools ?? [];
+    this.#widerTools(actor, op, explicit, resolved, "exec with");
+    const tools = explicit ?? checkTools(defaults);
+    const engine = this.#engine;
+    const authority = this.#authorize(
+      actor,
+      op,
+      { type: "process", key: pid },
+      "exec",
+      `exec ${image}`,
+    );
+    return this.#step(actor, op, `process:${pid}`, authority, () => {
+      const p = this.get(pid);
+      refuseFinished(p, "exec");
+      const next: AgentProcess = {
+        ...p,
+        image,
+        tools,
+        // exec may narrow what a process may ever do, never widen it.
+        ceiling: narrowest(p.ceiling, resolved.image?.safety.maxMode ?? null),
+        goal: goal ?? p.goal,
+        updatedAt: engine.clock.now(),
+      };
+      engine.save(next);
+      for (const hook of this.#execHooks) hook(next);
+      engine.record(
+        actor,
+        next,
+        "process.exec",
+        { from: p.image, to: image, tools: tools.length },
+        authority,
+      );
+      engine.events.emit({
+        kind: "process.exec",
+        payload: { pid, from: p.image, to: image, tools: tools.length },
+      });
+      return next;
+    });
+  }
+
+  /**
+   * Puts back a process's image, tool table, working directory and goal as a checkpoint kept
+   * them (the operator's restore). Its ceiling stays as it is: a restore never widens what a
+   * process may ever do, and its capabilities are the checkpoint module's business.
+   * @throws {IllegalTransitionError} for a finished process.
+   */
+  restoreShape(
+    pid: string,
+    shape: {
+      readonly image: string;
+      readonly tools: readonly string[];
+      readonly cwd: string;
+      readonly goal: string;
+    },
+  ): AgentProcess {
+    const engine = this.#engine;
+    return engine.op(() => {
+      const p = this.get(pid);
+      refuseFinished(p, "restore");
+      const next: AgentProcess = {
+        ...p,
+        image: checkImage(shape.image),
+        tools: checkTools(shape.tools),
+        cwd: shape.cwd,
+        goal: checkGoal(shape.goal),
+        updatedAt: engine.clock.now(),
+      };
+      engine.save(next);
+      engine.record(OPERATOR, next, "process.restore", {
+        image: next.image,
+        tools: next.tools.length,
+        cwd: next.cwd,
+      });
+      return next;
+    });
+  }
+
+  /**
+   * Changes a process's working directory, contained to the workspace. A process needs `stat`
+   * on the target, checked before the filesystem is touched: without it the answer is the same
+   * whether the directory exists or not (no existence oracle).
+   */
+  chdir(pid: string, path: string, actor: Actor = OPERATOR): AgentProcess {
+    const engine = this.#engine;
+    const op = "process.chdir";
+    this.#requireSelf(actor, op, pid, "chdir");
+    const current = this.get(pid);
+    refuseFinished(current, "chdir");
+    let authority: string | undefined;
+    const cwd = containedDirectory(this.#fs, this.#workspace, current.cwd, path, (relative) => {
+      authority = this.#authorize(
+        actor,
+        op,
+        { type: "fs", path: relative },
+        "stat",
+        `chdir to "${path}"`,
+      ) ?? authority;
+    });
+    return this.#step(actor, op, `process:${pid}`, authority, () => {
+      const p = this.get(pid);
+      refuseFinished(p, "chdir");
+      const next = { ...p, cwd, updatedAt: engine.clock.now() };
+      engine.save(next);
+      engine.record(actor, next, "process.chdir", { from: p.cwd, to: cwd }, authority);
+      return next;
+    });
+  }
+
+  /**
+   * Collects a finished child without blocking: the given child (which must be a child of
+   * `parentPid`) or any finished child not collected yet.
+   * @throws {IllegalTransitionError} `not_a_child`, or `no_children` when there is nothing to wait for.
+   */
+  collectChild(
+    parentPid: string,
+    childPid: string | null,
+    actor: Actor = OPERATOR,
+  ): AgentProcess | undefined {
+    const engine = this.#engine;
+    const op = "process.wait";
+    this.#requireSelf(actor, op, parentPid, "wait as");
+    // Waiting for any child needs no capability: only children it may wait for are considered.
+    const authority = childPid === null ? "lineage:parent" : this.#authorize(
+      actor,
+      op,
+      { type: "process", key: childPid },
+      "wait",
+      `wait for ${childPid}`,
+    );
+    return this.#step(actor, op, `process:${parentPid}`, authority, () => {
+      const parent = this.get(parentPid);
+      const child = engine.finishedChild(parent, childPid, this.#mayWait(actor));
+      if (child) engine.save({ ...child, reaped: true });
+      if (actor.kind === "process") {
+        engine.record(actor, parent, op, { child: child?.pid ?? null }, authority);
+      }
+      return child;
+    });
+  }
+
+  /**
+   * Sends a signal. A process may signal only its own children; the operator any process.
+   * Signals to a running process take effect when its quantum ends (terminate also aborts it).
+   * @throws {IllegalTransitionError} for a finished process, a non-child, or a signal the
+   *   status does not accept; nothing is changed.
+   */
+  signal(pid: string, signal: Signal, actor: Actor = OPERATOR): AgentProcess {
+    // A process asking about an unknown pid gets the non-child's answer (no existence oracle).
+    const target = actor.kind === "process" ? this.find(pid) : this.get(pid);
+    const op = "process.signal";
+    if (actor.kind === "process" && target?.parent !== actor.pid) {
+      throw this.#notAChild(
+        actor,
+        op,
+        `process:${pid}`,
+        `Process ${actor.pid} cannot signal ${pid}: it is not its child; nothing was changed`,
+      );
+    }
+    const authority = this.#authorize(
+      actor,
+      op,
+      { type: "process", key: pid },
+      "signal",
+      `${signal} ${pid}`,
+    );
+    return this.#step(
+      actor,
+      op,
+      `process:${pid}`,
+      authority,
+      () =>
+        this.#engine.move(
+          this.get(pid),
+          signal,
+          actor,
+          authority === undefined ? {} : { authority },
+        ),
+    );
+  }
+
+  /** For a process actor, whether it may collect a given child (wait right); anyone else may. */
+  #mayWait(actor: Actor): ((child: AgentProcess) => boolean) | undefined {
+    if (actor.kind !== "process") return undefined;
+    return (child) =>
+      this.#authority.decide(actor.pid, {
+        resource: { type: "process", key: child.pid },
+        right: "wait",
+      }).effect === "allow";
+  }
+
+  /** Ends a process with an optional result link; it never changes again. */
+  exit(
+    pid: string,
+    options: { readonly result?: string; readonly message?: string } = {},
+    actor: Actor = OPERATOR,
+  ): AgentProcess {
+    this.#requireSelf(actor, "process.exit", pid, "exit");
+    return this.#step(
+      actor,
+      "process.exit",
+      `process:${pid}`,
+      "self",
+      () =>
+        this.#engine.move(this.get(pid), "exit", actor, {
+          result: options.result ?? null,
+          message: options.message ?? null,
+        }),
+    );
+  }
+
+  /** Fails a process with a reason. */
+  fail(pid: string, reason: string, actor: Actor = OPERATOR): AgentProcess {
+    return this.#engine.op(() =>
+      this.#engine.move(this.get(pid), "fail", actor, { message: reason })
+    );
+  }
+
+  /**
+   * Charges tool calls; when the budget is exhausted the process fails and the call is refused.
+   * @throws {BudgetExhaustedError} `tool_calls`.
+   */
+  chargeToolCall(pid: string, count = 1): AgentProcess {
+    return this.#charge(pid, "tool_calls", count);
+  }
+
+  /**
+   * Charges model tokens (provider `usage` when present); exhaustion fails the process.
+   * @throws {BudgetExhaustedError} `model_tokens`.
+   */
+  chargeTokens(pid: string, tokens: number): AgentProcess {
+    return this.#charge(pid, "model_tokens", tokens);
+  }
+
+  #charge(pid: string, kind: "tool_calls" | "model_tokens", amount: number): AgentProcess {
+    if (!Number.isInteger(amount) || amount < 0) {
+      throw new RangeError(`A budget charge must be a non-negative integer, got ${amount}`);
+    }
+    const engine = this.#engine;
+    let exhausted: BudgetExhaustedError | undefined;
+    const result = engine.op(() => {
+      const p = this.get(pid);
+      refuseFinished(p, "charge");
+      const left = remaining(p, engine.clock.now());
+      const tools = kind === "tool_calls";
+      if (amount > (tools ? left.toolCalls : left.modelTokens)) {
+        exhausted = engine.exhaust(
+          p,
+          kind,
+          tools
+            ? `used ${p.usage.toolCalls} of ${p.budgets.maxToolCalls} tool calls (${p.usage.delegatedToolCalls} lent to children)`
+            : `used ${p.usage.modelTokens} of ${p.budgets.maxModelTokens} model tokens (${p.usage.delegatedModelTokens} lent to children); this turn needed ${amount}`,
+        );
+        return this.get(pid);
+      }
+      const usage = tools
+        ? { ...p.usage, toolCalls: p.usage.toolCalls + amount }
+        : { ...p.usage, modelTokens: p.usage.modelTokens + amount };
+      const next = { ...p, usage, updatedAt: engine.clock.now() };
+      engine.save(next);
+      return next;
+    });
+    // The failure is committed to the batch before the caller hears about it.
+    if (exhausted) throw exhausted;
+    return result;
+  }
+
+  #wallTime(p: AgentProcess): boolean {
+    const now = this.#engine.clock.now();
+    if (isFinal(p.status) || now < deadline(p)) return false;
+    this.#engine.exhaust(
+      p,
+      "wall_time",
+      `ran ${now - p.createdAt} ms of its ${p.budgets.maxWallTimeMs} ms`,
+    );
+    return true;
+  }
+
+  /** Fails the process if its wall-time deadline has passed; true when it did. */
+  enforceWallTime(pid: string): boolean {
+    return this.#engine.op(() => this.#wallTime(this.get(pid)));
+  }
+
+  /**
+   * Starts a quantum: a runnable process becomes running. Returns `undefined` (and changes
+   * nothing) when the process is not runnable any more, or fails it when its deadline passed.
+   */
+  beginQuantum(pid: string): AgentProcess | undefined {
+    const engine = this.#engine;
+    return engine.op(() => {
+      const p = engine.find(pid);
+      if (!p || p.status !== "runnable" || this.#wallTime(p)) return undefined;
+      const next: AgentProcess = { ...p, status: "running", updatedAt: engine.clock.now() };
+      engine.save(next);
+      return next;
+    });
+  }
+
+  /**
+   * Ends a quantum: applies its result to a process still running, clears what the driver saw
+   * (its wake reason and interrupts), then applies signals that arrived meanwhile, in order.
+   */
+  endQuantum(
+    pid: string,
+    result: QuantumResult,
+    seen: Pick<AgentProcess, "interrupts" | "wake">,
+  ): AgentProcess | undefined {
+    const engine = this.#engine;
+    return engine.op(() => {
+      const stored = engine.find(pid);
+      if (!stored) return undefined;
+      const consumed = {
+        interrupts: Math.max(0, stored.interrupts - seen.interrupts),
+        wake: seen.wake === null ? stored.wake : null,
+      };
+      let p: AgentProcess = { ...stored, ...consumed };
+      if (stored.status !== "running") {
+        if (!isFinal(stored.status)) engine.save(p);
+        return p;
+      }
+      if (p.deferred.includes("terminate")) {
+        // A terminate that arrived mid-quantum wins over whatever the quantum decided.
+        return engine.move(p, "kill", OPERATOR, { message: "terminated while running" });
+      }
+      const self: Actor = { kind: "process", pid };
+      switch (result.type) {
+        case "yield":
+          p = engine.quantumMove(p, "yield", {});
+          break;
+        case "sleep":
+          p = engine.quantumMove(p, "sleep", { wait: { kind: "sleep", until: result.until } });
+          break;
+        case "wait_human":
+          p = engine.quantumMove(p, "wait_human", {
+            wait: { kind: "human", request: result.request },
+            pending: result.request,
+          });
+          break;
+        case "wait_child": {
+          const child = engine.finishedChild(p, result.pid, this.#mayWait(self));
+          if (child) {
+            engine.save({ ...child, reaped: true });
+            const wake = {
+              kind: "child_finished",
+              pid: child.pid,
+              status: child.status,
+              result: child.result,
+            } as const;
+            p = engine.quantumMove(p, "yield", { wake });
+          } else {
+            p = engine.quantumMove(p, "wait_child", { wait: { kind: "child", pid: result.pid } });
+          }
+          break;
+        }
+        case "exit":
+          p = engine.move(p, "exit", self, {
+            result: result.result ?? null,
+            message: result.message ?? null,
+          });
+          break;
+        case "fail":
+          p = engine.move(p, "fail", self, { message: result.reason });
+          break;
+      }
+      for (const signal of p.deferred) {
+        if (isFinal(p.status)) break;
+        try {
+          p = engine.move({ ...p, deferred: [] }, signal, OPERATOR);
+        } catch (error) {
+          // A deferred signal the new status does not accept (cancel after a yield) is dropped.
+          if (!(error instanceof IllegalTransitionError)) throw error;
+          p = { ...p, deferred: [] };
+          engine.save(p);
+        }
+      }
+      return p;
+    });
+  }
+
+  /**
+   * Wakes a process waiting on human request `request` (decided, answered or expired), or
+   * arranges for a paused one to wake when resumed. False when it does not wait on that request.
+   */
+  wakeHuman(pid: string, request: string): boolean {
+    const engine = this.#engine;
+    return engine.op(() => {
+      const p = engine.find(pid);
+      if (!p || p.wait?.kind !== "human" || p.wait.request !== request) return false;
+      const wake = { kind: "human", request } as const;
+      if (p.status === "waiting_human") {
+        engine.move(p, "wake", { kind: "runtime" }, { wake });
+        return true;
+      }
+      if (p.status === "paused" && p.resumeTo === "waiting_human") {
+        engine.save({
+          ...p,
+          resumeTo: "runnable",
+          wait: null,
+          wake,
+          updatedAt: engine.clock.now(),
+        });
+        return true;
+      }
+      return false;
+    });
+  }
+
+  /** Wakes a sleeper whose time has come (its timer fired); false when it was not due or not asleep. */
+  wakeIfDue(pid: string): boolean {
+    const engine = this.#engine;
+    return engine.op(() => {
+      const p = engine.find(pid);
+      if (
+        !p || p.status !== "sleeping" || p.wait?.kind !== "sleep" ||
+        p.wait.until > engine.clock.now()
+      ) return false;
+      engine.move(p, "wake", { kind: "process", pid }, { wake: { kind: "timer" } });
+      return true;
+    });
+  }
+
+  /**
+   * After a restart: processes left `running` by a stopped runtime become runnable again.
+   * Returns the pids it recovered; `accept` limits it to some processes.
+   */
+  recoverRunning(accept: (pid: string) => boolean = () => true): string[] {
+    const engine = this.#engine;
+    return engine.op(() => {
+      const recovered: string[] = [];
+      for (const row of engine.store.listProcesses({ statuses: ["running"], limit: 10_000 })) {
+        if (!accept(row.pid)) continue;
+        const p = engine.must(row.pid);
+        engine.save({
+          ...p,
+          status: "runnable",
+          message: "recovered after the runtime stopped mid-quantum",
+          updatedAt: engine.clock.now(),
+        });
+        engine.audit.append({
+          actor: "runtime",
+          pid: p.pid,
+          action: "process.recover",
+          resource: `process:${p.pid}`,
+          decision: "none",
+          authority: "runtime",
+          detail: { from: "running", to: "runnable" },
+        });
+        engine.notify((l) => l.runnable?.(p.pid));
+        recovered.push(p.pid);
+      }
+      return recovered;
+    });
+  }
+
+  /** Sets or clears the action a process has in flight (the action ledger calls it inside its step). */
+  setPending(pid: string, action: string | null): void {
+    const p = this.get(pid);
+    this.#engine.save({ ...p, pending: action, updatedAt: this.#engine.clock.now() });
+  }
+}

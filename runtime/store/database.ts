@@ -1,0 +1,153 @@
+/**
+ * Finding and opening a workspace's database: `--workspace`, `--db` and the state directory
+ * (DESIGN §6) resolved to one {@link DatabaseLocation}, then opened as a {@link SqliteStore}.
+ *
+ * @module
+ */
+import { isAbsolute, join, relative, resolve } from "node:path";
+import { sha256Hex } from "../base/canonical_json.ts";
+import { NotFoundError, UsageError, ValidationError } from "../base/errors.ts";
+import { SqliteStore } from "./sqlite_store.ts";
+import {
+  databaseRealPath,
+  defaultDatabasePath,
+  ensureStateDirectory,
+  type EnvReader,
+  headFilePath,
+  MEMORY_DB,
+  resolveWorkspace,
+  stateDirectory,
+} from "../base/state_paths.ts";
+
+/** Where a workspace's state lives. */
+export interface DatabaseLocation {
+  /** The workspace's canonical real path. */
+  readonly workspace: string;
+  /** The database's real path, or `:memory:`. */
+  readonly path: string;
+  /** The audit head file, or `null` for `:memory:`. */
+  readonly headPath: string | null;
+  /** The cross-process workspace lock file, or `null` (an in-process lock only). */
+  readonly lockPath: string | null;
+  /** Whether the path came from the default (state directory) rather than `--db`. */
+  readonly isDefault: boolean;
+}
+
+/** What {@link locateDatabase} needs. */
+export interface LocateOptions {
+  /** `--workspace`; default: `cwd`. */
+  readonly workspace?: string;
+  /** `--db`: a path or `:memory:`; default: the workspace's database in the state directory. */
+  readonly db?: string;
+  /** Whether `:memory:` is acceptable (only where one invocation does everything). */
+  readonly allowMemory?: boolean;
+  /** Whether to create the state directory (commands that write). */
+  readonly createStateDirectory?: boolean;
+  readonly env: EnvReader;
+  readonly cwd: string;
+}
+
+/**
+ * Resolves workspace, database and head file paths.
+ * @throws {UsageError} for `--db :memory:` where it is not allowed, or an empty `--db`.
+ */
+export function locateDatabase(options: LocateOptions): DatabaseLocation {
+  const workspace = resolveWorkspace(options.workspace ?? options.cwd, options.cwd);
+  if (options.db === MEMORY_DB) {
+    if (!options.allowMemory) {
+      throw new UsageError(
+        `--db :memory: is only accepted where one invocation does everything (demo, agent, tests); pass a file path or omit --db`,
+      );
+    }
+    return { workspace, path: MEMORY_DB, headPath: null, lockPath: null, isDefault: false };
+  }
+  if (options.db !== undefined && options.db.trim() === "") {
+    throw new UsageError(`--db needs a file path or :memory:`);
+  }
+  const stateDir = stateDirectory(options.env);
+  const requested = options.db === undefined
+    ? defaultDatabasePath(stateDir, workspace)
+    : isAbsolute(options.db)
+    ? options.db
+    : resolve(options.cwd, options.db);
+  refuseInsideWorkspace(workspace, requested, options.db === undefined);
+  if (options.createStateDirectory) ensureStateDirectory(stateDir);
+  let path: string;
+  try {
+    path = databaseRealPath(requested, options.cwd);
+  } catch (error) {
+    // A default database whose state directory does not exist yet simply does not exist;
+    // openDatabase() then says to run "libos init". An explicit --db in a missing folder is an
+    // error, and so is any other failure (a path that cannot be resolved is not checked).
+    const missing = error instanceof ValidationError &&
+      error.cause instanceof Deno.errors.NotFound;
+    if (options.db !== undefined || !missing) throw error;
+    path = requested;
+  }
+  refuseInsideWorkspace(workspace, path, options.db === undefined);
+  return {
+    workspace,
+    path,
+    headPath: headFilePath(stateDir, path),
+    lockPath: join(stateDir, "locks", `${sha256Hex(workspace)}.lock`),
+    isDefault: options.db === undefined,
+  };
+}
+
+/**
+ * An agent with write access to its workspace must never reach the database that holds its own
+ * capabilities and audit (the reference prototype kept it there).
+ */
+function refuseInsideWorkspace(workspace: string, path: string, isDefault: boolean): void {
+  const relation = relative(workspace, path);
+  if (relation === ".." || relation.startsWith("../") || isAbsolute(relation)) return;
+  const message =
+    `The database "${path}" would be inside the workspace "${workspace}", where an agent that can write files could rewrite its own capabilities and audit; ${
+      isDefault
+        ? "set XDG_STATE_HOME to a directory outside the workspace"
+        : "pass a --db outside the workspace"
+    }`;
+  throw isDefault ? new ValidationError(message) : new UsageError(message);
+}
+
+/** Whether a database file already exists at the location. */
+export function databaseExists(location: DatabaseLocation): boolean {
+  if (location.path === MEMORY_DB) return false;
+  try {
+    Deno.lstatSync(location.path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
+/** How to open a located database. */
+export interface OpenDatabaseOptions {
+  /** Create the database when missing (`libos init`, runs); otherwise a missing file is an error. */
+  readonly create: boolean;
+  /** Open an existing, up-to-date database without writing anything. */
+  readonly readOnly?: boolean;
+  readonly busyTimeoutMs?: number;
+}
+
+/**
+ * Opens the database at a location.
+ * @throws {NotFoundError} when it does not exist and `create` is false.
+ * @throws {StoreError} when it cannot be opened (the file is left as it was).
+ */
+export function openDatabase(
+  location: DatabaseLocation,
+  options: OpenDatabaseOptions,
+): SqliteStore {
+  if (!options.create && location.path !== MEMORY_DB && !databaseExists(location)) {
+    throw new NotFoundError(
+      `No database at "${location.path}" for workspace "${location.workspace}"; run "libos init" there first, or pass the right --db`,
+    );
+  }
+  return SqliteStore.open({
+    path: location.path,
+    readOnly: options.readOnly ?? false,
+    ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
+  });
+}
