@@ -8,7 +8,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
-const CODE_FOLDERS = ["runtime", "jit", "tools", "images"];
+const CODE_FOLDERS = ["runtime", "jit", "tools", "images", "cli"];
 
 function* sourceFiles(dir: string): Generator<string> {
   for (const entry of Deno.readDirSync(dir)) {
