@@ -21,9 +21,10 @@
  */
 import { dirname } from "node:path";
 import type { ActionOutcome } from "../process/action_ledger.ts";
+import { ActionRegistry } from "./action_registry.ts";
 import { renderApprovalRequest } from "./approval_render.ts";
 import type { Authority } from "../authority/authority.ts";
-import { type JsonValue, sha256Hex } from "../base/canonical_json.ts";
+import { sha256Hex } from "../base/canonical_json.ts";
 import {
   type CapabilityResource,
   resourceString,
@@ -45,7 +46,6 @@ import {
   HumanRequest,
   type HumanRequestKind,
   type HumanRequestStatus,
-  type PendingAction,
   type PermissionRequest,
 } from "./human_request.ts";
 import { pauseFor } from "../base/clock.ts";
@@ -83,11 +83,6 @@ export interface HumanPrompt {
   notify?(request: HumanRequest, rendered: string): void;
 }
 
-/** Runs a stored pending action again (the primitive it names, with the same arguments). */
-export interface ActionDispatcher {
-  dispatch(pid: string, action: PendingAction, signal: AbortSignal): Promise<JsonValue>;
-}
-
 /** What a woken process gets for the request it waited on. */
 export type HumanResolution =
   | { readonly type: "outcome"; readonly request: HumanRequest; readonly outcome: ActionOutcome }
@@ -118,8 +113,11 @@ export class HumanChannel {
   readonly #processes: ProcessManager;
   readonly #prompt: HumanPrompt | undefined;
   readonly #ttlMs: number;
-  #dispatcher: ActionDispatcher | undefined;
-  readonly #routes = new Map<string, ActionDispatcher>();
+  /**
+   * The operations an approved action can name, by exact name: each primitive (and the JIT tool
+   * lifecycle) registers its own; {@link resume} runs a stored action only through one of them.
+   */
+  readonly actions: ActionRegistry = new ActionRegistry();
 
   /**
    * Builds the channel.
@@ -137,25 +135,6 @@ export class HumanChannel {
         "The interactive human mode needs a prompt (a terminal); use queue or none without one",
       );
     }
-  }
-
-  /** Wires the dispatcher that re-runs approved actions (the runtime's primitives). */
-  setDispatcher(dispatcher: ActionDispatcher): void {
-    this.#dispatcher = dispatcher;
-  }
-
-  /**
-   * Routes approved actions whose primitive starts with `prefix` (e.g. `tool.`) to `dispatcher`
-   * instead of the runtime's primitives: for a layer above the runtime (the JIT tool lifecycle)
-   * whose actions need approval too. A later route for the same prefix replaces the earlier one.
-   */
-  route(prefix: string, dispatcher: ActionDispatcher): void {
-    if (!/^[a-z]+\.$/.test(prefix)) {
-      throw new ValidationError(
-        `A route prefix is a word and a dot, such as "tool.", not ${prefix}`,
-      );
-    }
-    this.#routes.set(prefix, dispatcher);
   }
 
   // ------------------------------------------------------------------ storage
@@ -961,12 +940,6 @@ export class HumanChannel {
       return done(failed("approval_rejected", `Request ${id} carries no action`));
     }
     const action = request.approval.action;
-    const dispatcher =
-      this.#routes.get(action.primitive.slice(0, action.primitive.indexOf(".") + 1)) ??
-        this.#dispatcher;
-    if (!dispatcher) {
-      throw new ValidationError("The human channel has no dispatcher to run approved actions");
-    }
     // Marked before it runs and committed: the action is handed back at most once.
     this.#core.store.step(() =>
       this.#save({
@@ -979,7 +952,7 @@ export class HumanChannel {
     try {
       return done({
         ok: true,
-        value: await dispatcher.dispatch(pid, action, signal),
+        value: await this.actions.dispatch(pid, action, signal),
       });
     } catch (error) {
       if (error instanceof HumanPendingError) return { type: "pending", request: error.request };

@@ -63,6 +63,8 @@ import {
   NotFoundError,
   ValidationError,
 } from "../base/errors.ts";
+import { z } from "zod";
+import { type ActionOperation, ActionRegistry, defineAction } from "../human/action_registry.ts";
 import type { HumanChannel } from "../human/human_channel.ts";
 import { type Redactor, redactor } from "../base/redaction.ts";
 import { SecretScanner } from "../base/secret_scan.ts";
@@ -72,6 +74,7 @@ import {
   type PendingAction,
 } from "../human/human_request.ts";
 import { isFinal } from "../process/process.ts";
+import { ApprovalGate, type Attempt } from "./approval_gate.ts";
 import type { ModeName } from "../authority/modes.ts";
 import type { ProcessManager } from "../process/process_manager.ts";
 import type { FilesystemProvider } from "../providers/filesystem.ts";
@@ -264,7 +267,7 @@ export class ShellPrimitive implements AsyncDisposable {
   readonly #authority: Authority;
   readonly #processes: ProcessManager;
   readonly #ledger: ActionLedger;
-  readonly #human: HumanChannel;
+  readonly #gate: ApprovalGate;
   readonly #provider: ShellProvider;
   readonly #fs: FilesystemProvider;
   readonly #workspace: string;
@@ -297,7 +300,7 @@ export class ShellPrimitive implements AsyncDisposable {
     this.#authority = options.authority;
     this.#processes = options.processes;
     this.#ledger = options.ledger;
-    this.#human = options.human;
+    this.#gate = new ApprovalGate({ authority: options.authority, human: options.human });
     this.#provider = options.provider;
     this.#fs = options.filesystem;
     this.#workspace = options.workspace;
@@ -875,7 +878,6 @@ export class ShellPrimitive implements AsyncDisposable {
 
   /** The approval request a human sees for a run that asked. */
   #details(
-    args: Record<string, JsonValue>,
     argv: readonly string[],
     program: ResolvedProgram,
     cwd: string,
@@ -885,8 +887,7 @@ export class ShellPrimitive implements AsyncDisposable {
     digest: string,
     wall: boolean,
     mode: ModeName,
-  ): ApprovalDetails {
-    const action: PendingAction = { primitive: "shell.run", args: args as PendingAction["args"] };
+  ): Omit<ApprovalDetails, "action"> {
     const stdinBytes = stdin === null ? null : new TextEncoder().encode(stdin);
     return actionApproval({
       primitive: "shell",
@@ -911,7 +912,6 @@ export class ShellPrimitive implements AsyncDisposable {
         ? decision.reason
         : null,
       offers: this.#offers(argv, decision, mode, wall),
-      action,
     });
   }
 
@@ -994,77 +994,72 @@ export class ShellPrimitive implements AsyncDisposable {
     await this.#parser.load();
     const wall = await this.wall();
     const argv = input.argv;
-    for (let attempt = 1;; attempt++) {
-      const cwd = this.#cwd(pid, input.cwd);
-      const cwdAbsolute = cwd === "." ? this.#workspace : join(this.#workspace, cwd);
-      const used: Capability[] = [];
-      const decision = this.#decide(pid, argv, wall, used);
-      if (decision.decision === "deny") {
-        this.#record(pid, argv, "deny", decision.reason);
-        throw new CapabilityDeniedError(
-          "capability_denied",
-          `Cannot run ${JSON.stringify(argv.join(" ").slice(0, 200))}: ${
-            decision.commands.length > 1 ? "a command it runs is" : "it is"
-          } denied (${decision.reason}); ${denyAdvice(decision.reason)}`,
-          { reason: decision.reason },
-        );
-      }
-      // One record per decision (audit_log.ts): an allowed run that fails before or while it
-      // runs (no such program, the shield, a spawn failure) keeps its allow, with what failed;
-      // an ask that fails before it reaches the human is recorded as the ask it was.
-      let recorded = false;
-      let authority = decision.reason;
-      let approvedNow = false;
-      try {
-        const program = this.#resolve(argv[0]!, cwdAbsolute);
-        if (wall) this.#checkVisible(program);
-        const home = this.#home(pid);
-        const base = this.#baseEnv(home);
-        const envHash = `sha256:${
-          sha256Hex(
-            JSON.stringify(
-              Object.entries({
-                ...base,
-                HOME: HOME_PLACEHOLDER,
-                GIT_CONFIG_GLOBAL: HOME_PLACEHOLDER,
-              }).sort(),
-            ),
-          )
-        }`;
-        const digestNow = () =>
-          digestOf({
-            primitive: "shell.run",
-            executable: program.executable,
-            real: program.real,
-            argv,
-            cwd,
-            envHash,
-            stdin: input.stdin === null ? null : sha256Hex(input.stdin),
-            wall,
-            contents: this.#contents(program, argv, cwdAbsolute),
-          });
-        const digest = digestNow();
-        if (decision.decision === "ask") {
-          const approved = this.#authority.capabilities.approval(
-            pid,
-            { type: "shell", argv },
-            "execute",
-            digest,
+    const quoted = JSON.stringify(argv.join(" ").slice(0, 200));
+    return await this.#gate.pass(pid, {
+      operation: "shell.run",
+      args: callArgs,
+      exhausted: (_, n) =>
+        new ValidationError(
+          `${quoted} still needs approval after ${
+            n - 1
+          } approvals; what it would run keeps changing — try again`,
+        ),
+      attempt: async (attempt): Promise<Attempt<ShellRunOutput>> => {
+        const cwd = this.#cwd(pid, input.cwd);
+        const cwdAbsolute = cwd === "." ? this.#workspace : join(this.#workspace, cwd);
+        const used: Capability[] = [];
+        const decision = this.#decide(pid, argv, wall, used);
+        if (decision.decision === "deny") {
+          this.#record(pid, argv, "deny", decision.reason);
+          throw new CapabilityDeniedError(
+            "capability_denied",
+            `Cannot run ${JSON.stringify(argv.join(" ").slice(0, 200))}: ${
+              decision.commands.length > 1 ? "a command it runs is" : "it is"
+            } denied (${decision.reason}); ${denyAdvice(decision.reason)}`,
+            { reason: decision.reason },
           );
-          if (!approved) {
-            this.#record(pid, argv, "ask", decision.reason, { inputDigest: digest });
-            recorded = true;
-            if (attempt >= 3) {
-              throw new ValidationError(
-                `${JSON.stringify(argv.join(" ").slice(0, 200))} still needs approval after ${
-                  attempt - 1
-                } approvals; what it would run keeps changing — try again`,
-              );
-            }
-            await this.#human.escalate(
-              pid,
-              this.#details(
-                callArgs,
+        }
+        // One record per decision (audit_log.ts): an allowed run that fails before or while it
+        // runs (no such program, the shield, a spawn failure) keeps its allow, with what failed;
+        // an ask that fails before it reaches the human is recorded as the ask it was.
+        let recorded = false;
+        let authority = decision.reason;
+        let approvedNow = false;
+        try {
+          const program = this.#resolve(argv[0]!, cwdAbsolute);
+          if (wall) this.#checkVisible(program);
+          const home = this.#home(pid);
+          const base = this.#baseEnv(home);
+          const envHash = `sha256:${
+            sha256Hex(
+              JSON.stringify(
+                Object.entries({
+                  ...base,
+                  HOME: HOME_PLACEHOLDER,
+                  GIT_CONFIG_GLOBAL: HOME_PLACEHOLDER,
+                }).sort(),
+              ),
+            )
+          }`;
+          const digestNow = () =>
+            digestOf({
+              primitive: "shell.run",
+              executable: program.executable,
+              real: program.real,
+              argv,
+              cwd,
+              envHash,
+              stdin: input.stdin === null ? null : sha256Hex(input.stdin),
+              wall,
+              contents: this.#contents(program, argv, cwdAbsolute),
+            });
+          const digest = digestNow();
+          if (decision.decision === "ask") {
+            const approved = this.#gate.approval(pid, { type: "shell", argv }, "execute", digest);
+            if (!approved) {
+              this.#record(pid, argv, "ask", decision.reason, { inputDigest: digest });
+              recorded = true;
+              const details = this.#details(
                 argv,
                 program,
                 cwd,
@@ -1074,158 +1069,156 @@ export class ShellPrimitive implements AsyncDisposable {
                 digest,
                 wall,
                 this.#modeOf(pid),
-              ),
-            );
-            continue;
+              );
+              return { type: "ask", ask: { details, subject: quoted } };
+            }
+            used.push(approved);
+            authority = `cap:${approved.id}`;
+            approvedNow = true;
           }
-          used.push(approved.capability);
-          authority = `cap:${approved.capability.id}`;
-          approvedNow = true;
-        }
-        const started = await this.#lock.exclusive(async () => {
-          // What was decided and approved is what runs: the files it names, hashed again now
-          // that no primitive can change them, still match (a script rewritten meanwhile is
-          // decided again, and asks again).
-          if (digestNow() !== digest) return null;
-          // Shielded: decided before anything is used up, so a refused run costs no approval.
-          const shield = this.#shielded(wall);
-          // Use up every one-shot capability behind this run before it starts (compare-and-set).
-          for (const cap of new Set(used)) this.#authority.capabilities.consume(cap);
-          const warnings: string[] = [];
-          const hint = this.#suggestion(argv[0]!, cwdAbsolute, program);
-          if (hint) warnings.push(`${argv[0]} ran ${program.executable}; ${hint}`);
-          const gitEnv = await this.#gitEnv(cwdAbsolute, base, this.#mayRunGit(decision), {
-            wall,
-            timeoutMs: input.timeoutMs,
-            warnings,
+          const started = await this.#lock.exclusive(async () => {
+            // What was decided and approved is what runs: the files it names, hashed again now
+            // that no primitive can change them, still match (a script rewritten meanwhile is
+            // decided again, and asks again).
+            if (digestNow() !== digest) return null;
+            // Shielded: decided before anything is used up, so a refused run costs no approval.
+            const shield = this.#shielded(wall);
+            // Use up every one-shot capability behind this run before it starts (compare-and-set).
+            this.#gate.spend(used);
+            const warnings: string[] = [];
+            const hint = this.#suggestion(argv[0]!, cwdAbsolute, program);
+            if (hint) warnings.push(`${argv[0]} ran ${program.executable}; ${hint}`);
+            const gitEnv = await this.#gitEnv(cwdAbsolute, base, this.#mayRunGit(decision), {
+              wall,
+              timeoutMs: input.timeoutMs,
+              warnings,
+            });
+            const network = wall &&
+              this.#authority.decide(pid, { resource: { type: "net", key: "*" }, right: "connect" })
+                  .effect === "allow";
+            const { id } = this.#ledger.begin(pid, {
+              kind: "shell.run",
+              request: { argv, cwd, executable: program.executable, digest },
+            });
+            // Started here, under the lock (the process exists once run() returns its promise);
+            // waited for after the lock is released: a long command must not stall every
+            // filesystem primitive of every process. Against a command that changes the workspace
+            // meanwhile, the filesystem primitive's own checks hold (identity after opening, the
+            // parent still where it was), as they do against what a command leaves running.
+            signal?.throwIfAborted();
+            const running = this.#provider.run({
+              executable: program.executable,
+              args: argv.slice(1),
+              cwd: cwdAbsolute,
+              env: { ...base, ...gitEnv },
+              timeoutMs: input.timeoutMs,
+              maxOutputBytes: input.maxOutputBytes,
+              ...(input.stdin === null ? {} : { stdin: input.stdin }),
+              wall: wall
+                ? {
+                  workspace: this.#workspace,
+                  writable: !["read-only", "plan"].includes(this.#modeOf(pid)),
+                  home,
+                  ...this.#mounts(shield),
+                  network,
+                }
+                : null,
+            }, signal);
+            running.catch(() => {/* awaited below, once the lock is released */});
+            return { id, warnings, running };
           });
-          const network = wall &&
-            this.#authority.decide(pid, { resource: { type: "net", key: "*" }, right: "connect" })
-                .effect === "allow";
-          const { id } = this.#ledger.begin(pid, {
-            kind: "shell.run",
-            request: { argv, cwd, executable: program.executable, digest },
-          });
-          // Started here, under the lock (the process exists once run() returns its promise);
-          // waited for after the lock is released: a long command must not stall every
-          // filesystem primitive of every process. Against a command that changes the workspace
-          // meanwhile, the filesystem primitive's own checks hold (identity after opening, the
-          // parent still where it was), as they do against what a command leaves running.
-          signal?.throwIfAborted();
-          const running = this.#provider.run({
-            executable: program.executable,
-            args: argv.slice(1),
-            cwd: cwdAbsolute,
-            env: { ...base, ...gitEnv },
-            timeoutMs: input.timeoutMs,
-            maxOutputBytes: input.maxOutputBytes,
-            ...(input.stdin === null ? {} : { stdin: input.stdin }),
-            wall: wall
-              ? {
-                workspace: this.#workspace,
-                writable: !["read-only", "plan"].includes(this.#modeOf(pid)),
-                home,
-                ...this.#mounts(shield),
-                network,
-              }
-              : null,
-          }, signal);
-          running.catch(() => {/* awaited below, once the lock is released */});
-          return { id, warnings, running };
-        });
-        if (started === null) {
-          // This decision's record: allowed, not used (decided again below).
-          this.#record(pid, argv, "allow", authority, {
-            inputDigest: digest,
-            detail: { failed: "changed_before_start" },
-          });
-          recorded = true;
-          if (attempt >= 3) {
-            throw new ValidationError(
-              `${
-                JSON.stringify(argv.join(" ").slice(0, 200))
-              } changed while it was being started, ${attempt} times; what it would run keeps changing — try again`,
+          if (started === null) {
+            // This decision's record: allowed, not used (decided again below).
+            this.#record(pid, argv, "allow", authority, {
+              inputDigest: digest,
+              detail: { failed: "changed_before_start" },
+            });
+            recorded = true;
+            if (attempt >= 3) {
+              throw new ValidationError(
+                `${quoted} changed while it was being started, ${attempt} times; what it would run keeps changing — try again`,
+              );
+            }
+            return { type: "again" };
+          }
+          const { id, warnings } = started;
+          let result: ShellRunResult;
+          try {
+            result = await started.running;
+          } catch (error) {
+            this.#ledger.finish(id, {
+              ok: false,
+              error: {
+                code: error instanceof LibosError ? error.code : "spawn_failed",
+                message: error instanceof Error ? error.message : String(error),
+              },
+            });
+            throw error;
+          }
+          const failed = wall ? wallFailure(result.exitCode, result.stderr) : null;
+          if (failed !== null) {
+            // The wall could not be built: the command never started. Refused, not its result.
+            const message = `Cannot run ${
+              JSON.stringify(argv.join(" ").slice(0, 200))
+            }: the OS wall could not be set up (${
+              this.#redact(failed)
+            }), so the command did not start; check the toolchain directories and bubblewrap, or report it`;
+            this.#ledger.finish(id, { ok: false, error: { code: "wall_incomplete", message } });
+            this.#record(pid, argv, "deny", "wall_incomplete", { inputDigest: digest });
+            recorded = true;
+            throw new LibosError("wall_incomplete", "operator", message);
+          }
+          if (result.outputLeftOpen) {
+            warnings.push(
+              "the command exited, but a process it left running held its output open; the call returned and that process keeps running (without output) until it ends or the runtime does",
             );
           }
-          continue;
-        }
-        const { id, warnings } = started;
-        let result: ShellRunResult;
-        try {
-          result = await started.running;
-        } catch (error) {
-          this.#ledger.finish(id, {
-            ok: false,
-            error: {
-              code: error instanceof LibosError ? error.code : "spawn_failed",
-              message: error instanceof Error ? error.message : String(error),
-            },
-          });
-          throw error;
-        }
-        const failed = wall ? wallFailure(result.exitCode, result.stderr) : null;
-        if (failed !== null) {
-          // The wall could not be built: the command never started. Refused, not its result.
-          const message = `Cannot run ${
-            JSON.stringify(argv.join(" ").slice(0, 200))
-          }: the OS wall could not be set up (${
-            this.#redact(failed)
-          }), so the command did not start; check the toolchain directories and bubblewrap, or report it`;
-          this.#ledger.finish(id, { ok: false, error: { code: "wall_incomplete", message } });
-          this.#record(pid, argv, "deny", "wall_incomplete", { inputDigest: digest });
-          recorded = true;
-          throw new LibosError("wall_incomplete", "operator", message);
-        }
-        if (result.outputLeftOpen) {
-          warnings.push(
-            "the command exited, but a process it left running held its output open; the call returned and that process keeps running (without output) until it ends or the runtime does",
-          );
-        }
-        const output: ShellRunOutput = {
-          ...result,
-          stdout: this.#withheld(result.stdout, warnings, "output"),
-          stderr: this.#withheld(result.stderr, warnings, "error output"),
-          argv,
-          executable: program.executable,
-          cwd,
-          wall,
-          highRisk: decision.highRisk,
-          warnings,
-        };
-        this.#ledger.finish(id, {
-          ok: true,
-          value: {
-            exitCode: result.exitCode,
-            signal: result.signal,
-            timedOut: result.timedOut,
-          },
-        });
-        recorded = true;
-        this.#record(pid, argv, "allow", authority, {
-          inputDigest: digest,
-          detail: {
+          const output: ShellRunOutput = {
+            ...result,
+            stdout: this.#withheld(result.stdout, warnings, "output"),
+            stderr: this.#withheld(result.stderr, warnings, "error output"),
+            argv,
             executable: program.executable,
-            exitCode: result.exitCode,
-            signal: result.signal,
-            timedOut: result.timedOut,
+            cwd,
             wall,
             highRisk: decision.highRisk,
-          },
-        });
-        return output;
-      } catch (error) {
-        if (!recorded) {
-          this.#record(
-            pid,
-            argv,
-            decision.decision === "ask" && !approvedNow ? "ask" : "allow",
-            authority,
-            { detail: { failed: error instanceof LibosError ? error.code : "failed" } },
-          );
+            warnings,
+          };
+          this.#ledger.finish(id, {
+            ok: true,
+            value: {
+              exitCode: result.exitCode,
+              signal: result.signal,
+              timedOut: result.timedOut,
+            },
+          });
+          recorded = true;
+          this.#record(pid, argv, "allow", authority, {
+            inputDigest: digest,
+            detail: {
+              executable: program.executable,
+              exitCode: result.exitCode,
+              signal: result.signal,
+              timedOut: result.timedOut,
+              wall,
+              highRisk: decision.highRisk,
+            },
+          });
+          return { type: "done", value: output };
+        } catch (error) {
+          if (!recorded) {
+            this.#record(
+              pid,
+              argv,
+              decision.decision === "ask" && !approvedNow ? "ask" : "allow",
+              authority,
+              { detail: { failed: error instanceof LibosError ? error.code : "failed" } },
+            );
+          }
+          throw error;
         }
-        throw error;
-      }
-    }
+      },
+    });
   }
 
   /**
@@ -1233,22 +1226,9 @@ export class ShellPrimitive implements AsyncDisposable {
    * @throws {ValidationError} for a stored action that is not a shell run.
    */
   async dispatch(pid: string, action: PendingAction): Promise<JsonValue> {
-    if (action.primitive !== "shell.run") {
-      throw new ValidationError(`Stored action ${action.primitive} is not a shell run`);
-    }
-    const a = action.args;
-    const argv = a.argv;
-    if (!Array.isArray(argv) || argv.some((t) => typeof t !== "string")) {
-      throw new ValidationError("Stored action shell.run has no argv");
-    }
-    const out = await this.run(pid, {
-      argv: argv as string[],
-      ...(typeof a.cwd === "string" ? { cwd: a.cwd } : {}),
-      ...(typeof a.timeoutMs === "number" ? { timeoutMs: a.timeoutMs } : {}),
-      ...(typeof a.maxOutputBytes === "number" ? { maxOutputBytes: a.maxOutputBytes } : {}),
-      ...(typeof a.stdin === "string" ? { stdin: a.stdin } : {}),
-    });
-    return JSON.parse(JSON.stringify(out)) as JsonValue;
+    const registry = new ActionRegistry();
+    registry.register(...shellActions(this));
+    return await registry.dispatch(pid, action, new AbortController().signal);
   }
 
   /** Ends the watchdog (every group a run left behind dies) and removes the scratch homes. */
@@ -1259,4 +1239,32 @@ export class ShellPrimitive implements AsyncDisposable {
       this.#homes = undefined;
     }
   }
+}
+
+/** What a stored `shell.run` carries (see {@link ShellPrimitive.run}). */
+const StoredRun = z.object({
+  argv: z.array(z.string()),
+  cwd: z.string().optional(),
+  timeoutMs: z.number().optional(),
+  maxOutputBytes: z.number().optional(),
+  stdin: z.string().optional(),
+});
+
+/**
+ * The shell's resumable operation (see `action_registry.ts`): the run again with the stored
+ * arguments, decided afresh — the one-shot approval bound to its digest now allows exactly it.
+ */
+export function shellActions(shell: ShellPrimitive): ActionOperation[] {
+  return [
+    defineAction("shell.run", StoredRun, async (pid, a) => {
+      const out = await shell.run(pid, {
+        argv: a.argv,
+        ...(a.cwd === undefined ? {} : { cwd: a.cwd }),
+        ...(a.timeoutMs === undefined ? {} : { timeoutMs: a.timeoutMs }),
+        ...(a.maxOutputBytes === undefined ? {} : { maxOutputBytes: a.maxOutputBytes }),
+        ...(a.stdin === undefined ? {} : { stdin: a.stdin }),
+      });
+      return JSON.parse(JSON.stringify(out)) as JsonValue;
+    }),
+  ];
 }
