@@ -17,7 +17,7 @@
  *    delete. Without one it goes to the human channel (after the lock is released) with the facts
  *    and the diff the human needs: interactive approval retries the call, queue mode parks the
  *    process. Every one-shot capability behind the action (an approval included) is used up
- *    here, compare-and-set, before the effect;
+ *    here, compare-and-set, before the effect (the ask/park/retry loop is `approval_gate.ts`);
  * 5. open, then verify that what was opened is what was checked (same `dev`/`ino`, parent
  *    directory still at its canonical path): a directory swapped for a symlink between the check
  *    and the open is caught here. (`O_NOFOLLOW` through `node:fs` is ignored by Deno 2.9.6 and

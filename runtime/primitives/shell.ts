@@ -15,7 +15,8 @@
  *    (and where it leads), the argv, the working directory, a hash of the environment, stdin and
  *    whether the wall is on — so an approval of `git status` does not run `git push`, and a
  *    different directory or a different program first on PATH asks again. Without one it goes to
- *    the human channel: interactive approval retries the call, queue mode parks the process;
+ *    the human channel: interactive approval retries the call, queue mode parks the process
+ *    (the loop is `approval_gate.ts`);
  * 5. under the workspace lock (exclusive while the run is prepared and started: no filesystem
  *    primitive runs meanwhile; released while the command runs), with the intent committed to
  *    the action ledger, the provider runs it: an explicit environment (no
