@@ -20,7 +20,13 @@ import { z } from "zod";
 import type { Authority } from "../runtime/authority/authority.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../runtime/base/canonical_json.ts";
 import { ApprovalRequiredError, LibosError, ValidationError } from "../runtime/base/errors.ts";
+import {
+  type ActionOperation,
+  ActionRegistry,
+  defineAction,
+} from "../runtime/human/action_registry.ts";
 import type { HumanChannel } from "../runtime/human/human_channel.ts";
+import { ApprovalGate, type Attempt } from "../runtime/primitives/approval_gate.ts";
 import { actionApproval, type PendingAction } from "../runtime/human/human_request.ts";
 import { type ObjectMemory, RUNTIME_ACTOR } from "../runtime/memory/object_memory.ts";
 import { processNamespace } from "../runtime/memory/memory_object.ts";
@@ -323,44 +329,38 @@ export class JitToolLifecycle {
         authority: reason,
         inputDigest: digest,
       });
-    let allowed: string;
-    for (let attempt = 0;; attempt++) {
-      const decision = this.#o.authority.decide(pid, action);
-      if (decision.effect === "allow") {
-        this.#o.authority.consume(decision);
-        allowed = decision.reason;
-        break;
-      }
-      const what = `register tool ${candidate.name}`;
-      // Nothing granted it (the default) or something asks: a human may approve it. A
-      // capability or rule that denies it is final.
-      const askable = decision.effect === "ask" || decision.reason === "default";
-      if (!askable) {
-        refused("deny", decision.reason);
-        throw this.#o.authority.refusal(pid, action, decision, what);
-      }
-      // A human's approval of exactly this source (one-shot, digest-bound) answers it.
-      const approved = this.#o.authority.capabilities.approval(
-        pid,
-        action.resource,
-        action.right,
-        digest,
+    const what = `register tool ${candidate.name}`;
+    const unapproved = (reason: string) =>
+      new ApprovalRequiredError(
+        `Cannot register tool ${candidate.name}: it needs the register right on tool:${candidate.name} (${reason}) or a human's approval; grant it (libos grant PID tool:${candidate.name} --right register) or run with a human (--human queue)`,
+        { reason, digest },
       );
-      if (approved) {
-        this.#o.authority.capabilities.consume(approved.capability);
-        allowed = `cap:${approved.capability.id}`;
-        break;
-      }
-      refused("ask", decision.reason);
-      if (!this.#o.human || this.#o.human.mode === "none" || attempt > 0) {
-        throw new ApprovalRequiredError(
-          `Cannot register tool ${candidate.name}: it needs the register right on tool:${candidate.name} (${decision.reason}) or a human's approval; grant it (libos grant PID tool:${candidate.name} --right register) or run with a human (--human queue)`,
-          { reason: decision.reason, digest },
-        );
-      }
-      await this.#o.human.escalate(
-        pid,
-        actionApproval({
+    const human = this.#o.human;
+    const gate = new ApprovalGate({ authority: this.#o.authority, human });
+    const allowed = await gate.pass(pid, {
+      operation: "tool.register",
+      args: { oid, name: candidate.name, content: candidate.source },
+      attempt: (): Promise<Attempt<string>> => {
+        const decision = this.#o.authority.decide(pid, action);
+        if (decision.effect === "allow") {
+          gate.spend([decision]);
+          return Promise.resolve({ type: "done", value: decision.reason });
+        }
+        // Nothing granted it (the default) or something asks: a human may approve it. A
+        // capability or rule that denies it is final.
+        const askable = decision.effect === "ask" || decision.reason === "default";
+        if (!askable) {
+          refused("deny", decision.reason);
+          throw this.#o.authority.refusal(pid, action, decision, what);
+        }
+        // A human's approval of exactly this source (one-shot, digest-bound) answers it.
+        const approved = gate.approval(pid, action.resource, action.right, digest);
+        if (approved) {
+          gate.spend([approved]);
+          return Promise.resolve({ type: "done", value: `cap:${approved.id}` });
+        }
+        refused("ask", decision.reason);
+        const details = actionApproval({
           primitive: "tool",
           operation: "tool.register",
           resource: `tool:${candidate.name}`,
@@ -372,13 +372,15 @@ export class JitToolLifecycle {
           preview: candidate.source,
           digest,
           ceiling: null,
-          action: {
-            primitive: "tool.register",
-            args: { oid, name: candidate.name, content: candidate.source },
-          },
-        }),
-      );
-    }
+        });
+        return Promise.resolve({ type: "ask", ask: { details, subject: candidate.name } });
+      },
+      unasked: (ask) =>
+        !human || human.mode === "none" ? unapproved(ask.details.reason) : undefined,
+      // One approval: a second ask means the source it was bound to changed.
+      attempts: 2,
+      exhausted: (ask) => unapproved(ask.details.reason),
+    });
     this.#install(pid, candidate, passed.compiled, allowed);
     // What restore and inherit use: its own copy of exactly the source registered (and the
     // JavaScript its tests ran), which no later edit of the candidate changes.
@@ -391,17 +393,13 @@ export class JitToolLifecycle {
   }
 
   /**
-   * Runs an approved registration again (the human channel's route for `tool.` actions): the
+   * Runs an approved registration again (the human channel's `tool.register` operation): the
    * stored candidate must still carry the source the human approved.
    */
   async dispatch(pid: string, action: PendingAction): Promise<JsonValue> {
-    const oid = action.args.oid;
-    if (action.primitive !== "tool.register" || typeof oid !== "string") {
-      throw new ValidationError(
-        `No lifecycle step runs stored actions of kind ${action.primitive}`,
-      );
-    }
-    return { registered: await this.register(pid, oid) };
+    const registry = new ActionRegistry();
+    registry.register(...toolActions(this));
+    return await registry.dispatch(pid, action, new AbortController().signal);
   }
 
   /**
@@ -518,7 +516,7 @@ export function lifecycleFor(
     human: runtime.human,
   });
   // An approved registration runs again through this lifecycle when its process resumes.
-  runtime.human.route("tool.", { dispatch: (pid, action) => lifecycle.dispatch(pid, action) });
+  runtime.human.actions.register(...toolActions(lifecycle));
   // The propose/validate/register_jit_tool built-ins go through this lifecycle.
   runtime.tools.attachJit({
     propose: (pid, candidate) => lifecycle.propose(pid, candidate),
@@ -529,4 +527,19 @@ export function lifecycleFor(
   // A fork passes on the JIT tools its child was granted.
   runtime.processes.onFork((child, parent) => lifecycle.inherit(parent.pid, child.pid));
   return lifecycle;
+}
+
+/** What a stored `tool.register` carries: the candidate, and the name and source shown. */
+const StoredRegistration = z.object({ oid: z.string() });
+
+/**
+ * The lifecycle's resumable operation (see `runtime/human/action_registry.ts`): registering the
+ * stored candidate again, which must still carry the source the human approved (its digest).
+ */
+export function toolActions(lifecycle: JitToolLifecycle): ActionOperation[] {
+  return [
+    defineAction("tool.register", StoredRegistration, async (pid, a) => ({
+      registered: await lifecycle.register(pid, a.oid),
+    })),
+  ];
 }

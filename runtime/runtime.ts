@@ -14,10 +14,10 @@ import { Authority, type RunOptions } from "./authority/authority.ts";
 import { parseRunDeny } from "./authority/decide.ts";
 import { parseMode } from "./authority/modes.ts";
 import { ClockPrimitive } from "./primitives/clock.ts";
-import { FilesystemPrimitive } from "./primitives/filesystem.ts";
-import { type ShellLimits, ShellPrimitive } from "./primitives/shell.ts";
+import { filesystemActions, FilesystemPrimitive } from "./primitives/filesystem.ts";
+import { shellActions, type ShellLimits, ShellPrimitive } from "./primitives/shell.ts";
 import { hostShell, type ShellProvider } from "./providers/shell.ts";
-import { type NetLimits, NetPrimitive } from "./primitives/net.ts";
+import { netActions, type NetLimits, NetPrimitive } from "./primitives/net.ts";
 import { hostNet, type NetProvider } from "./providers/net.ts";
 import type { ShellPolicyLevel } from "./policy/shell_policy.ts";
 import { HumanChannel, type HumanMode, type HumanPrompt } from "./human/human_channel.ts";
@@ -368,18 +368,13 @@ function build(options: RuntimeOptions): Runtime {
     memory.dropRecords(processNamespace(p.pid), "jit.registration");
   });
   processes.onFinished((p) => tools.dropJit(p.pid));
-  human.setDispatcher({
-    dispatch(pid, action) {
-      if (action.primitive.startsWith("fs.")) return primitives.fs.dispatch(pid, action);
-      if (action.primitive.startsWith("shell.")) return primitives.shell.dispatch(pid, action);
-      if (action.primitive.startsWith("net.")) return primitives.net.dispatch(pid, action);
-      return Promise.reject(
-        new ValidationError(
-          `No primitive runs stored actions of kind ${JSON.stringify(action.primitive)}`,
-        ),
-      );
-    },
-  });
+  // An approved action resumes through the operation it names, its stored arguments parsed
+  // against that operation's schema (runtime/human/action_registry.ts).
+  human.actions.register(
+    ...filesystemActions(primitives.fs),
+    ...shellActions(primitives.shell),
+    ...netActions(primitives.net),
+  );
   const schedulers = new Set<Scheduler>();
   let closed = false;
   const close = async (): Promise<void> => {

@@ -1562,8 +1562,6 @@ const NOT_DECISIONS: Readonly<Record<string, string>> = {
   "ProcessManager.wakeIfDue": "the scheduler's",
   "ProcessManager.recoverRunning": "recovery after a restart (audited as process.recover, none)",
   "ProcessManager.setPending": "the action ledger's bookkeeping",
-  "HumanChannel.setDispatcher": "wiring",
-  "HumanChannel.route": "wiring",
   "HumanChannel.get": "the operator's lookup",
   "HumanChannel.list": "the operator's lookup",
   "HumanChannel.interrupt": "the human's message to a process (audited as human.interrupt, none)",

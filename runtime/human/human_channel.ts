@@ -17,43 +17,38 @@
  * reachable. An approval request records no decision of its own (the primitive that asked
  * recorded the ask); the human's answer is one (`human.approve`, `human.reject`, …).
  *
+ * This file is the delivery half: taking a process's ask, question, message or permission
+ * request to the human (prompting now, parking, or refusing), waking a process when its request
+ * is decided, and dispatching an approved action once through the operation it names
+ * (`action_registry.ts`). The requests as stored, and the transitions a decision makes (approve,
+ * reject, answer, cancel, withdraw, expire), are `_request_book.ts`.
+ *
  * @module
  */
-import { dirname } from "node:path";
 import type { ActionOutcome } from "../process/action_ledger.ts";
+import { ActionRegistry } from "./action_registry.ts";
+import { type AlwaysOption, RequestBook } from "./_request_book.ts";
 import { renderApprovalRequest } from "./approval_render.ts";
 import type { Authority } from "../authority/authority.ts";
-import { type JsonValue, sha256Hex } from "../base/canonical_json.ts";
-import {
-  type CapabilityResource,
-  resourceString,
-  type Right,
-  specificity,
-} from "../authority/capability.ts";
 import {
   errorInfo,
   HumanDecisionError,
   HumanPendingError,
   IllegalTransitionError,
-  NotFoundError,
-  StoreError,
   ValidationError,
 } from "../base/errors.ts";
-import {
-  type ApprovalDetails,
-  type GrantScope,
+import type {
+  ApprovalDetails,
+  GrantScope,
   HumanRequest,
-  type HumanRequestKind,
-  type HumanRequestStatus,
-  type PendingAction,
-  type PermissionRequest,
+  PermissionRequest,
 } from "./human_request.ts";
 import { pauseFor } from "../base/clock.ts";
-import { isFinal } from "../process/process.ts";
 import type { ProcessManager } from "../process/process_manager.ts";
 import type { RuntimeCore } from "../audit/runtime_core.ts";
-import type { HumanRequestRow } from "../store/store.ts";
 import { refuseNetPrefix } from "../base/net_host.ts";
+
+export type { AlwaysOption } from "./_request_book.ts";
 
 /** How the runtime reaches its human (DESIGN §4). */
 export type HumanMode = "interactive" | "queue" | "none";
@@ -64,14 +59,6 @@ export type HumanDecision =
   | { readonly type: "reject"; readonly reason?: string }
   | { readonly type: "answer"; readonly text: string };
 
-/** One "allow always" choice and exactly what it would grant, shown before it is minted. */
-export interface AlwaysOption {
-  readonly scope: GrantScope;
-  readonly resource: CapabilityResource;
-  readonly rights: readonly Right[];
-  readonly description: string;
-}
-
 /** The interactive prompt: shows a rendered request and waits for the human. */
 export interface HumanPrompt {
   decide(
@@ -81,11 +68,6 @@ export interface HumanPrompt {
   ): Promise<HumanDecision>;
   /** Shows a message from a process (optional). */
   notify?(request: HumanRequest, rendered: string): void;
-}
-
-/** Runs a stored pending action again (the primitive it names, with the same arguments). */
-export interface ActionDispatcher {
-  dispatch(pid: string, action: PendingAction, signal: AbortSignal): Promise<JsonValue>;
 }
 
 /** What a woken process gets for the request it waited on. */
@@ -104,8 +86,6 @@ export interface HumanChannelOptions {
   readonly ttlMs?: number;
 }
 
-const OWNER: CapabilityResource = Object.freeze({ type: "human", key: "owner", scope: "exact" });
-
 function failed(code: string, message: string): ActionOutcome {
   return { ok: false, error: { code, message } };
 }
@@ -117,9 +97,12 @@ export class HumanChannel {
   readonly #authority: Authority;
   readonly #processes: ProcessManager;
   readonly #prompt: HumanPrompt | undefined;
-  readonly #ttlMs: number;
-  #dispatcher: ActionDispatcher | undefined;
-  readonly #routes = new Map<string, ActionDispatcher>();
+  readonly #book: RequestBook;
+  /**
+   * The operations an approved action can name, by exact name: each primitive (and the JIT tool
+   * lifecycle) registers its own; {@link resume} runs a stored action only through one of them.
+   */
+  readonly actions: ActionRegistry = new ActionRegistry();
 
   /**
    * Builds the channel.
@@ -131,152 +114,18 @@ export class HumanChannel {
     this.#processes = options.processes;
     this.mode = options.mode ?? "queue";
     this.#prompt = options.prompt;
-    this.#ttlMs = options.ttlMs ?? 24 * 60 * 60 * 1000;
+    this.#book = new RequestBook(core, {
+      authority: options.authority,
+      processes: options.processes,
+      ttlMs: options.ttlMs ?? 24 * 60 * 60 * 1000,
+      // A decision wakes the process parked on it.
+      decided: (request) => this.#processes.wakeHuman(request.pid, request.id),
+    });
     if (this.mode === "interactive" && !this.#prompt) {
       throw new ValidationError(
         "The interactive human mode needs a prompt (a terminal); use queue or none without one",
       );
     }
-  }
-
-  /** Wires the dispatcher that re-runs approved actions (the runtime's primitives). */
-  setDispatcher(dispatcher: ActionDispatcher): void {
-    this.#dispatcher = dispatcher;
-  }
-
-  /**
-   * Routes approved actions whose primitive starts with `prefix` (e.g. `tool.`) to `dispatcher`
-   * instead of the runtime's primitives: for a layer above the runtime (the JIT tool lifecycle)
-   * whose actions need approval too. A later route for the same prefix replaces the earlier one.
-   */
-  route(prefix: string, dispatcher: ActionDispatcher): void {
-    if (!/^[a-z]+\.$/.test(prefix)) {
-      throw new ValidationError(
-        `A route prefix is a word and a dot, such as "tool.", not ${prefix}`,
-      );
-    }
-    this.#routes.set(prefix, dispatcher);
-  }
-
-  // ------------------------------------------------------------------ storage
-
-  #decode(row: HumanRequestRow): HumanRequest {
-    const parsed = HumanRequest.safeParse((() => {
-      try {
-        return JSON.parse(row.data);
-      } catch {
-        return undefined;
-      }
-    })());
-    if (!parsed.success) {
-      throw new StoreError(
-        "store_corrupt",
-        `Human request ${row.id} is stored in a shape this libos does not understand; the database was edited outside libos`,
-      );
-    }
-    return parsed.data;
-  }
-
-  #save(request: HumanRequest): void {
-    this.#core.store.putHumanRequest({
-      id: request.id,
-      pid: request.pid,
-      kind: request.kind,
-      status: request.status,
-      data: JSON.stringify(request),
-      created: request.createdAt,
-      expires: request.expiresAt,
-    });
-  }
-
-  /**
-   * A request by id.
-   * @throws {NotFoundError} when there is none.
-   */
-  get(id: string): HumanRequest {
-    const row = this.#core.store.getHumanRequest(id);
-    if (!row) {
-      throw new NotFoundError(
-        `No human request ${JSON.stringify(id)}; list them with "libos human list"`,
-      );
-    }
-    return this.#decode(row);
-  }
-
-  /** Requests, oldest first; by default the pending ones. */
-  list(
-    query: {
-      readonly statuses?: readonly HumanRequestStatus[];
-      readonly pid?: string;
-      readonly limit?: number;
-      /**
-       * Called with the id of each stored request libos cannot read (edited outside libos), which
-       * is then left out; without it such a request is a `store_corrupt` error.
-       */
-      readonly onCorrupt?: (id: string, error: StoreError) => void;
-    } = {},
-  ): HumanRequest[] {
-    const rows = this.#core.store.listHumanRequests({
-      statuses: query.statuses ?? ["pending"],
-      limit: query.limit ?? 1000,
-      ...(query.pid === undefined ? {} : { pid: query.pid }),
-    });
-    const out: HumanRequest[] = [];
-    for (const row of rows) {
-      try {
-        out.push(this.#decode(row));
-      } catch (error) {
-        if (!(error instanceof StoreError) || !query.onCorrupt) throw error;
-        query.onCorrupt(row.id, error);
-      }
-    }
-    return out;
-  }
-
-  /**
-   * Stores a request. `allowed` is the reason of the decision that let the process make it (a
-   * question, a message, a permission request): its record is that decision's. An approval's
-   * record is not a decision (the primitive recorded its ask), nor an interrupt's.
-   */
-  #create(
-    pid: string,
-    kind: HumanRequestKind,
-    fields: Partial<Pick<HumanRequest, "approval" | "text" | "permission" | "status">>,
-    expires = true,
-    allowed?: string,
-  ): HumanRequest {
-    return this.#core.store.step(() => {
-      const now = Math.trunc(this.#core.clock.now());
-      const request: HumanRequest = {
-        id: this.#core.ids.next("hreq"),
-        pid,
-        kind,
-        status: fields.status ?? "pending",
-        approval: fields.approval ?? null,
-        text: fields.text ?? null,
-        permission: fields.permission ?? null,
-        response: null,
-        createdAt: now,
-        updatedAt: now,
-        expiresAt: expires ? now + this.#ttlMs : null,
-      };
-      this.#save(request);
-      this.#core.audit.append({
-        actor: pid,
-        pid,
-        action: `human.${kind}`,
-        resource: request.approval?.resource ?? `human:owner`,
-        decision: allowed === undefined ? "none" : "allow",
-        authority: allowed ?? request.approval?.reason ?? "runtime",
-        correlation: request.id,
-        ...(request.approval ? { inputDigest: request.approval.digest } : {}),
-      });
-      this.#core.events.emit({
-        kind: "human.request",
-        payload: { id: request.id, pid, requestKind: kind },
-      });
-      return request;
-    });
   }
 
   /**
@@ -341,7 +190,7 @@ export class HumanChannel {
         { reason: details.reason },
       );
     }
-    const request = this.#create(pid, "approval", { approval: details });
+    const request = this.#book.create(pid, "approval", { approval: details });
     if (this.mode === "queue") {
       throw new HumanPendingError(
         `${details.operation} ${
@@ -389,7 +238,7 @@ export class HumanChannel {
         "No human is reachable (human mode none) to answer the question; run with --human queue",
       );
     }
-    const request = this.#create(pid, "question", { text: question }, true, allowed);
+    const request = this.#book.create(pid, "question", { text: question }, true, allowed);
     if (this.mode === "queue") {
       throw new HumanPendingError(
         `The question waits for a human (request ${request.id}); answer with "libos human answer ${request.id} TEXT"`,
@@ -415,7 +264,7 @@ export class HumanChannel {
    */
   output(pid: string, text: string): HumanRequest {
     const allowed = this.#mayTalk(pid, "human.output", "send the human a message");
-    const request = this.#create(pid, "output", { text, status: "delivered" }, false, allowed);
+    const request = this.#book.create(pid, "output", { text, status: "delivered" }, false, allowed);
     this.#prompt?.notify?.(request, renderApprovalRequest(request));
     return request;
   }
@@ -435,7 +284,7 @@ export class HumanChannel {
         "No human is reachable (human mode none) to grant a permission; run with --human queue",
       );
     }
-    const request = this.#create(pid, "permission", { permission }, true, allowed);
+    const request = this.#book.create(pid, "permission", { permission }, true, allowed);
     if (this.mode === "queue") {
       throw new HumanPendingError(
         `The permission request waits for a human (request ${request.id}); answer with "libos human approve ${request.id}"`,
@@ -459,7 +308,7 @@ export class HumanChannel {
 
   /** A message from the human to a process: stored, and the process is interrupted. */
   interrupt(pid: string, text: string, by: string): HumanRequest {
-    const request = this.#create(pid, "interrupt", { text, status: "delivered" }, false);
+    const request = this.#book.create(pid, "interrupt", { text, status: "delivered" }, false);
     this.#processes.signal(pid, "interrupt");
     this.#core.audit.append({
       actor: by,
@@ -473,108 +322,39 @@ export class HumanChannel {
     return request;
   }
 
-  // ------------------------------------------------------------------ decisions
+  /**
+   * After process `pid` parked on request `id`: if the request was decided in the meantime (between
+   * the ask and the park, when nobody was waiting yet), wakes the process now.
+   */
+  settleWait(pid: string, id: string): void {
+    const row = this.#core.store.getHumanRequest(id);
+    if (row && row.status !== "pending") this.#processes.wakeHuman(pid, id);
+  }
+
+  // ------------------------------------------------------------------ requests
+
+  /**
+   * A request by id.
+   * @throws {NotFoundError} when there is none.
+   */
+  get(id: string): HumanRequest {
+    return this.#book.get(id);
+  }
+
+  /**
+   * Requests, oldest first; by default the pending ones. `onCorrupt` is called with each stored
+   * request libos cannot read (then left out); without it such a request is a `store_corrupt` error.
+   */
+  list(query: Parameters<RequestBook["list"]>[0] = {}): HumanRequest[] {
+    return this.#book.list(query);
+  }
 
   /**
    * The "allow always" choices for a request, each with exactly what it would grant — only
-   * choices that would really allow this action next time: the ask must come from a capability
-   * (`cap:<id>`; a mode ceiling or a protected path asks whatever a capability says), and the new
-   * capability must be more specific than the one that asked. For files: `path` (this path
-   * exactly) and `subtree` (its directory and everything below).
+   * choices that would really allow this action next time.
    */
   alwaysOptions(request: HumanRequest): AlwaysOption[] {
-    const a = request.approval;
-    if (a?.offers && !a.ceiling) {
-      // The primitive checked each one against its own decision (shell runs).
-      return a.offers.map((o) => ({
-        scope: o.scope,
-        resource: o.resource,
-        rights: [...o.rights] as Right[],
-        description: `allow ${o.rights.join(", ")} on ${resourceString(o.resource)}${
-          o.scope === "prefix" ? " followed by any arguments" : ""
-        } for ${request.pid} from now on (revocable with "libos revoke")`,
-      }));
-    }
-    if (!a || a.path === null || !a.reason.startsWith("cap:") || a.ceiling) return [];
-    let asking: CapabilityResource;
-    try {
-      asking = this.#authority.capabilities.get(a.reason.slice("cap:".length)).resource;
-    } catch (error) {
-      if (error instanceof NotFoundError) return [];
-      throw error;
-    }
-    const action = { type: "fs", path: a.path } as const;
-    const floor = specificity(asking, action, true) ?? 0;
-    const right = a.right as Right;
-    const dir = dirname(a.path);
-    const candidates: [GrantScope, CapabilityResource][] = [
-      ["path", { type: "fs", path: a.path, scope: "exact" }],
-      ["subtree", { type: "fs", path: dir === "" ? "." : dir, scope: "subtree" }],
-    ];
-    return candidates
-      .filter(([, resource]) => (specificity(resource, action, false) ?? 0) > floor)
-      .map(([scope, resource]) => ({
-        scope,
-        resource,
-        rights: [right],
-        description: `allow ${right} on ${
-          resourceString(resource)
-        } for ${request.pid} from now on (revocable with "libos revoke")`,
-      }));
-  }
-
-  /**
-   * The allow-always option `scope` of a request.
-   * @throws {ValidationError} when the request does not offer it (nothing is approved).
-   */
-  #alwaysOption(request: HumanRequest, scope: GrantScope): AlwaysOption {
-    const offered = this.alwaysOptions(request);
-    const option = offered.find((o) => o.scope === scope);
-    if (option) return option;
-    throw new ValidationError(
-      offered.length
-        ? `"${scope}" is not an allow-always scope of request ${request.id}; use one of ${
-          offered.map((o) => o.scope).join(", ")
-        } ("libos human show ${request.id}" says what each grants); nothing was approved`
-        : `Request ${request.id} offers no allow-always scope: it asks because of ${
-          request.approval?.reason ?? request.kind
-        }, which no capability overrides; approve it once instead; nothing was approved`,
-    );
-  }
-
-  #decide(
-    id: string,
-    by: string,
-    update: (request: HumanRequest) => Partial<HumanRequest>,
-    allowed: readonly HumanRequestKind[],
-  ): HumanRequest {
-    return this.#core.store.step(() => {
-      const request = this.get(id);
-      if (!allowed.includes(request.kind)) {
-        throw new IllegalTransitionError(
-          "illegal_transition",
-          `Request ${id} is a ${request.kind}; this answer does not apply to it`,
-        );
-      }
-      if (request.status !== "pending") {
-        throw new IllegalTransitionError(
-          "illegal_transition",
-          `Request ${id} is already ${request.status}; nothing was changed`,
-        );
-      }
-      const next: HumanRequest = {
-        ...request,
-        ...update(request),
-        updatedAt: Math.trunc(this.#core.clock.now()),
-      };
-      this.#save(next);
-      this.#core.events.emit({
-        kind: "human.decision",
-        payload: { id, pid: next.pid, status: next.status, by },
-      });
-      this.#processes.wakeHuman(next.pid, id);
-      return next;
-    });
+    return this.#book.alwaysOptions(request);
   }
 
   /**
@@ -586,194 +366,17 @@ export class HumanChannel {
     id: string,
     options: { readonly by: string; readonly always?: GrantScope },
   ): HumanRequest {
-    this.expireDue();
-    this.#refuseIfOrphaned(id);
-    this.#refuseIfInconsistent(this.get(id));
-    const option = options.always === undefined
-      ? undefined
-      : this.#alwaysOption(this.get(id), options.always);
-    return this.#decide(id, options.by, (request) => {
-      const caps: string[] = [];
-      const now = Math.trunc(this.#core.clock.now());
-      if (request.kind === "approval" && request.approval) {
-        const a = request.approval;
-        // Bound to the digest, so it covers this action only; the whole workspace as its resource
-        // so the action's path as written and as resolved both meet it.
-        caps.push(
-          this.#authority.capabilities.grant({
-            subject: request.pid,
-            // The exact file the human was shown, or for a shell run any command (the digest
-            // binds the executable, argv, cwd and environment), or for a request any host (the
-            // digest binds the method, URL, headers and body; it meets the host and endpoint
-            // decisions alike).
-            resource: a.primitive === "shell"
-              ? { type: "shell", argv: [], scope: "any" }
-              : a.primitive === "tool"
-              // A tool registration: that tool name (the digest binds the exact source).
-              ? { type: "tool", key: a.resource.replace(/^tool:/, ""), scope: "exact" }
-              : a.primitive === "network"
-              ? { type: "net", key: "*", scope: "any" }
-              : a.path === null
-              ? { type: "fs", path: ".", scope: "subtree" }
-              : { type: "fs", path: a.path, scope: "exact" },
-            rights: [a.right],
-            effect: "allow",
-            oneShot: true,
-            actionDigest: a.digest,
-            issuer: `human:${id}`,
-            // Good until the process resumes, even if that is after the request's own expiry.
-            expiresAt: now + this.#ttlMs,
-          }, options.by).id,
-        );
-        if (option) {
-          caps.push(
-            this.#authority.capabilities.grant({
-              subject: request.pid,
-              resource: option.resource,
-              rights: [...option.rights],
-              effect: "allow",
-              issuer: `human:${id}`,
-            }, options.by).id,
-          );
-        }
-      }
-      if (request.kind === "permission" && request.permission) {
-        const p = request.permission;
-        caps.push(
-          this.#authority.capabilities.grant({
-            subject: request.pid,
-            resource: p.resource,
-            rights: p.rights,
-            effect: "allow",
-            issuer: `human:${id}`,
-          }, options.by).id,
-        );
-      }
-      this.#core.audit.append({
-        actor: options.by,
-        pid: request.pid,
-        action: "human.approve",
-        resource: request.approval?.resource ??
-          resourceString(request.permission?.resource ?? OWNER),
-        decision: "allow",
-        authority: options.by,
-        correlation: id,
-        ...(request.approval ? { inputDigest: request.approval.digest } : {}),
-        detail: { capabilities: caps, always: options.always ?? null },
-      });
-      return {
-        status: "approved",
-        response: {
-          by: options.by,
-          at: now,
-          capabilities: caps,
-          ...(options.always ? { always: options.always } : {}),
-        },
-      };
-    }, ["approval", "permission"]);
+    return this.#book.approve(id, options);
   }
 
   /** Rejects a pending approval, permission request or question. */
   reject(id: string, options: { readonly by: string; readonly reason?: string }): HumanRequest {
-    if (options.reason !== undefined && options.reason.length > 4096) {
-      throw new ValidationError("A rejection reason must be at most 4096 characters");
-    }
-    this.expireDue();
-    return this.#decide(id, options.by, (request) => {
-      this.#core.audit.append({
-        actor: options.by,
-        pid: request.pid,
-        action: "human.reject",
-        resource: request.approval?.resource ?? "human:owner",
-        decision: "deny",
-        authority: options.by,
-        correlation: id,
-      });
-      return {
-        status: "rejected",
-        response: {
-          by: options.by,
-          at: Math.trunc(this.#core.clock.now()),
-          ...(options.reason === undefined ? {} : { reason: options.reason }),
-        },
-      };
-    }, ["approval", "permission", "question"]);
+    return this.#book.reject(id, options);
   }
 
   /** Answers a pending question. */
   answer(id: string, options: { readonly by: string; readonly text: string }): HumanRequest {
-    if (typeof options.text !== "string" || options.text.length > 100_000) {
-      throw new ValidationError("An answer must be text of at most 100000 characters");
-    }
-    this.expireDue();
-    this.#refuseIfOrphaned(id);
-    return this.#decide(id, options.by, (request) => {
-      this.#core.audit.append({
-        actor: options.by,
-        pid: request.pid,
-        action: "human.answer",
-        resource: "human:owner",
-        decision: "none",
-        authority: options.by,
-        correlation: id,
-      });
-      return {
-        status: "answered",
-        response: { by: options.by, at: Math.trunc(this.#core.clock.now()), answer: options.text },
-      };
-    }, ["question"]);
-  }
-
-  /**
-   * A pending request whose process has ended is cancelled (audited) instead of approved or
-   * answered: nobody is left to act on it.
-   * @throws {IllegalTransitionError} after cancelling it.
-   */
-  #refuseIfOrphaned(id: string): void {
-    const request = this.get(id);
-    if (request.status !== "pending") return;
-    const p = this.#processes.find(request.pid);
-    if (p && !isFinal(p.status)) return;
-    this.cancel(id, "runtime", `its process ${request.pid} has ${p ? p.status : "gone"}`);
-    throw new IllegalTransitionError(
-      "illegal_transition",
-      `Request ${id} was cancelled: its process ${request.pid} ${
-        p ? `has ${p.status}` : "no longer exists"
-      }, so nothing was approved`,
-    );
-  }
-
-  /**
-   * What the human was shown must be what runs: the stored action's operation, and for a write
-   * its content's size and sha256, must match the displayed fields.
-   * @throws {StoreError} `store_corrupt` when they differ (the database was edited).
-   */
-  #refuseIfInconsistent(request: HumanRequest): void {
-    const a = request.approval;
-    if (!a) return;
-    const content = a.action.args.content;
-    const data = typeof content === "string" ? new TextEncoder().encode(content) : undefined;
-    const agrees = a.action.primitive === a.operation &&
-      (data === undefined || (sha256Hex(data) === a.sha256 && data.length === a.bytes));
-    if (!agrees) {
-      throw new StoreError(
-        "store_corrupt",
-        `Request ${request.id} stores an action that differs from what it shows; the database was edited outside libos — nothing was approved; reject it`,
-      );
-    }
-  }
-
-  #auditCancel(request: HumanRequest, by: string, detail: Record<string, string>): void {
-    this.#core.audit.append({
-      actor: by,
-      pid: request.pid,
-      action: "human.cancel",
-      resource: request.approval?.resource ?? "human:owner",
-      decision: "none",
-      authority: by,
-      correlation: request.id,
-      detail,
-    });
+    return this.#book.answer(id, options);
   }
 
   /**
@@ -781,98 +384,28 @@ export class HumanChannel {
    * Returns undefined when it was no longer pending.
    */
   cancel(id: string, by: string, why: string): HumanRequest | undefined {
-    const row = this.#core.store.getHumanRequest(id);
-    if (!row || row.status !== "pending") return undefined;
-    return this.#decide(id, by, (request) => {
-      this.#auditCancel(request, by, { why });
-      return {
-        status: "cancelled",
-        response: { by, at: Math.trunc(this.#core.clock.now()), reason: why },
-      };
-    }, ["approval", "permission", "question"]);
+    return this.#book.cancel(id, by, why);
   }
 
   /**
    * Withdraws the requests process `pid` made at or after `since` (ms since the epoch) that are
    * still pending, or approved but not run: what a call cut off by a restart was waiting on.
-   * Returns them.
    */
   cancelSince(pid: string, since: number, why: string): HumanRequest[] {
-    const out: HumanRequest[] = [];
-    for (const request of this.list({ pid, statuses: ["pending", "approved"] })) {
-      if (request.createdAt < Math.trunc(since)) continue;
-      const withdrawn = this.withdraw(request.id, "runtime", why);
-      if (withdrawn) out.push(withdrawn);
-    }
-    return out;
+    return this.#book.cancelSince(pid, since, why);
   }
 
   /**
-   * Withdraws a request its asker will never act on (the call that asked was cut off): a
-   * pending one is cancelled; an approved action that has not run yet is cancelled too and its
-   * one-shot grant revoked, so it cannot let the same action through later, unasked. (Standing
-   * grants the human chose — "allow always", a permission — stay: they were decisions of their
-   * own.) Returns the request, or undefined when there was nothing to withdraw.
+   * Withdraws a request its asker will never act on: a pending one is cancelled; an approved
+   * action that has not run yet is cancelled too and its one-shot grant revoked.
    */
   withdraw(id: string, by: string, why: string): HumanRequest | undefined {
-    const row = this.#core.store.getHumanRequest(id);
-    if (!row) return undefined;
-    if (row.status === "pending") return this.cancel(id, by, why);
-    if (row.status !== "approved" || row.kind !== "approval") return undefined;
-    return this.#core.store.step(() => {
-      const request = this.get(id);
-      const revoked: string[] = [];
-      for (const capId of request.response?.capabilities ?? []) {
-        const cap = this.#authority.capabilities.get(capId);
-        if (cap.oneShot && cap.usedAt === null && cap.revokedAt === null) {
-          this.#authority.capabilities.revoke(capId, by);
-          revoked.push(capId);
-        }
-      }
-      const now = Math.trunc(this.#core.clock.now());
-      const next: HumanRequest = {
-        ...request,
-        status: "cancelled",
-        response: { ...(request.response ?? { by, at: now }), reason: why.slice(0, 4096) },
-        updatedAt: now,
-      };
-      this.#save(next);
-      this.#auditCancel(request, by, { why: why.slice(0, 500), revoked: revoked.join(",") });
-      return next;
-    });
-  }
-
-  /**
-   * After process `pid` parked on request `id`: if the request was decided in the meantime (between
-   * the ask and the park, when nobody was waiting yet), wakes the process now.
-   */
-  settleWait(pid: string, id: string): void {
-    const row = this.#core.store.getHumanRequest(id);
-    if (row && row.status !== "pending") this.#processes.wakeHuman(pid, id);
+    return this.#book.withdraw(id, by, why);
   }
 
   /** Expires every pending request past its time (a rejection, audited); returns them. */
   expireDue(): HumanRequest[] {
-    const now = Math.trunc(this.#core.clock.now());
-    const due = this.#core.store.listHumanRequests({
-      statuses: ["pending"],
-      expiringBefore: now + 1,
-      limit: 1000,
-    });
-    return due.map((row) =>
-      this.#decide(row.id, "human:expired", (request) => {
-        this.#core.audit.append({
-          actor: "runtime",
-          pid: request.pid,
-          action: "human.expire",
-          resource: request.approval?.resource ?? "human:owner",
-          decision: "deny",
-          authority: "human:expired",
-          correlation: request.id,
-        });
-        return { status: "expired", response: { by: "human:expired", at: now } };
-      }, ["approval", "permission", "question"])
-    );
+    return this.#book.expireDue();
   }
 
   // ------------------------------------------------------------------ resuming
@@ -961,25 +494,13 @@ export class HumanChannel {
       return done(failed("approval_rejected", `Request ${id} carries no action`));
     }
     const action = request.approval.action;
-    const dispatcher =
-      this.#routes.get(action.primitive.slice(0, action.primitive.indexOf(".") + 1)) ??
-        this.#dispatcher;
-    if (!dispatcher) {
-      throw new ValidationError("The human channel has no dispatcher to run approved actions");
-    }
     // Marked before it runs and committed: the action is handed back at most once.
-    this.#core.store.step(() =>
-      this.#save({
-        ...request,
-        status: "dispatched",
-        updatedAt: Math.trunc(this.#core.clock.now()),
-      })
-    );
+    this.#book.dispatching(request);
     this.#core.store.flush();
     try {
       return done({
         ok: true,
-        value: await dispatcher.dispatch(pid, action, signal),
+        value: await this.actions.dispatch(pid, action, signal),
       });
     } catch (error) {
       if (error instanceof HumanPendingError) return { type: "pending", request: error.request };

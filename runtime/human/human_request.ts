@@ -117,14 +117,15 @@ type FileFields = "path" | "absolutePath" | "willCreate" | "willOverwrite" | "ta
 type ShellFields = "executable" | "argv" | "cwd" | "envHash";
 
 /**
- * The approval of an action that is not on a file (a shell run, a request, a tool registration):
- * the file fields are null, and the shell fields too unless given.
+ * The preview of an action that is not on a file (a shell run, a request, a tool registration):
+ * the file fields are null, and the shell fields too unless given. The approval gate adds the
+ * parked action.
  */
 export function actionApproval(
   fields:
-    & Omit<ApprovalDetails, FileFields | ShellFields>
+    & Omit<ApprovalDetails, FileFields | ShellFields | "action">
     & Partial<Pick<ApprovalDetails, ShellFields>>,
-): ApprovalDetails {
+): Omit<ApprovalDetails, "action"> {
   return {
     path: null,
     absolutePath: null,

@@ -17,7 +17,7 @@
  *    delete. Without one it goes to the human channel (after the lock is released) with the facts
  *    and the diff the human needs: interactive approval retries the call, queue mode parks the
  *    process. Every one-shot capability behind the action (an approval included) is used up
- *    here, compare-and-set, before the effect;
+ *    here, compare-and-set, before the effect (the ask/park/retry loop is `approval_gate.ts`);
  * 5. open, then verify that what was opened is what was checked (same `dev`/`ino`, parent
  *    directory still at its canonical path): a directory swapped for a symlink between the check
  *    and the open is caught here. (`O_NOFOLLOW` through `node:fs` is ignored by Deno 2.9.6 and
@@ -45,9 +45,12 @@ import {
   UnsafePathError,
   ValidationError,
 } from "../base/errors.ts";
+import { z } from "zod";
+import { type ActionOperation, ActionRegistry, defineAction } from "../human/action_registry.ts";
 import type { HumanChannel } from "../human/human_channel.ts";
 import type { ApprovalDetails, PendingAction } from "../human/human_request.ts";
 import { isFinal } from "../process/process.ts";
+import { ApprovalGate, type Attempt } from "./approval_gate.ts";
 import type { ProcessManager } from "../process/process_manager.ts";
 import type { FilesystemProvider, PathFacts } from "../providers/filesystem.ts";
 import type { RuntimeCore } from "../audit/runtime_core.ts";
@@ -120,7 +123,7 @@ export class FilesystemPrimitive {
   readonly #authority: Authority;
   readonly #processes: ProcessManager;
   readonly #ledger: ActionLedger;
-  readonly #human: HumanChannel;
+  readonly #gate: ApprovalGate;
   readonly #fs: FilesystemProvider;
   readonly #workspace: string;
   readonly #lock: WorkspaceLock;
@@ -141,7 +144,7 @@ export class FilesystemPrimitive {
     this.#authority = options.authority;
     this.#processes = options.processes;
     this.#ledger = options.ledger;
-    this.#human = options.human;
+    this.#gate = new ApprovalGate({ authority: options.authority, human: options.human });
     this.#fs = options.provider;
     this.#workspace = options.workspace;
     this.#lock = options.lock;
@@ -295,14 +298,8 @@ export class FilesystemPrimitive {
   }
 
   /** The approval request a human sees for an operation that asked. */
-  #details(
-    op: string,
-    right: Right,
-    args: Record<string, JsonValue>,
-    ask: AskNeeded,
-  ): ApprovalDetails {
+  #details(op: string, right: Right, ask: AskNeeded): Omit<ApprovalDetails, "action"> {
     const f = ask.facts;
-    const action: PendingAction = { primitive: op, args: args as PendingAction["args"] };
     return {
       primitive: "filesystem",
       operation: op,
@@ -333,7 +330,6 @@ export class FilesystemPrimitive {
       envHash: null,
       digest: ask.digest,
       ceiling: ask.ceiling,
-      action,
     };
   }
 
@@ -353,134 +349,133 @@ export class FilesystemPrimitive {
     before?: (relative: string) => void,
     asks = true,
   ): Promise<T> {
-    for (let attempt = 1;; attempt++) {
-      const lexical = this.#lexical(pid, op, String(args.path ?? "."));
-      before?.(lexical.relative);
-      const digest = digestOf({ primitive: op, path: lexical.relative, ...digestFields });
-      const what = verb(lexical.relative);
-      const first = this.#decide(pid, op, lexical.relative, right, digest, what);
-      const recordsBefore = this.#records;
-      try {
-        return await this.#lock.shared(() => {
-          const path = this.#canonical(pid, op, lexical);
-          // Every decision this operation takes: the path as written, where it leads, entries.
-          const taken = [first];
-          if (path.relative !== lexical.relative) {
-            taken.push(this.#decide(pid, op, path.relative, right, digest, what));
-          }
-          let decision = taken.reduce(stricter);
-          const ctx: OpContext = {
-            path,
-            written: lexical.relative,
-            digest,
-            get decision() {
-              return decision;
-            },
-            gate: (facts) => {
-              const linked = facts.target?.isFile === true && facts.target.nlink > 1;
-              const secret = facts.content?.secret;
-              if (decision.effect === "ask" || linked || secret !== undefined) {
-                // Only a human's approval of exactly this — the path as written and as resolved,
-                // the content, the target as it is now, every entry — lets it through.
-                const binding = digestOf({
-                  primitive: op,
-                  path: lexical.relative,
-                  resolved: path.relative,
-                  ...digestFields,
-                  target: targetFingerprint(facts.target),
-                  ...(facts.entries ? { entries: [...facts.entries] } : {}),
-                  ...(facts.content ? { content: facts.content.sha256 } : {}),
-                });
-                const approved = this.#authority.capabilities.approval(
-                  pid,
-                  { type: "fs", path: path.relative },
-                  right,
-                  binding,
-                );
-                if (!approved) {
-                  // A secret in the content is named unless a protected path already asks
-                  // (either way the reason is `protected:…`, which `--yes` never approves).
-                  const reason = decision.effect === "ask" &&
-                      (secret === undefined || decision.reason.startsWith("protected:"))
-                    ? decision.reason
-                    : secret !== undefined
-                    ? `protected:content:${secret}`
-                    : "protected:hardlink";
-                  throw new AskNeeded(
-                    reason,
-                    path,
-                    facts,
+    return await this.#gate.pass(pid, {
+      operation: op,
+      args,
+      attempt: async (): Promise<Attempt<T>> => {
+        const lexical = this.#lexical(pid, op, String(args.path ?? "."));
+        before?.(lexical.relative);
+        const digest = digestOf({ primitive: op, path: lexical.relative, ...digestFields });
+        const what = verb(lexical.relative);
+        const first = this.#decide(pid, op, lexical.relative, right, digest, what);
+        const recordsBefore = this.#records;
+        try {
+          const value = await this.#lock.shared(() => {
+            const path = this.#canonical(pid, op, lexical);
+            // Every decision this operation takes: the path as written, where it leads, entries.
+            const taken = [first];
+            if (path.relative !== lexical.relative) {
+              taken.push(this.#decide(pid, op, path.relative, right, digest, what));
+            }
+            let decision = taken.reduce(stricter);
+            const ctx: OpContext = {
+              path,
+              written: lexical.relative,
+              digest,
+              get decision() {
+                return decision;
+              },
+              gate: (facts) => {
+                const linked = facts.target?.isFile === true && facts.target.nlink > 1;
+                const secret = facts.content?.secret;
+                if (decision.effect === "ask" || linked || secret !== undefined) {
+                  // Only a human's approval of exactly this — the path as written and as resolved,
+                  // the content, the target as it is now, every entry — lets it through.
+                  const binding = digestOf({
+                    primitive: op,
+                    path: lexical.relative,
+                    resolved: path.relative,
+                    ...digestFields,
+                    target: targetFingerprint(facts.target),
+                    ...(facts.entries ? { entries: [...facts.entries] } : {}),
+                    ...(facts.content ? { content: facts.content.sha256 } : {}),
+                  });
+                  const approved = this.#gate.approval(
+                    pid,
+                    { type: "fs", path: path.relative },
+                    right,
                     binding,
-                    taken.find((d) => d.ceiling !== undefined)?.ceiling ??
-                      taken.find((d) =>
-                        d.effect === "ask" && (d.layer === "mode" || d.layer === "protected")
-                      )?.reason ?? null,
                   );
+                  if (!approved) {
+                    // A secret in the content is named unless a protected path already asks
+                    // (either way the reason is `protected:…`, which `--yes` never approves).
+                    const reason = decision.effect === "ask" &&
+                        (secret === undefined || decision.reason.startsWith("protected:"))
+                      ? decision.reason
+                      : secret !== undefined
+                      ? `protected:content:${secret}`
+                      : "protected:hardlink";
+                    throw new AskNeeded(
+                      reason,
+                      path,
+                      facts,
+                      binding,
+                      taken.find((d) => d.ceiling !== undefined)?.ceiling ??
+                        taken.find((d) =>
+                          d.effect === "ask" && (d.layer === "mode" || d.layer === "protected")
+                        )?.reason ?? null,
+                    );
+                  }
+                  decision = {
+                    effect: "allow",
+                    reason: `cap:${approved.id}`,
+                    layer: "cap",
+                    capability: approved.id,
+                    approval: true,
+                  };
+                  taken.push(decision);
                 }
-                decision = {
-                  effect: "allow",
-                  reason: `cap:${approved.capability.id}`,
-                  layer: "cap",
-                  capability: approved.capability.id,
-                  approval: true,
-                };
-                taken.push(decision);
-              }
-              // Use up every one-shot capability behind this action before its effect
-              // (compare-and-set: one used meanwhile refuses), so none outlives its one use.
-              const spent = new Set<string>();
-              for (const d of taken) {
-                if (d.effect !== "allow" || !d.capability || spent.has(d.capability)) continue;
-                spent.add(d.capability);
-                this.#authority.consume(d);
-              }
-            },
-            decideAlso: (relative, r, w) => {
-              const also = this.#decide(pid, op, relative, r, digest, w);
-              taken.push(also);
-              decision = stricter(decision, also);
-              return decision;
-            },
-          };
-          return body(ctx);
-        });
-      } catch (error) {
-        if (error instanceof UnsafePathError) {
-          this.#record(pid, op, lexical.relative, "deny", "unsafe_path", { inputDigest: digest });
-        }
-        if (!(error instanceof AskNeeded)) {
-          // One record per decision (audit_log.ts): an allowed operation that failed a
-          // precondition (not found, already exists) keeps its allow, with what failed.
-          if (this.#records === recordsBefore && first.effect === "allow") {
-            this.#record(pid, op, lexical.relative, "allow", first.reason, {
-              inputDigest: digest,
-              detail: { failed: error instanceof LibosError ? error.code : "failed" },
-            });
+                // Use up every one-shot capability behind this action before its effect
+                // (compare-and-set: one used meanwhile refuses), so none outlives its one use.
+                this.#gate.spend(taken);
+              },
+              decideAlso: (relative, r, w) => {
+                const also = this.#decide(pid, op, relative, r, digest, w);
+                taken.push(also);
+                decision = stricter(decision, also);
+                return decision;
+              },
+            };
+            return body(ctx);
+          });
+          return { type: "done", value };
+        } catch (error) {
+          if (error instanceof UnsafePathError) {
+            this.#record(pid, op, lexical.relative, "deny", "unsafe_path", { inputDigest: digest });
           }
-          throw error;
+          if (!(error instanceof AskNeeded)) {
+            // One record per decision (audit_log.ts): an allowed operation that failed a
+            // precondition (not found, already exists) keeps its allow, with what failed.
+            if (this.#records === recordsBefore && first.effect === "allow") {
+              this.#record(pid, op, lexical.relative, "allow", first.reason, {
+                inputDigest: digest,
+                detail: { failed: error instanceof LibosError ? error.code : "failed" },
+              });
+            }
+            throw error;
+          }
+          this.#record(pid, op, error.path.relative, "ask", error.reason, {
+            inputDigest: error.digest,
+          });
+          return {
+            type: "ask",
+            ask: { details: this.#details(op, right, error), subject: lexical.relative },
+          };
         }
-        this.#record(pid, op, error.path.relative, "ask", error.reason, {
-          inputDigest: error.digest,
-        });
-        if (!asks) {
+      },
+      unasked: (ask) =>
+        asks ? undefined : new ApprovalRequiredError(
           // The caller (a search) skips what needs a human rather than bother one.
-          throw new ApprovalRequiredError(
-            `"${error.path.relative}" needs a human's approval (${error.reason}); it was skipped, no human was asked`,
-            { reason: error.reason, digest: error.digest },
-          );
-        }
-        if (attempt >= 3) {
-          throw new ValidationError(
-            `"${lexical.relative}" still needs approval after ${
-              attempt - 1
-            } approvals; it keeps changing — try again`,
-          );
-        }
-        // Interactive approval resolves (and the call is retried with the one-shot grant);
-        // queue mode throws HumanPendingError (the process parks); none rejects.
-        await this.#human.escalate(pid, this.#details(op, right, args, error));
-      }
-    }
+          `"${ask.details.path}" needs a human's approval (${ask.details.reason}); it was skipped, no human was asked`,
+          { reason: ask.details.reason, digest: ask.details.digest },
+        ),
+      exhausted: (ask, n) =>
+        new ValidationError(
+          `"${ask.subject}" still needs approval after ${
+            n - 1
+          } approvals; it keeps changing — try again`,
+        ),
+    });
   }
 
   // ---------------------------------------------------------------- operations
@@ -1126,46 +1121,68 @@ export class FilesystemPrimitive {
    * @throws {ValidationError} for an operation this primitive does not have, or bad arguments.
    */
   async dispatch(pid: string, action: PendingAction): Promise<JsonValue> {
-    const a = action.args;
-    const text = (k: string) => {
-      const v = a[k];
-      if (typeof v !== "string") {
-        throw new ValidationError(`Stored action ${action.primitive} has no text "${k}"`);
-      }
-      return v;
-    };
-    const flag = (k: string) => a[k] === true;
-    switch (action.primitive) {
-      case "fs.read":
-        return await this.readText(pid, {
-          path: text("path"),
-          ...(typeof a.maxBytes === "number" ? { maxBytes: a.maxBytes } : {}),
-        });
-      case "fs.write":
-        return await this.writeText(pid, {
-          path: text("path"),
-          content: text("content"),
+    const registry = new ActionRegistry();
+    registry.register(...filesystemActions(this));
+    return await registry.dispatch(pid, action, new AbortController().signal);
+  }
+}
+
+/** A stored action's path. */
+const StoredPath = z.object({ path: z.string() });
+
+/**
+ * The filesystem's resumable operations (see `action_registry.ts`): each re-runs the operation
+ * with the stored arguments, decided afresh — the one-shot approval bound to its digest now
+ * allows exactly that action.
+ */
+export function filesystemActions(fs: FilesystemPrimitive): ActionOperation[] {
+  return [
+    defineAction(
+      "fs.read",
+      StoredPath.extend({ maxBytes: z.number().optional() }),
+      (pid, a) =>
+        fs.readText(pid, {
+          path: a.path,
+          ...(a.maxBytes === undefined ? {} : { maxBytes: a.maxBytes }),
+        }),
+    ),
+    defineAction(
+      "fs.write",
+      StoredPath.extend({
+        content: z.string(),
+        overwrite: z.boolean().optional(),
+        ifSha256: z.string().optional(),
+      }),
+      (pid, a) =>
+        fs.writeText(pid, {
+          path: a.path,
+          content: a.content,
           overwrite: a.overwrite !== false,
           // An approved edit still writes only over the content it was computed from.
-          ...(typeof a.ifSha256 === "string" ? { ifSha256: a.ifSha256 } : {}),
-        });
-      case "fs.list":
-        return await this.listDir(pid, {
-          path: text("path"),
-          ...(typeof a.limit === "number" ? { limit: a.limit } : {}),
-        });
-      case "fs.mkdir":
-        return await this.makeDir(pid, { path: text("path"), parents: flag("parents") });
-      case "fs.delete":
-        return await this.deleteFile(pid, { path: text("path"), missingOk: flag("missingOk") });
-      case "fs.rmdir":
-        return await this.deleteDir(pid, { path: text("path"), recursive: flag("recursive") });
-      case "fs.stat":
-        return await this.stat(pid, { path: text("path") });
-      default:
-        throw new ValidationError(
-          `The filesystem primitive has no operation ${JSON.stringify(action.primitive)}`,
-        );
-    }
-  }
+          ...(a.ifSha256 === undefined ? {} : { ifSha256: a.ifSha256 }),
+        }),
+    ),
+    defineAction(
+      "fs.list",
+      StoredPath.extend({ limit: z.number().optional() }),
+      (pid, a) =>
+        fs.listDir(pid, { path: a.path, ...(a.limit === undefined ? {} : { limit: a.limit }) }),
+    ),
+    defineAction(
+      "fs.mkdir",
+      StoredPath.extend({ parents: z.boolean().optional() }),
+      (pid, a) => fs.makeDir(pid, { path: a.path, parents: a.parents === true }),
+    ),
+    defineAction(
+      "fs.delete",
+      StoredPath.extend({ missingOk: z.boolean().optional() }),
+      (pid, a) => fs.deleteFile(pid, { path: a.path, missingOk: a.missingOk === true }),
+    ),
+    defineAction(
+      "fs.rmdir",
+      StoredPath.extend({ recursive: z.boolean().optional() }),
+      (pid, a) => fs.deleteDir(pid, { path: a.path, recursive: a.recursive === true }),
+    ),
+    defineAction("fs.stat", StoredPath, (pid, a) => fs.stat(pid, { path: a.path })),
+  ];
 }

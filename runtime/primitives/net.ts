@@ -57,6 +57,8 @@ import {
   LibosError,
   ValidationError,
 } from "../base/errors.ts";
+import { z } from "zod";
+import { type ActionOperation, ActionRegistry, defineAction } from "../human/action_registry.ts";
 import type { HumanChannel } from "../human/human_channel.ts";
 import {
   actionApproval,
@@ -64,6 +66,7 @@ import {
   type PendingAction,
 } from "../human/human_request.ts";
 import { isFinal } from "../process/process.ts";
+import { ApprovalGate, type Attempt } from "./approval_gate.ts";
 import type { ProcessManager } from "../process/process_manager.ts";
 import type { NetMethod, NetProvider, NetReply } from "../providers/net.ts";
 import type { RuntimeCore } from "../audit/runtime_core.ts";
@@ -247,7 +250,7 @@ export class NetPrimitive {
   readonly #core: RuntimeCore;
   readonly #authority: Authority;
   readonly #net: NetProvider;
-  readonly #human: Pick<HumanChannel, "escalate"> | undefined;
+  readonly #gate: ApprovalGate;
   readonly #processes: ProcessManager | undefined;
   readonly #ledger: ActionLedger | undefined;
   readonly limits: NetLimits;
@@ -257,7 +260,7 @@ export class NetPrimitive {
     this.#core = options.core;
     this.#authority = options.authority;
     this.#net = options.provider;
-    this.#human = options.human;
+    this.#gate = new ApprovalGate({ authority: options.authority, human: options.human });
     this.#processes = options.processes;
     this.#ledger = options.ledger;
     this.limits = { ...DEFAULT_NET_LIMITS, ...options.limits };
@@ -548,15 +551,10 @@ export class NetPrimitive {
     hop: Hop,
     decision: Decision,
     digest: string,
-    args: Record<string, JsonValue>,
-  ): ApprovalDetails {
+  ): Omit<ApprovalDetails, "action"> {
     const lines = [`${hop.method} ${target.url.href}`];
     for (const name of Object.keys(hop.headers).sort()) lines.push(`${name}: ${hop.headers[name]}`);
     if (hop.bodyText !== undefined) lines.push("", hop.bodyText.slice(0, 4000));
-    const action: PendingAction = {
-      primitive: "net.fetch",
-      args: args as PendingAction["args"],
-    };
     return actionApproval({
       primitive: "network",
       operation: "net.fetch",
@@ -570,13 +568,13 @@ export class NetPrimitive {
       preview: lines.join("\n"),
       digest,
       ceiling: decision.ceiling ?? (decision.layer === "mode" ? decision.reason : null),
-      action,
     });
   }
 
   /**
    * Decides a hop until it is allowed: a deny or a refused literal address throws; an ask goes
-   * to the human (interactive approval decides again with the one-shot grant).
+   * through the approval gate to the human (interactive approval decides again with the one-shot
+   * grant, which `decide()` finds by the hop's digest).
    */
   async #permit(
     pid: string,
@@ -585,44 +583,47 @@ export class NetPrimitive {
     digest: string,
     context: { readonly first: boolean; readonly repeatable: boolean; readonly call: Call },
   ): Promise<Decision> {
-    for (let attempt = 1;; attempt++) {
-      const { decision, action } = this.#decide(pid, target, digest);
-      const key = action.resource.type === "net" ? action.resource.key : target.host;
-      // A literal address is checked before anyone is asked to approve it.
-      if (target.literal) this.#check(pid, target, [target.literal], digest);
-      if (decision.effect === "allow") return decision;
-      this.#record(pid, target.host, "ask", decision.reason, {
-        inputDigest: digest,
-        detail: { url: shown(target.url.href, 2048) },
-      });
-      const what = `fetch ${this.#quote(target)}`;
-      if (!this.#human) {
-        throw new ApprovalRequiredError(
-          `Cannot ${what} yet: connect on net:${key} needs a human's approval (${decision.reason})`,
-          { reason: decision.reason, digest },
-        );
-      }
-      if (!context.first && !context.repeatable) {
-        throw new NetError(
-          "redirect_needs_approval",
-          `Cannot follow the redirect to ${
-            this.#quote(target)
-          }: it needs a human's approval (${decision.reason}), and a ${context.call.method} request cannot be re-run from its start once approved; grant connect on net:${target.host} first`,
-        );
-      }
-      if (attempt >= 3) {
-        throw new ApprovalRequiredError(
-          `Cannot ${what}: it still needs approval after ${attempt - 1} approvals`,
-          { reason: decision.reason, digest },
-        );
-      }
-      // Interactive approval resolves (and the hop is decided again with the one-shot grant);
-      // queue mode throws HumanPendingError (the process parks); none rejects.
-      await this.#human.escalate(
-        pid,
-        this.#details(target, key, hop, decision, digest, context.call.args),
-      );
-    }
+    const what = `fetch ${this.#quote(target)}`;
+    return await this.#gate.pass(pid, {
+      operation: "net.fetch",
+      args: context.call.args,
+      attempt: (): Promise<Attempt<Decision>> => {
+        const { decision, action } = this.#decide(pid, target, digest);
+        const key = action.resource.type === "net" ? action.resource.key : target.host;
+        // A literal address is checked before anyone is asked to approve it.
+        if (target.literal) this.#check(pid, target, [target.literal], digest);
+        if (decision.effect === "allow") return Promise.resolve({ type: "done", value: decision });
+        this.#record(pid, target.host, "ask", decision.reason, {
+          inputDigest: digest,
+          detail: { url: shown(target.url.href, 2048) },
+        });
+        const details = this.#details(target, key, hop, decision, digest);
+        return Promise.resolve({ type: "ask", ask: { details, subject: what } });
+      },
+      unasked: (ask) => {
+        const reason = ask.details.reason;
+        if (!this.#gate.canAsk) {
+          return new ApprovalRequiredError(
+            `Cannot ${what} yet: connect on ${ask.details.resource} needs a human's approval (${reason})`,
+            { reason, digest },
+          );
+        }
+        if (!context.first && !context.repeatable) {
+          return new NetError(
+            "redirect_needs_approval",
+            `Cannot follow the redirect to ${
+              this.#quote(target)
+            }: it needs a human's approval (${reason}), and a ${context.call.method} request cannot be re-run from its start once approved; grant connect on net:${target.host} first`,
+          );
+        }
+        return undefined;
+      },
+      exhausted: (ask, n) =>
+        new ApprovalRequiredError(
+          `Cannot ${what}: it still needs approval after ${n - 1} approvals`,
+          { reason: ask.details.reason, digest },
+        ),
+    });
   }
 
   /** Audits a name that did not resolve (the decision allowed it) and returns the error. */
@@ -680,16 +681,6 @@ export class NetPrimitive {
       })()
     );
     return this.#check(pid, target, ips, digest);
-  }
-
-  /** Uses up every one-shot capability behind a hop before it is sent. */
-  #spend(decisions: readonly (Decision | undefined)[]): void {
-    const spent = new Set<string>();
-    for (const d of decisions) {
-      if (!d || d.effect !== "allow" || !d.capability || spent.has(d.capability)) continue;
-      spent.add(d.capability);
-      this.#authority.consume(d);
-    }
   }
 
   /**
@@ -850,7 +841,8 @@ export class NetPrimitive {
             },
           }).id;
         }
-        this.#spend([decision, ...addresses.map((a) => a.unlock)]);
+        // Every one-shot capability behind the hop is used up before it is sent.
+        this.#gate.spend([decision, ...addresses.map((a) => a.unlock)]);
         const { reply, address, unreached } = await this.#send(
           pid,
           target,
@@ -925,26 +917,42 @@ export class NetPrimitive {
    * @throws {ValidationError} for an operation this primitive does not have, or bad arguments.
    */
   async dispatch(pid: string, action: PendingAction, signal?: AbortSignal): Promise<JsonValue> {
-    if (action.primitive !== "net.fetch") {
-      throw new ValidationError(
-        `The network primitive has no operation ${JSON.stringify(action.primitive)}`,
-      );
-    }
-    const a = action.args;
-    const number = (k: string) => (typeof a[k] === "number" ? { [k]: a[k] } : {});
-    const headers = a.headers;
-    if (typeof a.url !== "string") throw new ValidationError("Stored action net.fetch has no url");
-    const request: NetFetchRequest = {
-      url: a.url,
-      ...(typeof a.method === "string" ? { method: a.method as NetMethod } : {}),
-      ...(typeof headers === "object" && headers !== null && !Array.isArray(headers)
-        ? { headers: headers as Record<string, string> }
-        : {}),
-      ...(typeof a.body === "string" ? { body: a.body } : {}),
-      ...number("maxBytes"),
-      ...number("timeoutMs"),
-      ...number("maxRedirects"),
-    };
-    return await this.fetch(pid, request, signal ? { signal } : {});
+    const registry = new ActionRegistry();
+    registry.register(
+      defineAction(
+        "net.fetch",
+        StoredFetch,
+        (p, a) => this.fetch(p, storedRequest(a), signal ? { signal } : {}),
+      ),
+    );
+    return await registry.dispatch(pid, action, new AbortController().signal);
   }
+}
+
+/** What a stored `net.fetch` carries (see {@link NetPrimitive.fetch}). */
+const StoredFetch = z.object({
+  url: z.string(),
+  method: z.string().optional(),
+  headers: z.record(z.string(), z.string()).optional(),
+  body: z.string().optional(),
+  maxBytes: z.number().optional(),
+  timeoutMs: z.number().optional(),
+  maxRedirects: z.number().optional(),
+});
+
+/** The request a stored `net.fetch` makes again (the method is checked by fetch itself). */
+function storedRequest(a: z.output<typeof StoredFetch>): NetFetchRequest {
+  const { method, ...rest } = a;
+  const request = Object.fromEntries(
+    Object.entries(rest).filter(([, v]) => v !== undefined),
+  ) as Omit<NetFetchRequest, "method">;
+  return method === undefined ? request : { ...request, method: method as NetMethod };
+}
+
+/**
+ * The network's resumable operation (see `action_registry.ts`): the request again, from its
+ * first hop, decided afresh — the one-shot approval bound to its digest now allows exactly it.
+ */
+export function netActions(net: NetPrimitive): ActionOperation[] {
+  return [defineAction("net.fetch", StoredFetch, (pid, a) => net.fetch(pid, storedRequest(a)))];
 }

@@ -1,0 +1,593 @@
+/**
+ * Human requests as stored (the request half of the human channel; `human_channel.ts` is the
+ * delivery half: prompting, waking, dispatching approved actions): creating a request, reading
+ * and listing them, and every transition a decision makes — approve (minting the one-shot grant
+ * bound to the action's digest, and an "allow always" scope the human chose), reject, answer,
+ * cancel, withdraw (revoking an unused grant), expire — each audited, each one store step.
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import type { Authority } from "../authority/authority.ts";
+import type { RuntimeCore } from "../audit/runtime_core.ts";
+import { sha256Hex } from "../base/canonical_json.ts";
+import {
+  type CapabilityResource,
+  resourceString,
+  type Right,
+  specificity,
+} from "../authority/capability.ts";
+import {
+  IllegalTransitionError,
+  NotFoundError,
+  StoreError,
+  ValidationError,
+} from "../base/errors.ts";
+import { isFinal } from "../process/process.ts";
+import type { ProcessManager } from "../process/process_manager.ts";
+import type { HumanRequestRow } from "../store/store.ts";
+import {
+  type GrantScope,
+  HumanRequest,
+  type HumanRequestKind,
+  type HumanRequestStatus,
+} from "./human_request.ts";
+
+/** One "allow always" choice and exactly what it would grant, shown before it is minted. */
+export interface AlwaysOption {
+  readonly scope: GrantScope;
+  readonly resource: CapabilityResource;
+  readonly rights: readonly Right[];
+  readonly description: string;
+}
+
+/** What the book needs. */
+export interface RequestBookOptions {
+  readonly authority: Authority;
+  readonly processes: ProcessManager;
+  /** How long a request stays answerable; expiry is a rejection. */
+  readonly ttlMs: number;
+  /** Told of each request a decision changed, inside its store step (to wake its process). */
+  readonly decided: (request: HumanRequest) => void;
+}
+
+const OWNER: CapabilityResource = Object.freeze({ type: "human", key: "owner", scope: "exact" });
+
+/** The stored human requests of one runtime, and the transitions a decision makes. */
+export class RequestBook {
+  readonly #core: RuntimeCore;
+  readonly #authority: Authority;
+  readonly #processes: ProcessManager;
+  readonly #ttlMs: number;
+  readonly #decided: (request: HumanRequest) => void;
+
+  /** Binds the book to a runtime's store, authority and processes. */
+  constructor(core: RuntimeCore, options: RequestBookOptions) {
+    this.#core = core;
+    this.#authority = options.authority;
+    this.#processes = options.processes;
+    this.#ttlMs = options.ttlMs;
+    this.#decided = options.decided;
+  }
+
+  /** Marks an approved request `dispatched` (committed): its action is handed back at most once. */
+  dispatching(request: HumanRequest): void {
+    this.#core.store.step(() =>
+      this.#save({
+        ...request,
+        status: "dispatched",
+        updatedAt: Math.trunc(this.#core.clock.now()),
+      })
+    );
+  }
+
+  #decode(row: HumanRequestRow): HumanRequest {
+    const parsed = HumanRequest.safeParse((() => {
+      try {
+        return JSON.parse(row.data);
+      } catch {
+        return undefined;
+      }
+    })());
+    if (!parsed.success) {
+      throw new StoreError(
+        "store_corrupt",
+        `Human request ${row.id} is stored in a shape this libos does not understand; the database was edited outside libos`,
+      );
+    }
+    return parsed.data;
+  }
+
+  #save(request: HumanRequest): void {
+    this.#core.store.putHumanRequest({
+      id: request.id,
+      pid: request.pid,
+      kind: request.kind,
+      status: request.status,
+      data: JSON.stringify(request),
+      created: request.createdAt,
+      expires: request.expiresAt,
+    });
+  }
+
+  /**
+   * A request by id.
+   * @throws {NotFoundError} when there is none.
+   */
+  get(id: string): HumanRequest {
+    const row = this.#core.store.getHumanRequest(id);
+    if (!row) {
+      throw new NotFoundError(
+        `No human request ${JSON.stringify(id)}; list them with "libos human list"`,
+      );
+    }
+    return this.#decode(row);
+  }
+
+  /** Requests, oldest first; by default the pending ones. */
+  list(
+    query: {
+      readonly statuses?: readonly HumanRequestStatus[];
+      readonly pid?: string;
+      readonly limit?: number;
+      /**
+       * Called with the id of each stored request libos cannot read (edited outside libos), which
+       * is then left out; without it such a request is a `store_corrupt` error.
+       */
+      readonly onCorrupt?: (id: string, error: StoreError) => void;
+    } = {},
+  ): HumanRequest[] {
+    const rows = this.#core.store.listHumanRequests({
+      statuses: query.statuses ?? ["pending"],
+      limit: query.limit ?? 1000,
+      ...(query.pid === undefined ? {} : { pid: query.pid }),
+    });
+    const out: HumanRequest[] = [];
+    for (const row of rows) {
+      try {
+        out.push(this.#decode(row));
+      } catch (error) {
+        if (!(error instanceof StoreError) || !query.onCorrupt) throw error;
+        query.onCorrupt(row.id, error);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Stores a request. `allowed` is the reason of the decision that let the process make it (a
+   * question, a message, a permission request): its record is that decision's. An approval's
+   * record is not a decision (the primitive recorded its ask), nor an interrupt's.
+   */
+  create(
+    pid: string,
+    kind: HumanRequestKind,
+    fields: Partial<Pick<HumanRequest, "approval" | "text" | "permission" | "status">>,
+    expires = true,
+    allowed?: string,
+  ): HumanRequest {
+    return this.#core.store.step(() => {
+      const now = Math.trunc(this.#core.clock.now());
+      const request: HumanRequest = {
+        id: this.#core.ids.next("hreq"),
+        pid,
+        kind,
+        status: fields.status ?? "pending",
+        approval: fields.approval ?? null,
+        text: fields.text ?? null,
+        permission: fields.permission ?? null,
+        response: null,
+        createdAt: now,
+        updatedAt: now,
+        expiresAt: expires ? now + this.#ttlMs : null,
+      };
+      this.#save(request);
+      this.#core.audit.append({
+        actor: pid,
+        pid,
+        action: `human.${kind}`,
+        resource: request.approval?.resource ?? `human:owner`,
+        decision: allowed === undefined ? "none" : "allow",
+        authority: allowed ?? request.approval?.reason ?? "runtime",
+        correlation: request.id,
+        ...(request.approval ? { inputDigest: request.approval.digest } : {}),
+      });
+      this.#core.events.emit({
+        kind: "human.request",
+        payload: { id: request.id, pid, requestKind: kind },
+      });
+      return request;
+    });
+  }
+
+  /**
+   * The "allow always" choices for a request, each with exactly what it would grant — only
+   * choices that would really allow this action next time: the ask must come from a capability
+   * (`cap:<id>`; a mode ceiling or a protected path asks whatever a capability says), and the new
+   * capability must be more specific than the one that asked. For files: `path` (this path
+   * exactly) and `subtree` (its directory and everything below).
+   */
+  alwaysOptions(request: HumanRequest): AlwaysOption[] {
+    const a = request.approval;
+    if (a?.offers && !a.ceiling) {
+      // The primitive checked each one against its own decision (shell runs).
+      return a.offers.map((o) => ({
+        scope: o.scope,
+        resource: o.resource,
+        rights: [...o.rights] as Right[],
+        description: `allow ${o.rights.join(", ")} on ${resourceString(o.resource)}${
+          o.scope === "prefix" ? " followed by any arguments" : ""
+        } for ${request.pid} from now on (revocable with "libos revoke")`,
+      }));
+    }
+    if (!a || a.path === null || !a.reason.startsWith("cap:") || a.ceiling) return [];
+    let asking: CapabilityResource;
+    try {
+      asking = this.#authority.capabilities.get(a.reason.slice("cap:".length)).resource;
+    } catch (error) {
+      if (error instanceof NotFoundError) return [];
+      throw error;
+    }
+    const action = { type: "fs", path: a.path } as const;
+    const floor = specificity(asking, action, true) ?? 0;
+    const right = a.right as Right;
+    const dir = dirname(a.path);
+    const candidates: [GrantScope, CapabilityResource][] = [
+      ["path", { type: "fs", path: a.path, scope: "exact" }],
+      ["subtree", { type: "fs", path: dir === "" ? "." : dir, scope: "subtree" }],
+    ];
+    return candidates
+      .filter(([, resource]) => (specificity(resource, action, false) ?? 0) > floor)
+      .map(([scope, resource]) => ({
+        scope,
+        resource,
+        rights: [right],
+        description: `allow ${right} on ${
+          resourceString(resource)
+        } for ${request.pid} from now on (revocable with "libos revoke")`,
+      }));
+  }
+
+  /**
+   * The allow-always option `scope` of a request.
+   * @throws {ValidationError} when the request does not offer it (nothing is approved).
+   */
+  #alwaysOption(request: HumanRequest, scope: GrantScope): AlwaysOption {
+    const offered = this.alwaysOptions(request);
+    const option = offered.find((o) => o.scope === scope);
+    if (option) return option;
+    throw new ValidationError(
+      offered.length
+        ? `"${scope}" is not an allow-always scope of request ${request.id}; use one of ${
+          offered.map((o) => o.scope).join(", ")
+        } ("libos human show ${request.id}" says what each grants); nothing was approved`
+        : `Request ${request.id} offers no allow-always scope: it asks because of ${
+          request.approval?.reason ?? request.kind
+        }, which no capability overrides; approve it once instead; nothing was approved`,
+    );
+  }
+
+  #decide(
+    id: string,
+    by: string,
+    update: (request: HumanRequest) => Partial<HumanRequest>,
+    allowed: readonly HumanRequestKind[],
+  ): HumanRequest {
+    return this.#core.store.step(() => {
+      const request = this.get(id);
+      if (!allowed.includes(request.kind)) {
+        throw new IllegalTransitionError(
+          "illegal_transition",
+          `Request ${id} is a ${request.kind}; this answer does not apply to it`,
+        );
+      }
+      if (request.status !== "pending") {
+        throw new IllegalTransitionError(
+          "illegal_transition",
+          `Request ${id} is already ${request.status}; nothing was changed`,
+        );
+      }
+      const next: HumanRequest = {
+        ...request,
+        ...update(request),
+        updatedAt: Math.trunc(this.#core.clock.now()),
+      };
+      this.#save(next);
+      this.#core.events.emit({
+        kind: "human.decision",
+        payload: { id, pid: next.pid, status: next.status, by },
+      });
+      this.#decided(next);
+      return next;
+    });
+  }
+
+  /**
+   * Approves a pending approval or permission request. For an approval: a one-shot capability
+   * bound to the action's digest, and with `always`, a standing capability of that scope.
+   * @throws {IllegalTransitionError} for a request that is not pending or not approvable.
+   */
+  approve(
+    id: string,
+    options: { readonly by: string; readonly always?: GrantScope },
+  ): HumanRequest {
+    this.expireDue();
+    this.#refuseIfOrphaned(id);
+    this.#refuseIfInconsistent(this.get(id));
+    const option = options.always === undefined
+      ? undefined
+      : this.#alwaysOption(this.get(id), options.always);
+    return this.#decide(id, options.by, (request) => {
+      const caps: string[] = [];
+      const now = Math.trunc(this.#core.clock.now());
+      if (request.kind === "approval" && request.approval) {
+        const a = request.approval;
+        // Bound to the digest, so it covers this action only; the whole workspace as its resource
+        // so the action's path as written and as resolved both meet it.
+        caps.push(
+          this.#authority.capabilities.grant({
+            subject: request.pid,
+            // The exact file the human was shown, or for a shell run any command (the digest
+            // binds the executable, argv, cwd and environment), or for a request any host (the
+            // digest binds the method, URL, headers and body; it meets the host and endpoint
+            // decisions alike).
+            resource: a.primitive === "shell"
+              ? { type: "shell", argv: [], scope: "any" }
+              : a.primitive === "tool"
+              // A tool registration: that tool name (the digest binds the exact source).
+              ? { type: "tool", key: a.resource.replace(/^tool:/, ""), scope: "exact" }
+              : a.primitive === "network"
+              ? { type: "net", key: "*", scope: "any" }
+              : a.path === null
+              ? { type: "fs", path: ".", scope: "subtree" }
+              : { type: "fs", path: a.path, scope: "exact" },
+            rights: [a.right],
+            effect: "allow",
+            oneShot: true,
+            actionDigest: a.digest,
+            issuer: `human:${id}`,
+            // Good until the process resumes, even if that is after the request's own expiry.
+            expiresAt: now + this.#ttlMs,
+          }, options.by).id,
+        );
+        if (option) {
+          caps.push(
+            this.#authority.capabilities.grant({
+              subject: request.pid,
+              resource: option.resource,
+              rights: [...option.rights],
+              effect: "allow",
+              issuer: `human:${id}`,
+            }, options.by).id,
+          );
+        }
+      }
+      if (request.kind === "permission" && request.permission) {
+        const p = request.permission;
+        caps.push(
+          this.#authority.capabilities.grant({
+            subject: request.pid,
+            resource: p.resource,
+            rights: p.rights,
+            effect: "allow",
+            issuer: `human:${id}`,
+          }, options.by).id,
+        );
+      }
+      this.#core.audit.append({
+        actor: options.by,
+        pid: request.pid,
+        action: "human.approve",
+        resource: request.approval?.resource ??
+          resourceString(request.permission?.resource ?? OWNER),
+        decision: "allow",
+        authority: options.by,
+        correlation: id,
+        ...(request.approval ? { inputDigest: request.approval.digest } : {}),
+        detail: { capabilities: caps, always: options.always ?? null },
+      });
+      return {
+        status: "approved",
+        response: {
+          by: options.by,
+          at: now,
+          capabilities: caps,
+          ...(options.always ? { always: options.always } : {}),
+        },
+      };
+    }, ["approval", "permission"]);
+  }
+
+  /** Rejects a pending approval, permission request or question. */
+  reject(id: string, options: { readonly by: string; readonly reason?: string }): HumanRequest {
+    if (options.reason !== undefined && options.reason.length > 4096) {
+      throw new ValidationError("A rejection reason must be at most 4096 characters");
+    }
+    this.expireDue();
+    return this.#decide(id, options.by, (request) => {
+      this.#core.audit.append({
+        actor: options.by,
+        pid: request.pid,
+        action: "human.reject",
+        resource: request.approval?.resource ?? "human:owner",
+        decision: "deny",
+        authority: options.by,
+        correlation: id,
+      });
+      return {
+        status: "rejected",
+        response: {
+          by: options.by,
+          at: Math.trunc(this.#core.clock.now()),
+          ...(options.reason === undefined ? {} : { reason: options.reason }),
+        },
+      };
+    }, ["approval", "permission", "question"]);
+  }
+
+  /** Answers a pending question. */
+  answer(id: string, options: { readonly by: string; readonly text: string }): HumanRequest {
+    if (typeof options.text !== "string" || options.text.length > 100_000) {
+      throw new ValidationError("An answer must be text of at most 100000 characters");
+    }
+    this.expireDue();
+    this.#refuseIfOrphaned(id);
+    return this.#decide(id, options.by, (request) => {
+      this.#core.audit.append({
+        actor: options.by,
+        pid: request.pid,
+        action: "human.answer",
+        resource: "human:owner",
+        decision: "none",
+        authority: options.by,
+        correlation: id,
+      });
+      return {
+        status: "answered",
+        response: { by: options.by, at: Math.trunc(this.#core.clock.now()), answer: options.text },
+      };
+    }, ["question"]);
+  }
+
+  /**
+   * A pending request whose process has ended is cancelled (audited) instead of approved or
+   * answered: nobody is left to act on it.
+   * @throws {IllegalTransitionError} after cancelling it.
+   */
+  #refuseIfOrphaned(id: string): void {
+    const request = this.get(id);
+    if (request.status !== "pending") return;
+    const p = this.#processes.find(request.pid);
+    if (p && !isFinal(p.status)) return;
+    this.cancel(id, "runtime", `its process ${request.pid} has ${p ? p.status : "gone"}`);
+    throw new IllegalTransitionError(
+      "illegal_transition",
+      `Request ${id} was cancelled: its process ${request.pid} ${
+        p ? `has ${p.status}` : "no longer exists"
+      }, so nothing was approved`,
+    );
+  }
+
+  /**
+   * What the human was shown must be what runs: the stored action's operation, and for a write
+   * its content's size and sha256, must match the displayed fields.
+   * @throws {StoreError} `store_corrupt` when they differ (the database was edited).
+   */
+  #refuseIfInconsistent(request: HumanRequest): void {
+    const a = request.approval;
+    if (!a) return;
+    const content = a.action.args.content;
+    const data = typeof content === "string" ? new TextEncoder().encode(content) : undefined;
+    const agrees = a.action.primitive === a.operation &&
+      (data === undefined || (sha256Hex(data) === a.sha256 && data.length === a.bytes));
+    if (!agrees) {
+      throw new StoreError(
+        "store_corrupt",
+        `Request ${request.id} stores an action that differs from what it shows; the database was edited outside libos — nothing was approved; reject it`,
+      );
+    }
+  }
+
+  #auditCancel(request: HumanRequest, by: string, detail: Record<string, string>): void {
+    this.#core.audit.append({
+      actor: by,
+      pid: request.pid,
+      action: "human.cancel",
+      resource: request.approval?.resource ?? "human:owner",
+      decision: "none",
+      authority: by,
+      correlation: request.id,
+      detail,
+    });
+  }
+
+  /**
+   * Cancels a pending request nobody will act on (its process was cancelled or ended); audited.
+   * Returns undefined when it was no longer pending.
+   */
+  cancel(id: string, by: string, why: string): HumanRequest | undefined {
+    const row = this.#core.store.getHumanRequest(id);
+    if (!row || row.status !== "pending") return undefined;
+    return this.#decide(id, by, (request) => {
+      this.#auditCancel(request, by, { why });
+      return {
+        status: "cancelled",
+        response: { by, at: Math.trunc(this.#core.clock.now()), reason: why },
+      };
+    }, ["approval", "permission", "question"]);
+  }
+
+  /**
+   * Withdraws the requests process `pid` made at or after `since` (ms since the epoch) that are
+   * still pending, or approved but not run: what a call cut off by a restart was waiting on.
+   * Returns them.
+   */
+  cancelSince(pid: string, since: number, why: string): HumanRequest[] {
+    const out: HumanRequest[] = [];
+    for (const request of this.list({ pid, statuses: ["pending", "approved"] })) {
+      if (request.createdAt < Math.trunc(since)) continue;
+      const withdrawn = this.withdraw(request.id, "runtime", why);
+      if (withdrawn) out.push(withdrawn);
+    }
+    return out;
+  }
+
+  /**
+   * Withdraws a request its asker will never act on (the call that asked was cut off): a
+   * pending one is cancelled; an approved action that has not run yet is cancelled too and its
+   * one-shot grant revoked, so it cannot let the same action through later, unasked. (Standing
+   * grants the human chose — "allow always", a permission — stay: they were decisions of their
+   * own.) Returns the request, or undefined when there was nothing to withdraw.
+   */
+  withdraw(id: string, by: string, why: string): HumanRequest | undefined {
+    const row = this.#core.store.getHumanRequest(id);
+    if (!row) return undefined;
+    if (row.status === "pending") return this.cancel(id, by, why);
+    if (row.status !== "approved" || row.kind !== "approval") return undefined;
+    return this.#core.store.step(() => {
+      const request = this.get(id);
+      const revoked: string[] = [];
+      for (const capId of request.response?.capabilities ?? []) {
+        const cap = this.#authority.capabilities.get(capId);
+        if (cap.oneShot && cap.usedAt === null && cap.revokedAt === null) {
+          this.#authority.capabilities.revoke(capId, by);
+          revoked.push(capId);
+        }
+      }
+      const now = Math.trunc(this.#core.clock.now());
+      const next: HumanRequest = {
+        ...request,
+        status: "cancelled",
+        response: { ...(request.response ?? { by, at: now }), reason: why.slice(0, 4096) },
+        updatedAt: now,
+      };
+      this.#save(next);
+      this.#auditCancel(request, by, { why: why.slice(0, 500), revoked: revoked.join(",") });
+      return next;
+    });
+  }
+
+  /** Expires every pending request past its time (a rejection, audited); returns them. */
+  expireDue(): HumanRequest[] {
+    const now = Math.trunc(this.#core.clock.now());
+    const due = this.#core.store.listHumanRequests({
+      statuses: ["pending"],
+      expiringBefore: now + 1,
+      limit: 1000,
+    });
+    return due.map((row) =>
+      this.#decide(row.id, "human:expired", (request) => {
+        this.#core.audit.append({
+          actor: "runtime",
+          pid: request.pid,
+          action: "human.expire",
+          resource: request.approval?.resource ?? "human:owner",
+          decision: "deny",
+          authority: "human:expired",
+          correlation: request.id,
+        });
+        return { status: "expired", response: { by: "human:expired", at: now } };
+      }, ["approval", "permission", "question"])
+    );
+  }
+}
