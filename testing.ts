@@ -19,7 +19,7 @@
  *
  * @module
  */
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { SpawnOptions } from "./runtime/process/process_manager.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "./runtime/runtime.ts";
 
@@ -48,12 +48,20 @@ export { type RecordedCall, recordingFilesystem } from "./runtime/providers/file
 export interface TestRuntimeOptions extends Omit<RuntimeOptions, "workspace"> {
   /** Prefix of the temporary directory's name (default `libos-test-`). */
   readonly prefix?: string;
-  /** The workspace, relative to the temporary directory (default: the directory itself). */
+  /**
+   * The workspace, relative to the temporary directory (default: the directory itself), or an
+   * absolute path elsewhere (which the caller removes).
+   */
   readonly workspaceDir?: string;
   /** More directories to create under the temporary directory, beside or inside the workspace. */
   readonly dirs?: readonly string[];
   /** Files written into the workspace before the runtime opens: relative path → text. */
   readonly files?: Readonly<Record<string, string>>;
+  /**
+   * Runtime options that name paths in the temporary directory (a database file beside the
+   * workspace, a search path of fake programs), given its real path; they override the others.
+   */
+  readonly fromRoot?: (root: string) => Omit<RuntimeOptions, "workspace">;
 }
 
 /** A runtime over a temporary workspace; `await using` closes it and removes the directory. */
@@ -62,10 +70,17 @@ export interface TestRuntime extends AsyncDisposable {
   readonly runtime: Runtime;
   /** The temporary directory (its real path), which holds the workspace. */
   readonly root: string;
-  /** The workspace (its real path): `root`, or `root/<workspaceDir>`. */
+  /** The workspace: `root`, or `workspaceDir` resolved against it. */
   readonly workspace: string;
+  /** The database: `:memory:` unless the options named another. */
+  readonly db: string;
   /** Spawns a process (goal `"g"`, image `base-agent:v0` unless `options` say) and returns its pid. */
   spawn(options?: Partial<SpawnOptions>): string;
+  /**
+   * Opens another runtime over the same workspace and database (the caller closes it): the
+   * fixture's runtime options, overridden by `options`.
+   */
+  reopen(options?: Omit<RuntimeOptions, "workspace" | "db">): Promise<Runtime>;
 }
 
 /**
@@ -75,9 +90,11 @@ export interface TestRuntime extends AsyncDisposable {
  * @throws whatever `createRuntime()` throws, after removing the temporary directory.
  */
 export async function testRuntime(options: TestRuntimeOptions = {}): Promise<TestRuntime> {
-  const { prefix, workspaceDir, dirs, files, ...runtimeOptions } = options;
+  const { prefix, workspaceDir, dirs, files, fromRoot, ...given } = options;
   const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: prefix ?? "libos-test-" }));
-  const workspace = workspaceDir === undefined ? root : join(root, workspaceDir);
+  const workspace = workspaceDir === undefined ? root : resolve(root, workspaceDir);
+  const runtimeOptions = { ...given, ...fromRoot?.(root) };
+  const db = runtimeOptions.db ?? ":memory:";
   let runtime: Runtime;
   try {
     for (const dir of [workspace, ...(dirs ?? []).map((d) => join(root, d))]) {
@@ -87,7 +104,7 @@ export async function testRuntime(options: TestRuntimeOptions = {}): Promise<Tes
       Deno.mkdirSync(dirname(join(workspace, path)), { recursive: true });
       Deno.writeTextFileSync(join(workspace, path), text);
     }
-    runtime = await createRuntime({ db: ":memory:", ...runtimeOptions, workspace });
+    runtime = await createRuntime({ ...runtimeOptions, workspace, db });
   } catch (error) {
     Deno.removeSync(root, { recursive: true });
     throw error;
@@ -96,8 +113,10 @@ export async function testRuntime(options: TestRuntimeOptions = {}): Promise<Tes
     runtime,
     root,
     workspace,
+    db,
     spawn: (spawnOptions = {}) =>
       runtime.processes.spawn({ goal: "g", image: "base-agent:v0", ...spawnOptions }).pid,
+    reopen: (more = {}) => createRuntime({ ...runtimeOptions, ...more, workspace, db }),
     async [Symbol.asyncDispose]() {
       try {
         await runtime.close();
