@@ -90,6 +90,29 @@ Deno.test("mod.ts never reaches testing.ts: no test fake is part of the embedded
   assert.doesNotMatch(Deno.readTextFileSync(join(REPO, "mod.ts")), /export \*/);
 });
 
+Deno.test("every name mod.ts and testing.ts export carries a doc comment (read by deno doc)", async () => {
+  for (const entry of ENTRY_POINTS) {
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["doc", "--json", `--config=${join(REPO, "deno.json")}`, join(REPO, entry)],
+      env: { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    assert.equal(output.code, 0, `deno doc ${entry}`);
+    const doc = JSON.parse(new TextDecoder().decode(output.stdout)) as {
+      nodes: Record<string, {
+        symbols: { name: string; declarations: { jsDoc?: { doc?: string } }[] }[];
+      }>;
+    };
+    const symbols = Object.values(doc.nodes).flatMap((node) => node.symbols);
+    assert.ok(symbols.length > 10, `${entry} exports its names`);
+    const undocumented = symbols
+      .filter((s) => !s.declarations.some((d) => (d.jsDoc?.doc ?? "").trim() !== ""))
+      .map((s) => s.name);
+    assert.deepEqual(undocumented, [], `${entry}: names without a doc comment`);
+  }
+});
+
 Deno.test("no module keeps module-level mutable state (top-level let/var or mutable containers)", () => {
   const offenders: string[] = [];
   const mutable =
