@@ -9,26 +9,24 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { executorFor } from "../runtime/model/executor.ts";
 import type { ModelClient } from "../runtime/model/model_client.ts";
-import { createRuntime } from "../runtime/runtime.ts";
 import { ScriptedModel } from "../runtime/model/scripted_model.ts";
 import { parseSessionLog } from "../runtime/model/session_log.ts";
-import { FIX_EDIT, FIXED, fixRepository, RUN_TESTS, turn } from "./agent_fixture.ts";
+import { testRuntime } from "../testing.ts";
+import { BROKEN, FIX_EDIT, FIXED, RUN_TESTS, TEST, turn } from "./agent_fixture.ts";
 
 Deno.test("The coding agent on the scripted model fixes a failing test: read, run the test (asked), edit under approval with a diff, run again, report", async () => {
-  const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-fix-" }));
-  try {
-    fixRepository(ws);
-    await using runtime = await createRuntime({
-      workspace: ws,
-      db: ":memory:",
+  {
+    await using t = await testRuntime({
+      prefix: "libos-fix-",
+      // The fixture repository (fixRepository()): a failing test and the code under it.
+      files: { "src/mathlib.py": BROKEN, "tests/test_mathlib.py": TEST },
       mode: "workspace-write",
       human: "queue",
       wall: false,
       env: { get: (n) => (n === "PYTHONDONTWRITEBYTECODE" ? "1" : undefined) },
     });
-    const pid =
-      runtime.processes.spawn({ goal: "Make tests/test_mathlib.py pass", image: "coding-agent:v0" })
-        .pid;
+    const { runtime, workspace: ws } = t;
+    const pid = t.spawn({ goal: "Make tests/test_mathlib.py pass", image: "coding-agent:v0" });
     // The operator's policy: edits under src/ go to a human.
     runtime.authority.capabilities.grant({
       subject: pid,
@@ -90,7 +88,5 @@ Deno.test("The coding agent on the scripted model fixes a failing test: read, ru
     assert.deepEqual(exits, [[1, "FAILED"], [0, "OK"]]);
     const report = runtime.memory.read("operator", p.result!).payload as string;
     assert.match(report, /passes/);
-  } finally {
-    Deno.removeSync(ws, { recursive: true });
   }
 });

@@ -36,28 +36,80 @@ Deno.test("deno.json tasks never grant -A, --allow-all, FFI or unscoped network 
   }
 });
 
-Deno.test("importing mod.ts does no work at import time: it loads with no permissions and prints nothing", async () => {
-  const probeDir = Deno.makeTempDirSync({ prefix: "libos-import-" });
-  try {
-    const probe = join(probeDir, "probe.ts");
-    Deno.writeTextFileSync(
-      probe,
-      `import * as libos from ${
-        JSON.stringify(new URL("../mod.ts", import.meta.url).href)
-      };\nconsole.log(typeof libos.createRuntime);\n`,
-    );
+/** The package's entry points (deno.json `exports`): the embedded API and the test kit. */
+const ENTRY_POINTS = ["mod.ts", "testing.ts"] as const;
+/** A function each entry point exports, which the import-time probe prints the type of. */
+const PROBED = { "mod.ts": "createRuntime", "testing.ts": "testRuntime" } as const;
+
+for (const entry of ENTRY_POINTS) {
+  Deno.test(`importing ${entry} does no work at import time: it loads with no permissions and prints nothing`, async () => {
+    const probeDir = Deno.makeTempDirSync({ prefix: "libos-import-" });
+    try {
+      const probe = join(probeDir, "probe.ts");
+      Deno.writeTextFileSync(
+        probe,
+        `import * as libos from ${
+          JSON.stringify(new URL(`../${entry}`, import.meta.url).href)
+        };\nconsole.log(typeof libos.${PROBED[entry]});\n`,
+      );
+      const output = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "--quiet", "--no-prompt", `--config=${join(REPO, "deno.json")}`, probe],
+        env: { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stderr = new TextDecoder().decode(output.stderr);
+      assert.equal(output.code, 0, stderr);
+      assert.equal(new TextDecoder().decode(output.stdout), "function\n");
+      assert.equal(stderr, "");
+    } finally {
+      Deno.removeSync(probeDir, { recursive: true });
+    }
+  });
+}
+
+Deno.test("deno.json exports exactly the two entry points: mod.ts and testing.ts", () => {
+  const config = JSON.parse(Deno.readTextFileSync(join(REPO, "deno.json")));
+  assert.deepEqual(config.exports, { ".": "./mod.ts", "./testing": "./testing.ts" });
+});
+
+Deno.test("mod.ts never reaches testing.ts: no test fake is part of the embedded API", () => {
+  const seen = new Set<string>();
+  const pending = [join(REPO, "mod.ts")];
+  while (pending.length > 0) {
+    const file = pending.pop()!;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    for (const spec of relativeImports(Deno.readTextFileSync(file))) {
+      pending.push(resolve(dirname(file), spec));
+    }
+  }
+  assert.ok(seen.has(join(REPO, "runtime", "runtime.ts")), "the walk follows mod.ts's imports");
+  assert.ok(!seen.has(join(REPO, "testing.ts")), "mod.ts imports testing.ts");
+  // The entry point re-exports names one by one, so each carries its own doc comment.
+  assert.doesNotMatch(Deno.readTextFileSync(join(REPO, "mod.ts")), /export \*/);
+});
+
+Deno.test("every name mod.ts and testing.ts export carries a doc comment (read by deno doc)", async () => {
+  for (const entry of ENTRY_POINTS) {
     const output = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "--quiet", "--no-prompt", `--config=${join(REPO, "deno.json")}`, probe],
+      args: ["doc", "--json", `--config=${join(REPO, "deno.json")}`, join(REPO, entry)],
       env: { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
       stdout: "piped",
-      stderr: "piped",
+      stderr: "null",
     }).output();
-    const stderr = new TextDecoder().decode(output.stderr);
-    assert.equal(output.code, 0, stderr);
-    assert.equal(new TextDecoder().decode(output.stdout), "function\n");
-    assert.equal(stderr, "");
-  } finally {
-    Deno.removeSync(probeDir, { recursive: true });
+    assert.equal(output.code, 0, `deno doc ${entry}`);
+    const doc = JSON.parse(new TextDecoder().decode(output.stdout)) as {
+      nodes: Record<string, {
+        symbols: { name: string; declarations: { jsDoc?: { doc?: string } }[] }[];
+      }>;
+    };
+    const symbols = Object.values(doc.nodes).flatMap((node) => node.symbols);
+    assert.ok(symbols.length > 10, `${entry} exports its names`);
+    const undocumented = symbols
+      .filter((s) => !s.declarations.some((d) => (d.jsDoc?.doc ?? "").trim() !== ""))
+      .map((s) => s.name);
+    assert.deepEqual(undocumented, [], `${entry}: names without a doc comment`);
   }
 });
 
@@ -65,7 +117,7 @@ Deno.test("no module keeps module-level mutable state (top-level let/var or muta
   const offenders: string[] = [];
   const mutable =
     /^(export\s+)?(let|var)\s|^(export\s+)?const\s+\w+(\s*:[^=]+)?=\s*(new\s+(Map|Set|WeakMap|WeakSet|Array)\b|\[\s*\]|\{\s*\})/;
-  for (const folder of [...CODE_FOLDERS, "mod.ts"]) {
+  for (const folder of [...CODE_FOLDERS, ...ENTRY_POINTS]) {
     const root = join(REPO, folder);
     const files = folder.endsWith(".ts") ? [root] : [...sourceFiles(root)];
     for (const file of files) {
@@ -193,7 +245,7 @@ function relativeImports(source: string): string[] {
 function layerViolations(): string[] {
   const offenders: string[] = [];
   const files = [...CODE_FOLDERS.flatMap((f) => [...sourceFiles(join(REPO, f))])];
-  files.push(join(REPO, "mod.ts"));
+  files.push(...ENTRY_POINTS.map((entry) => join(REPO, entry)));
   for (const file of files) {
     if (file.endsWith("_test.ts")) continue;
     const from = relative(REPO, file);
@@ -232,6 +284,7 @@ Deno.test("the layer check sees every kind of import and catches an upward one (
   assert.equal(LAYERS[layerOf("runtime/runtime.ts")], "runtime");
   assert.equal(LAYERS[layerOf("runtime/policy/shell_argv.ts")], "runtime/policy");
   assert.equal(LAYERS[layerOf("mod.ts")], ".");
+  assert.equal(LAYERS[layerOf("testing.ts")], ".");
   assert.equal(layerOf("docs/x.ts"), -1);
 });
 

@@ -10,11 +10,10 @@ import type { ApprovalDetails } from "../runtime/human/human_request.ts";
 import { parsePolicy, PolicyRules } from "../runtime/policy/policy_rules.ts";
 import { NetPrimitive, type NetPrimitiveOptions } from "../runtime/primitives/net.ts";
 import type { NetProvider } from "../runtime/providers/net.ts";
-import { createRuntime, type Runtime } from "../runtime/runtime.ts";
+import { type TestRuntime, testRuntime } from "../testing.ts";
 
-/** One fixture; dispose it to close the runtime and remove the workspace. */
-export interface NetFixture extends AsyncDisposable {
-  readonly runtime: Runtime;
+/** One fixture (the shared test runtime with one process); dispose it to close and remove it. */
+export interface NetFixture extends TestRuntime {
   readonly pid: string;
 }
 
@@ -29,36 +28,17 @@ export interface NetFixtureOptions {
 
 /** Builds a fixture. */
 export async function netFixture(options: NetFixtureOptions = {}): Promise<NetFixture> {
-  const root = Deno.makeTempDirSync({ prefix: "libos-net-" });
   const rules = typeof options.rules === "string"
     ? new PolicyRules(parsePolicy(options.rules, "test-policy"))
     : options.rules;
-  let runtime: Runtime;
-  try {
-    runtime = await createRuntime({
-      workspace: root,
-      db: ":memory:",
-      mode: options.mode ?? "full-access",
-      ...(rules ? { rules } : {}),
-      ...(options.human ? { human: options.human } : {}),
-      ...(options.denies ? { denies: [...options.denies] } : {}),
-    });
-  } catch (error) {
-    Deno.removeSync(root, { recursive: true });
-    throw error;
-  }
-  const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
-  return {
-    runtime,
-    pid,
-    async [Symbol.asyncDispose]() {
-      try {
-        await runtime.close();
-      } finally {
-        Deno.removeSync(root, { recursive: true });
-      }
-    },
-  };
+  const t = await testRuntime({
+    prefix: "libos-net-",
+    mode: options.mode ?? "full-access",
+    ...(rules ? { rules } : {}),
+    ...(options.human ? { human: options.human } : {}),
+    ...(options.denies ? { denies: [...options.denies] } : {}),
+  });
+  return { ...t, pid: t.spawn() };
 }
 
 /** A network primitive of the fixture's runtime over `provider`. */

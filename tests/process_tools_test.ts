@@ -5,7 +5,8 @@
  * child only what the parent holds; signal, merge and wait refuse a non-child.
  */
 import assert from "node:assert/strict";
-import { createRuntime, type Runtime } from "../runtime/runtime.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import { testRuntime } from "../testing.ts";
 import type { ProcessDriver } from "../runtime/kernel/scheduler.ts";
 
 const PROCESS_TOOLS = [
@@ -22,20 +23,12 @@ const PROCESS_TOOLS = [
 ];
 
 async function fixture() {
-  const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-proctools-" }));
-  Deno.mkdirSync(`${ws}/src`);
-  const runtime = await createRuntime({ workspace: ws, db: ":memory:", mode: "workspace-write" });
-  const pid =
-    runtime.processes.spawn({ goal: "lead", image: "base-agent:v0", tools: PROCESS_TOOLS })
-      .pid;
-  return {
-    runtime,
-    pid,
-    async [Symbol.asyncDispose]() {
-      await runtime.close();
-      Deno.removeSync(ws, { recursive: true });
-    },
-  };
+  const t = await testRuntime({
+    prefix: "libos-proctools-",
+    dirs: ["src"],
+    mode: "workspace-write",
+  });
+  return { ...t, pid: t.spawn({ goal: "lead", tools: PROCESS_TOOLS }) };
 }
 
 const NEVER = new AbortController().signal;

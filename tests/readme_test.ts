@@ -32,7 +32,12 @@ Deno.test("README TypeScript examples run as written", async () => {
       const file = join(dir, `example_${i}.ts`);
       Deno.writeTextFileSync(
         file,
-        code.replaceAll('"./mod.ts"', JSON.stringify(new URL("../mod.ts", import.meta.url).href)),
+        code
+          .replaceAll('"./mod.ts"', JSON.stringify(new URL("../mod.ts", import.meta.url).href))
+          .replaceAll(
+            '"./testing.ts"',
+            JSON.stringify(new URL("../testing.ts", import.meta.url).href),
+          ),
       );
       const output = await new Deno.Command(Deno.execPath(), {
         args: [

@@ -14,7 +14,8 @@ import { JitValidator } from "../jit/validator.ts";
 import { BudgetExhaustedError } from "../runtime/base/errors.ts";
 import type { HumanMode } from "../runtime/human/human_channel.ts";
 import type { Budgets } from "../runtime/process/process.ts";
-import { createRuntime, type Runtime } from "../runtime/runtime.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import { testRuntime } from "../testing.ts";
 import type { ToolResult } from "../runtime/broker/tool_broker.ts";
 import { sandbox as cliSandbox, task } from "./_cli_sandbox.ts";
 import { allow } from "./authority_fixture.ts";
@@ -47,24 +48,18 @@ async function setup(
     readonly limits?: Partial<SandboxLimits>;
   } = {},
 ): Promise<Setup> {
-  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-redteam-bounds-" }));
-  const runtime = await createRuntime({
-    workspace: root,
-    db: ":memory:",
+  const t = await testRuntime({
+    prefix: "libos-redteam-bounds-",
     mode: options.mode ?? "workspace-write",
     human: options.human ?? "none",
     wall: false,
   });
+  const { runtime, root } = t;
   const sandbox = new JitSandbox({ limits: { wallMs: 20_000, ...options.limits } });
   const validator = new JitValidator();
   const lifecycle = lifecycleFor(runtime, { sandbox, validator });
   const spawn = (budgets?: Partial<Budgets>) =>
-    runtime.processes.spawn({
-      goal: "g",
-      image: "base-agent:v0",
-      tools: COMPARED,
-      ...(budgets ? { budgets } : {}),
-    }).pid;
+    t.spawn({ tools: COMPARED, ...(budgets ? { budgets } : {}) });
   return {
     builtinProcess: spawn,
     root,
@@ -89,8 +84,7 @@ async function setup(
       assert.equal(runtime.audit.verify({ head: false }).ok, true, "the audit chain verifies");
       await validator[Symbol.asyncDispose]();
       await sandbox[Symbol.asyncDispose]();
-      await runtime.close();
-      Deno.removeSync(root, { recursive: true });
+      await t[Symbol.asyncDispose]();
     },
   };
 }

@@ -20,7 +20,7 @@ import {
 } from "../runtime/model/model_client.ts";
 import { OpenAIModel } from "../runtime/model/openai_model.ts";
 import { processNamespace } from "../runtime/memory/memory_object.ts";
-import { createRuntime } from "../runtime/runtime.ts";
+import { testRuntime } from "../testing.ts";
 import { RecordingModel, ScriptedModel } from "../runtime/model/scripted_model.ts";
 import { parseSessionLog, SessionLogWriter } from "../runtime/model/session_log.ts";
 import { sha256Hex } from "../runtime/base/canonical_json.ts";
@@ -38,39 +38,34 @@ interface FixtureOptions {
 }
 
 async function fixture(options: FixtureOptions = {}) {
-  const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-rtm-" }));
-  Deno.writeTextFileSync(join(ws, "README.md"), "# Demo\nTODO: write notes\n");
-  const runtime = await createRuntime({
-    workspace: ws,
-    db: ":memory:",
+  const t = await testRuntime({
+    prefix: "libos-rtm-",
+    files: { "README.md": "# Demo\nTODO: write notes\n" },
     mode: "workspace-write",
     human: options.human ?? "none",
     ...(options.secrets ? { secrets: options.secrets } : {}),
   });
-  const pid = runtime.processes.spawn({
+  const { runtime, workspace } = t;
+  const pid = t.spawn({
     goal: "write notes",
     image: "coding-agent:v0",
     ...(options.maxToolCalls === undefined
       ? {}
       : { budgets: { maxToolCalls: options.maxToolCalls } }),
     ...(options.tools ? { tools: [...options.tools] } : {}),
-  }).pid;
+  });
   return {
-    ws,
-    runtime,
+    ...t,
     pid,
     /** Names in the workspace other than README.md. */
     created(): string[] {
-      return [...Deno.readDirSync(ws)].map((e) => e.name).filter((n) => n !== "README.md").sort();
+      return [...Deno.readDirSync(workspace)].map((e) => e.name).filter((n) => n !== "README.md")
+        .sort();
     },
     /** The pid's `tool.invoke` audit records that allowed a call. */
     allowedInvokes(): string[] {
       return runtime.audit.query({ pid, action: "tool.invoke", limit: 1000 })
         .filter((r) => r.decision === "allow").map((r) => r.resource);
-    },
-    async [Symbol.asyncDispose]() {
-      await runtime.close();
-      Deno.removeSync(ws, { recursive: true });
     },
   };
 }
@@ -201,7 +196,7 @@ Deno.test("ModelExecutor.runQuantum() attack: arguments that are not JSON, JSON 
     const p = f.runtime.processes.get(f.pid);
     assert.equal(p.status, "exited", `${label}: ${p.message}`);
     assert.deepEqual(f.created(), [], `${label}: nothing written in the workspace`);
-    assert.throws(() => Deno.statSync(join(f.ws, "..", "pwned.txt")), Deno.errors.NotFound);
+    assert.throws(() => Deno.statSync(join(f.workspace, "..", "pwned.txt")), Deno.errors.NotFound);
     assert.throws(() => Deno.statSync("/tmp/libos-rtm-pwned.txt"), Deno.errors.NotFound);
     const shown = JSON.parse(String(seen[1]!.toolContents[0])) as { ok: boolean };
     assert.equal(shown.ok, false, `${label}: the model is told the call failed`);
@@ -373,7 +368,7 @@ Deno.test({
     const [request] = f.runtime.human.list();
     f.runtime.human.approve(request!.id, { by: "human:test" });
     await scheduler.runUntilIdle();
-    assert.throws(() => Deno.statSync(join(f.ws, "README.md")), Deno.errors.NotFound);
+    assert.throws(() => Deno.statSync(join(f.workspace, "README.md")), Deno.errors.NotFound);
     const shown = seen[1]!.toolContents[0];
     assert.equal(typeof shown, "string", `the outcome is text, not a ${typeof shown}`);
     assert.match(String(shown), /"ok":true/);

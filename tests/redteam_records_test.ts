@@ -12,7 +12,8 @@ import { lifecycleFor, type ToolCandidate } from "../jit/tool_lifecycle.ts";
 import { JitValidator } from "../jit/validator.ts";
 import { HumanPendingError } from "../runtime/base/errors.ts";
 import type { HumanMode } from "../runtime/human/human_channel.ts";
-import { createRuntime, type Runtime } from "../runtime/runtime.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import { testRuntime } from "../testing.ts";
 import { runtimeTargets } from "../jit/syscall_session.ts";
 import { allow } from "./authority_fixture.ts";
 import { exists } from "./shell_fixture.ts";
@@ -21,14 +22,13 @@ import { BENIGN, echoCandidate } from "./sample_fixture.ts";
 async function setup(
   options: { readonly human?: HumanMode; readonly mode?: string; readonly wallMs?: number } = {},
 ) {
-  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-redteam-rec-" }));
-  const runtime = await createRuntime({
-    workspace: root,
-    db: ":memory:",
+  const t = await testRuntime({
+    prefix: "libos-redteam-rec-",
     mode: options.mode ?? "workspace-write",
     human: options.human ?? "none",
   });
-  const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
+  const { runtime, root } = t;
+  const pid = t.spawn();
   const sandbox = new JitSandbox({ limits: { wallMs: options.wallMs ?? 3_000 } });
   const validator = new JitValidator();
   const lifecycle = lifecycleFor(runtime, { sandbox, validator });
@@ -46,8 +46,7 @@ async function setup(
       assert.equal(runtime.audit.verify({ head: false }).ok, true, "the audit chain verifies");
       await validator[Symbol.asyncDispose]();
       await sandbox[Symbol.asyncDispose]();
-      await runtime.close();
-      Deno.removeSync(root, { recursive: true });
+      await t[Symbol.asyncDispose]();
     },
   };
 }

@@ -12,7 +12,8 @@ import { HumanPendingError, QuantumEnd } from "../runtime/base/errors.ts";
 import type { HumanDecision, HumanPrompt } from "../runtime/human/human_channel.ts";
 import { IMAGE_OPERATOR } from "../runtime/broker/image_registry.ts";
 import { REDACTED } from "../runtime/base/redaction.ts";
-import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
+import { createRuntime, type RuntimeOptions } from "../runtime/runtime.ts";
+import { type TestRuntime, testRuntime } from "../testing.ts";
 import type { ToolResult } from "../runtime/broker/tool_broker.ts";
 import { sandbox } from "./_cli_sandbox.ts";
 import { allow } from "./authority_fixture.ts";
@@ -31,11 +32,10 @@ interface Options {
   readonly extra?: RuntimeOptions;
 }
 
-interface Fixture extends AsyncDisposable {
+interface Fixture extends TestRuntime {
   readonly ws: string;
   /** A scratch directory outside the workspace (removed with the fixture). */
   readonly outside: string;
-  readonly runtime: Runtime;
   readonly pid: string;
   /** Everything an interactive human was shown. */
   readonly prompted: string[];
@@ -53,44 +53,29 @@ function scripted(answers: HumanDecision[], shown: string[]): HumanPrompt {
 }
 
 async function fixture(options: Options): Promise<Fixture> {
-  const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-redteam-ws-" }));
-  const outside = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-redteam-out-" }));
-  for (const [path, content] of Object.entries(options.files ?? {})) {
-    Deno.mkdirSync(join(ws, path, ".."), { recursive: true });
-    Deno.writeTextFileSync(join(ws, path), content);
-  }
   const prompted: string[] = [];
-  const runtime = await createRuntime({
-    workspace: ws,
-    db: ":memory:",
+  const t = await testRuntime({
+    prefix: "libos-redteam-",
+    workspaceDir: "ws",
+    dirs: ["outside"],
+    ...(options.files ? { files: options.files } : {}),
     mode: options.mode ?? "workspace-write",
     human: options.human ?? "queue",
     prompt: scripted([...(options.answers ?? [])], prompted),
     wall: false,
     ...options.extra,
   });
-  const pid = runtime.processes.spawn({
-    goal: "g",
-    image: "base-agent:v0",
-    tools: [...options.tools],
-  }).pid;
+  const pid = t.spawn({ tools: [...options.tools] });
+  const ws = t.workspace;
   return {
+    ...t,
     ws,
-    outside,
-    runtime,
+    outside: join(t.root, "outside"),
     pid,
     prompted,
     call: (name, args, who = pid) =>
-      runtime.tools.invoke(who, { id: "call_1", name, arguments: args }, NEVER),
+      t.runtime.tools.invoke(who, { id: "call_1", name, arguments: args }, NEVER),
     at: (path) => join(ws, path),
-    async [Symbol.asyncDispose]() {
-      try {
-        await runtime.close();
-      } finally {
-        Deno.removeSync(ws, { recursive: true });
-        Deno.removeSync(outside, { recursive: true });
-      }
-    },
   };
 }
 

@@ -8,36 +8,28 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { sha256Hex } from "../runtime/base/canonical_json.ts";
 import { REDACTED } from "../runtime/base/redaction.ts";
-import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import { testRuntime, type TestRuntimeOptions } from "../testing.ts";
 
 const NEVER = new AbortController().signal;
 
-async function fixture(files: Record<string, string>, options: RuntimeOptions = {}) {
-  const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-search-" }));
-  for (const [path, content] of Object.entries(files)) {
-    Deno.mkdirSync(join(ws, path, ".."), { recursive: true });
-    Deno.writeTextFileSync(join(ws, path), content);
-  }
-  const runtime = await createRuntime({
-    workspace: ws,
-    db: ":memory:",
+async function fixture(files: Record<string, string>, options: TestRuntimeOptions = {}) {
+  const t = await testRuntime({
+    prefix: "libos-search-",
+    files,
     mode: "workspace-write",
     human: "queue",
     wall: false,
     ...options,
   });
-  const tools = ["grep", "glob", "edit_file", "read_text_file", "run_shell_command"];
-  const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0", tools }).pid;
+  const pid = t.spawn({
+    tools: ["grep", "glob", "edit_file", "read_text_file", "run_shell_command"],
+  });
   return {
-    ws,
-    runtime,
+    ...t,
     pid,
     call: (name: string, args: Record<string, unknown>) =>
-      runtime.tools.invoke(pid, { name, arguments: args }, NEVER),
-    async [Symbol.asyncDispose]() {
-      await runtime.close();
-      Deno.removeSync(ws, { recursive: true });
-    },
+      t.runtime.tools.invoke(pid, { name, arguments: args }, NEVER),
   };
 }
 
@@ -95,7 +87,7 @@ Deno.test("edit_file() replaces exactly one occurrence, refuses an ambiguous one
   });
   assert.equal(ambiguous.ok, false);
   assert.match(ambiguous.forModel, /occurs 2 times/);
-  assert.equal(Deno.readTextFileSync(join(f.ws, "a.txt")), "one two one\n");
+  assert.equal(Deno.readTextFileSync(join(f.workspace, "a.txt")), "one two one\n");
   const missing = await f.call("edit_file", {
     path: "a.txt",
     old_string: "three",
@@ -104,7 +96,7 @@ Deno.test("edit_file() replaces exactly one occurrence, refuses an ambiguous one
   assert.match(missing.forModel, /does not occur/);
   const unique = await f.call("edit_file", { path: "a.txt", old_string: "two", new_string: "2" });
   assert.ok(unique.ok, unique.forModel);
-  assert.equal(Deno.readTextFileSync(join(f.ws, "a.txt")), "one 2 one\n");
+  assert.equal(Deno.readTextFileSync(join(f.workspace, "a.txt")), "one 2 one\n");
   const all = await f.call("edit_file", {
     path: "a.txt",
     old_string: "one",
@@ -113,7 +105,7 @@ Deno.test("edit_file() replaces exactly one occurrence, refuses an ambiguous one
   });
   assert.ok(all.ok, all.forModel);
   assert.equal((all.value as { replacements: number }).replacements, 2);
-  assert.equal(Deno.readTextFileSync(join(f.ws, "a.txt")), "1 2 1\n");
+  assert.equal(Deno.readTextFileSync(join(f.workspace, "a.txt")), "1 2 1\n");
 });
 
 Deno.test("FilesystemPrimitive.writeText() with ifSha256 refuses a file that changed since it was read (what edit_file relies on)", async () => {
@@ -121,7 +113,7 @@ Deno.test("FilesystemPrimitive.writeText() with ifSha256 refuses a file that cha
   const fs = f.runtime.primitives.fs;
   const read = await fs.readText(f.pid, { path: "a.txt" });
   // Someone else changes the file between the edit's read and its write.
-  Deno.writeTextFileSync(join(f.ws, "a.txt"), "changed by someone else\n");
+  Deno.writeTextFileSync(join(f.workspace, "a.txt"), "changed by someone else\n");
   await assert.rejects(
     fs.writeText(f.pid, {
       path: "a.txt",
@@ -130,7 +122,7 @@ Deno.test("FilesystemPrimitive.writeText() with ifSha256 refuses a file that cha
     }),
     /changed since it was read/,
   );
-  assert.equal(Deno.readTextFileSync(join(f.ws, "a.txt")), "changed by someone else\n");
+  assert.equal(Deno.readTextFileSync(join(f.workspace, "a.txt")), "changed by someone else\n");
 });
 
 Deno.test("Tool results are redacted of known secrets: a planted secret in a file read and in shell output never reaches the model or the stored result", async () => {

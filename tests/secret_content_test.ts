@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { HumanDecisionError, HumanPendingError } from "../runtime/base/errors.ts";
-import { createRuntime, type RuntimeOptions } from "../runtime/runtime.ts";
+import { testRuntime, type TestRuntimeOptions } from "../testing.ts";
 
 const NEVER = new AbortController().signal;
 const MARKER = "KEYMARKER";
@@ -25,36 +25,31 @@ const GITHUB_TOKEN = ["gh", "p_", MARKER, "0123456789abcdefghijklmnopq"].join(""
 
 const NOTES = `Deploy notes\n\nThe server key, for now:\n${privateKey()}\nMore notes.\n`;
 
-async function fixture(options: RuntimeOptions = {}) {
-  const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-content-" }));
-  Deno.writeTextFileSync(join(ws, "README.md"), "# Demo\nplain text\n");
-  Deno.writeTextFileSync(join(ws, "notes.txt"), NOTES);
-  Deno.writeTextFileSync(join(ws, "config.json"), `{"token": "${GITHUB_TOKEN}"}\n`);
-  const runtime = await createRuntime({
-    workspace: ws,
-    db: ":memory:",
+async function fixture(options: TestRuntimeOptions = {}) {
+  const t = await testRuntime({
+    prefix: "libos-content-",
+    files: {
+      "README.md": "# Demo\nplain text\n",
+      "notes.txt": NOTES,
+      "config.json": `{"token": "${GITHUB_TOKEN}"}\n`,
+    },
     mode: "workspace-write",
     human: "none",
     wall: false,
     ...options,
   });
   const tools = ["read_text_file", "grep", "edit_file", "create_object_from_file"];
-  const pid = runtime.processes.spawn({ goal: "g", image: "coding-agent:v0", tools }).pid;
+  const pid = t.spawn({ image: "coding-agent:v0", tools });
   return {
-    ws,
-    runtime,
+    ...t,
     pid,
     call: (name: string, args: Record<string, unknown>) =>
-      runtime.tools.invoke(pid, { name, arguments: args }, NEVER),
+      t.runtime.tools.invoke(pid, { name, arguments: args }, NEVER),
     /** The audit reasons of `fs.read` asks. */
     asks: () =>
-      runtime.audit.query({ pid, limit: 1000 })
+      t.runtime.audit.query({ pid, limit: 1000 })
         .filter((r) => r.action === "fs.read" && r.decision === "ask")
         .map((r) => `${r.resource} ${r.authority}`),
-    async [Symbol.asyncDispose]() {
-      await runtime.close();
-      Deno.removeSync(ws, { recursive: true });
-    },
   };
 }
 
@@ -99,7 +94,7 @@ Deno.test("FilesystemPrimitive.readText(): a human's approval is bound to the ex
   f.runtime.human.approve(request.id, { by: "human:test" });
   // The content changes after the approval, keeping size and mtime (the target's fingerprint):
   // the approval does not cover other bytes.
-  const path = join(f.ws, "notes.txt");
+  const path = join(f.workspace, "notes.txt");
   const { mtime, atime } = Deno.statSync(path);
   const swap = (text: string) => {
     Deno.writeTextFileSync(path, text);
@@ -132,7 +127,7 @@ Deno.test("FilesystemPrimitive.readText() attack: max_bytes cut anywhere inside 
     }
   }
   // Control: text far enough before a key (more than the scan's lookahead) reads.
-  Deno.writeTextFileSync(join(f.ws, "long.txt"), `${"x".repeat(999)}\n${privateKey()}`);
+  Deno.writeTextFileSync(join(f.workspace, "long.txt"), `${"x".repeat(999)}\n${privateKey()}`);
   const head = await fs.readText(f.pid, { path: "long.txt", maxBytes: 100 });
   assert.equal(head.content, "x".repeat(100));
   await assert.rejects(fs.readText(f.pid, { path: "long.txt", maxBytes: 900 }), HumanDecisionError);
@@ -140,7 +135,7 @@ Deno.test("FilesystemPrimitive.readText() attack: max_bytes cut anywhere inside 
 
 Deno.test("grep attack: a secret line in a non-secret-named file is never returned — the file is skipped unasked (like a secret-named one) and audited; the control line is found", async () => {
   await using f = await fixture({ human: "queue" });
-  Deno.writeTextFileSync(join(f.ws, "more.txt"), `${MARKER} is not a secret here\n`);
+  Deno.writeTextFileSync(join(f.workspace, "more.txt"), `${MARKER} is not a secret here\n`);
   const result = await f.call("grep", { text: MARKER });
   assert.ok(result.ok, result.forModel);
   const value = result.value as { matches: { path: string }[]; skipped: number };
@@ -163,7 +158,7 @@ Deno.test("edit_file and create_object_from_file attack: a file carrying a key i
   });
   assert.equal(edit.ok, false, edit.forModel);
   assert.doesNotMatch(edit.forModel, new RegExp(MARKER));
-  assert.equal(Deno.readTextFileSync(join(f.ws, "notes.txt")), NOTES, "notes.txt unchanged");
+  assert.equal(Deno.readTextFileSync(join(f.workspace, "notes.txt")), NOTES, "notes.txt unchanged");
   const object = await f.call("create_object_from_file", { path: "config.json", name: "cfg" });
   assert.equal(object.ok, false, object.forModel);
   assert.doesNotMatch(object.forModel, new RegExp(MARKER));
@@ -183,9 +178,9 @@ Deno.test("edit_file and create_object_from_file attack: a file carrying a key i
 Deno.test("FilesystemPrimitive.writeText() attack: overwriting .env or creating .npmrc asks in workspace-write and full-access; no request shows (and stores) a diff of a secret there now, by name or by content; src.ts is written", async () => {
   for (const mode of ["workspace-write", "full-access"] as const) {
     await using f = await fixture({ human: "queue", mode });
-    Deno.writeTextFileSync(join(f.ws, ".env"), `TOKEN=${MARKER}\n`);
+    Deno.writeTextFileSync(join(f.workspace, ".env"), `TOKEN=${MARKER}\n`);
     // A hard link asks on any write (its other name would change too): notes.txt carries a key.
-    Deno.linkSync(join(f.ws, "notes.txt"), join(f.ws, "notes-link.txt"));
+    Deno.linkSync(join(f.workspace, "notes.txt"), join(f.workspace, "notes-link.txt"));
     const fs = f.runtime.primitives.fs;
     for (const path of [".env", ".npmrc", "notes.txt"]) {
       await assert.rejects(
@@ -205,13 +200,13 @@ Deno.test("FilesystemPrimitive.writeText() attack: overwriting .env or creating 
       mode,
     );
     assert.doesNotMatch(JSON.stringify(requests), new RegExp(MARKER), mode);
-    assert.equal(Deno.readTextFileSync(join(f.ws, ".env")), `TOKEN=${MARKER}\n`, mode);
-    assert.equal(Deno.readTextFileSync(join(f.ws, "notes.txt")), NOTES, mode);
-    assert.throws(() => Deno.lstatSync(join(f.ws, ".npmrc")), Deno.errors.NotFound, mode);
+    assert.equal(Deno.readTextFileSync(join(f.workspace, ".env")), `TOKEN=${MARKER}\n`, mode);
+    assert.equal(Deno.readTextFileSync(join(f.workspace, "notes.txt")), NOTES, mode);
+    assert.throws(() => Deno.lstatSync(join(f.workspace, ".npmrc")), Deno.errors.NotFound, mode);
     // Control: an ordinary file is written, and a hard-linked innocent one shows its diff.
     await fs.writeText(f.pid, { path: "src.ts", content: "export {};\n" });
-    assert.equal(Deno.readTextFileSync(join(f.ws, "src.ts")), "export {};\n", mode);
-    Deno.linkSync(join(f.ws, "README.md"), join(f.ws, "readme-link.md"));
+    assert.equal(Deno.readTextFileSync(join(f.workspace, "src.ts")), "export {};\n", mode);
+    Deno.linkSync(join(f.workspace, "README.md"), join(f.workspace, "readme-link.md"));
     await assert.rejects(fs.writeText(f.pid, { path: "README.md", content: "new\n" }));
     const diff = f.runtime.human.list({ pid: f.pid }).at(-1)?.approval?.diff ?? "";
     assert.match(diff, /^-plain text$/m, mode);

@@ -6,17 +6,17 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { WallSetting } from "../runtime/primitives/shell.ts";
-import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
+import type { Runtime, RuntimeOptions } from "../runtime/runtime.ts";
 import type { ShellPolicyLevel } from "../runtime/policy/shell_policy.ts";
+import { type TestRuntime, testRuntime } from "../testing.ts";
 
-/** One fixture. */
-export interface ShellFixture extends AsyncDisposable {
-  readonly root: string;
+/** One fixture: the shared test runtime, on `root/ws`, with one process. */
+export interface ShellFixture extends TestRuntime {
+  /** `root/ws`: the workspace, unless `extra` named another. */
   readonly ws: string;
   readonly outside: string;
   /** Directories of fake programs, in search order. */
   readonly bins: readonly string[];
-  readonly runtime: Runtime;
   readonly pid: string;
 }
 
@@ -35,40 +35,29 @@ export interface ShellFixtureOptions {
 
 /** Builds a fixture; dispose it to close the runtime and remove the root. */
 export async function shellFixture(options: ShellFixtureOptions = {}): Promise<ShellFixture> {
-  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-shell-" }));
-  const ws = join(root, "ws");
-  const outside = join(root, "outside");
-  const bins = [join(root, "bin1"), join(root, "bin2")];
-  for (const dir of [ws, outside, ...bins]) Deno.mkdirSync(dir);
-  let runtime: Runtime;
-  try {
-    runtime = await createRuntime({
-      workspace: ws,
-      db: ":memory:",
-      wall: options.wall ?? false,
-      shellPolicy: options.level ?? "allowlist_auto_else_ask",
-      human: options.human ?? "none",
-      ...(options.mode === undefined ? {} : { mode: options.mode }),
-      ...(options.fakePath ? { searchPath: bins } : {}),
-      ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
-      ...options.extra,
-    });
-  } catch (error) {
-    Deno.removeSync(root, { recursive: true });
-    throw error;
-  }
-  const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
+  const binsOf = (root: string) => [join(root, "bin1"), join(root, "bin2")];
+  const { workspace, ...extra } = options.extra ?? {};
+  const t = await testRuntime({
+    prefix: "libos-shell-",
+    // `root/ws` is made even when `extra` names another workspace.
+    workspaceDir: workspace ?? "ws",
+    dirs: ["ws", "outside", "bin1", "bin2"],
+    wall: options.wall ?? false,
+    shellPolicy: options.level ?? "allowlist_auto_else_ask",
+    human: options.human ?? "none",
+    ...(options.mode === undefined ? {} : { mode: options.mode }),
+    ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
+    ...extra,
+    ...(options.fakePath && options.extra?.searchPath === undefined
+      ? { fromRoot: (root: string) => ({ searchPath: binsOf(root) }) }
+      : {}),
+  });
   return {
-    root,
-    ws,
-    outside,
-    bins,
-    runtime,
-    pid,
-    async [Symbol.asyncDispose]() {
-      await runtime.close();
-      Deno.removeSync(root, { recursive: true });
-    },
+    ...t,
+    ws: join(t.root, "ws"),
+    outside: join(t.root, "outside"),
+    bins: binsOf(t.root),
+    pid: t.spawn(),
   };
 }
 

@@ -22,7 +22,8 @@ import { seededIds } from "../runtime/base/ids.ts";
 import { IMAGE_OPERATOR } from "../runtime/broker/image_registry.ts";
 import { type DefaultGrant, intersectGrant } from "../runtime/authority/modes.ts";
 import type { AgentProcess } from "../runtime/process/process.ts";
-import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import { type TestRuntime, testRuntime, type TestRuntimeOptions } from "../testing.ts";
 import { defineTool, type ToolContext } from "../runtime/broker/tool.ts";
 import type { ToolResult } from "../runtime/broker/tool_broker.ts";
 import { sandbox } from "./_cli_sandbox.ts";
@@ -30,31 +31,16 @@ import plugin from "./lint/tools_purity.ts";
 
 // ------------------------------------------------------------------------------------ fixtures
 
-interface Fixture extends AsyncDisposable {
-  readonly runtime: Runtime;
-  readonly ws: string;
-}
-
 let seed = 9000;
 
-async function fixture(options: RuntimeOptions = {}): Promise<Fixture> {
-  const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-redteam-ti-" }));
-  const runtime = await createRuntime({
-    workspace: ws,
-    db: ":memory:",
+function fixture(options: TestRuntimeOptions = {}): Promise<TestRuntime> {
+  return testRuntime({
+    prefix: "libos-redteam-ti-",
     mode: "workspace-write",
     clock: new FakeClock(Date.UTC(2026, 10, 29, 12)),
     ids: seededIds(seed++),
     ...options,
   });
-  return {
-    runtime,
-    ws,
-    async [Symbol.asyncDispose]() {
-      await runtime.close();
-      Deno.removeSync(ws, { recursive: true });
-    },
-  };
 }
 
 const NEVER = new AbortController().signal;
@@ -147,7 +133,7 @@ Deno.test("ToolBroker.invoke() refuses look-alike, prototype and padded tool nam
     assert.equal(!result.ok && result.error.code, "tool_not_visible", JSON.stringify(name));
     assert.equal(result.object, null);
   }
-  assert.equal(exists(join(f.ws, "pwned.txt")), false);
+  assert.equal(exists(join(f.workspace, "pwned.txt")), false);
   assert.deepEqual(f.runtime.human.list({ statuses: ["pending"] }), []);
   assert.equal(f.runtime.processes.get(pid).usage.toolCalls, 0);
   assert.deepEqual(f.runtime.tools.schemas(pid).map((s) => s.name), ["read_text_file"]);
@@ -242,7 +228,7 @@ Deno.test("ToolBroker.invoke() refuses prototype keys, coercion and extra keys i
     arguments: { path: "a.txt", max_bytes: "9999999999" },
   }, NEVER);
   assert.equal(!big.ok && big.error.code, "invalid_arguments", "no coercion from strings");
-  assert.equal(exists(join(f.ws, "a.txt")), false);
+  assert.equal(exists(join(f.workspace, "a.txt")), false);
   assert.equal(({} as Record<string, unknown>).overwrite, undefined, "no prototype pollution");
 });
 
@@ -503,7 +489,7 @@ Deno.test("A tool's context is dead once its call has settled (attack: a tool th
   // Fixed hole: the context is not revoked when the call settles; the kept one writes files later
   // with no tool call charged or audited (the primitive only refuses once the process is final).
   await assert.rejects(kept!.fs.writeText("late.txt", "written after the call"));
-  assert.equal(exists(join(f.ws, "late.txt")), false, "nothing was written after the call");
+  assert.equal(exists(join(f.workspace, "late.txt")), false, "nothing was written after the call");
   assert.equal(f.runtime.audit.query({ pid, action: "tool.invoke", limit: 10 }).length, invokes);
 });
 
@@ -511,7 +497,7 @@ Deno.test("A tool's context is dead once its call has settled (attack: a tool th
 
 Deno.test("A process cannot overwrite the tool.result object the runtime stored for its call (attack: forge a tool result by update)", async () => {
   await using f = await fixture();
-  Deno.writeTextFileSync(join(f.ws, "balance.txt"), "0 EUR");
+  Deno.writeTextFileSync(join(f.workspace, "balance.txt"), "0 EUR");
   const pid = f.runtime.processes.spawn({
     goal: "g",
     image: "coding-agent:v0",
@@ -755,7 +741,7 @@ Deno.test("An image's maxMode caps the process's ceiling, not only its starting 
     arguments: { path: "notes.txt", content: "a read-only image wrote this" },
   }, NEVER);
   assert.equal(!result.ok && result.error.code, "capability_denied");
-  assert.equal(exists(join(f.ws, "notes.txt")), false);
+  assert.equal(exists(join(f.workspace, "notes.txt")), false);
 });
 
 Deno.test("A process with image write cannot replace an image the operator loaded (attack: rewrite an image's requirements for the next top-level spawn)", async () => {

@@ -4,33 +4,17 @@ import { join } from "node:path";
 import { FakeClock } from "../base/clock.ts";
 import { ApprovalRequiredError, CapabilityDeniedError, ValidationError } from "../base/errors.ts";
 import { seededIds } from "../base/ids.ts";
-import { createRuntime, type Runtime } from "../runtime.ts";
+import { createRuntime } from "../runtime.ts";
+import { type TestRuntime, testRuntime } from "../../testing.ts";
 
-interface Fixture extends AsyncDisposable {
-  readonly runtime: Runtime;
-  readonly workspace: string;
+interface Fixture extends TestRuntime {
   readonly clock: FakeClock;
 }
 
 async function fixture(mode = "workspace-write"): Promise<Fixture> {
-  const workspace = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-authority-" }));
   const clock = new FakeClock(Date.UTC(2026, 10, 29, 12));
-  const runtime = await createRuntime({
-    workspace,
-    db: ":memory:",
-    mode,
-    clock,
-    ids: seededIds(21),
-  });
-  return {
-    runtime,
-    workspace,
-    clock,
-    async [Symbol.asyncDispose]() {
-      await runtime.close();
-      Deno.removeSync(workspace, { recursive: true });
-    },
-  };
+  const t = await testRuntime({ prefix: "libos-authority-", mode, clock, ids: seededIds(21) });
+  return { ...t, clock };
 }
 
 const self = (pid: string) => ({ kind: "process", pid }) as const;
@@ -162,15 +146,14 @@ Deno.test("Authority: read-only mode with an explicit write capability still den
 });
 
 Deno.test("Authority: a run-scoped deny beats a capability allow, and is named in the audit", async () => {
-  const workspace = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-rundeny-" }));
-  try {
-    await using runtime = await createRuntime({
-      workspace,
-      db: ":memory:",
+  {
+    await using t = await testRuntime({
+      prefix: "libos-rundeny-",
       mode: "full-access",
       denies: ["fs.write:secrets/**"],
     });
-    const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
+    const { runtime, workspace } = t;
+    const pid = t.spawn();
     Deno.mkdirSync(join(workspace, "secrets"));
     await assert.rejects(
       runtime.primitives.fs.writeText(pid, { path: "secrets/token", content: "x" }),
@@ -179,8 +162,6 @@ Deno.test("Authority: a run-scoped deny beats a capability allow, and is named i
     assert.equal(runtime.audit.query({ pid, action: "fs.write" })[0]?.authority, "run:1");
     await runtime.primitives.fs.writeText(pid, { path: "public.txt", content: "ok" });
     assert.throws(() => Deno.statSync(join(workspace, "secrets", "token")), Deno.errors.NotFound);
-  } finally {
-    Deno.removeSync(workspace, { recursive: true });
   }
   await assert.rejects(createRuntime({ db: ":memory:", denies: ["nonsense"] }), ValidationError);
   await assert.rejects(createRuntime({ db: ":memory:", mode: "yolo" }), ValidationError);

@@ -11,7 +11,7 @@ import { CapabilityIndex, isLive } from "./capability_index.ts";
 import { FakeClock } from "../base/clock.ts";
 import { CapabilityDeniedError, ValidationError } from "../base/errors.ts";
 import { seededIds } from "../base/ids.ts";
-import { createRuntime } from "../runtime.ts";
+import { testRuntime } from "../../testing.ts";
 
 const NOW = 1_000_000;
 
@@ -237,19 +237,14 @@ Deno.test("isLive() rejects revoked, expired and used one-shot capabilities and 
   assert.equal(isLive(cap(1, { ...base, oneShot: true, usedAt: 5 }), NOW), false);
 });
 
-function tempDir(): string {
-  return Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-cap-" }));
-}
-
 Deno.test("CapabilityTable.grant() refuses a right the resource type does not know, and stores nothing", async () => {
-  const workspace = tempDir();
-  try {
-    await using runtime = await createRuntime({
-      workspace,
-      db: ":memory:",
+  {
+    await using t = await testRuntime({
+      prefix: "libos-cap-",
       clock: new FakeClock(),
       ids: seededIds(3),
     });
+    const { runtime } = t;
     const table = runtime.authority.capabilities;
     const bad: { resource: CapabilityResource; rights: string[] }[] = [
       { resource: { type: "fs", path: ".", scope: "subtree" }, rights: ["execute"] },
@@ -286,21 +281,18 @@ Deno.test("CapabilityTable.grant() refuses a right the resource type does not kn
       }).reason,
       "default",
     );
-  } finally {
-    Deno.removeSync(workspace, { recursive: true });
   }
 });
 
 Deno.test("CapabilityTable.revoke() revokes everything derived from a capability, transitively, and audits each", async () => {
-  const workspace = tempDir();
-  try {
+  {
     const clock = new FakeClock();
-    await using runtime = await createRuntime({
-      workspace,
-      db: ":memory:",
+    await using t = await testRuntime({
+      prefix: "libos-cap-",
       clock,
       ids: seededIds(5),
     });
+    const { runtime } = t;
     const table = runtime.authority.capabilities;
     const grant = (subject: string, derivedFrom?: string) =>
       table.grant({
@@ -338,21 +330,18 @@ Deno.test("CapabilityTable.revoke() revokes everything derived from a capability
     // Revoking again changes nothing and audits nothing.
     assert.deepEqual(table.revoke(a.id), []);
     assert.equal(runtime.audit.query({ action: "capability.revoke" }).length, 3);
-  } finally {
-    Deno.removeSync(workspace, { recursive: true });
   }
 });
 
 Deno.test("Authority.require() consumes a one-shot capability once; it matches nothing afterwards (attack: replay an allow_once)", async () => {
-  const workspace = tempDir();
-  try {
+  {
     const clock = new FakeClock();
-    await using runtime = await createRuntime({
-      workspace,
-      db: ":memory:",
+    await using t = await testRuntime({
+      prefix: "libos-cap-",
       clock,
       ids: seededIds(7),
     });
+    const { runtime } = t;
     const pid = "pid_000000000001";
     const once = runtime.authority.capabilities.grant({
       subject: pid,
@@ -381,28 +370,24 @@ Deno.test("Authority.require() consumes a one-shot capability once; it matches n
       },
     );
     assert.equal(runtime.authority.decide(pid, action).reason, "default");
-  } finally {
-    Deno.removeSync(workspace, { recursive: true });
   }
 });
 
 Deno.test("CapabilityTable: a revocation made from a second connection takes effect on the next check", async () => {
-  const dir = tempDir();
-  try {
-    const workspace = join(dir, "workspace");
-    Deno.mkdirSync(workspace);
-    const db = join(dir, "state.db");
-    const xdg = join(dir, "xdg");
-    const env = { get: (name: string) => (name === "XDG_STATE_HOME" ? xdg : undefined) };
+  {
     const pid = "pid_000000000001";
     const action = { resource: { type: "fs", path: "src/a.ts" }, right: "read" } as const;
-    await using first = await createRuntime({
-      workspace,
-      db,
-      env,
+    await using t = await testRuntime({
+      prefix: "libos-cap-",
+      workspaceDir: "workspace",
+      fromRoot: (dir) => ({
+        db: join(dir, "state.db"),
+        env: { get: (name) => (name === "XDG_STATE_HOME" ? join(dir, "xdg") : undefined) },
+      }),
       clock: new FakeClock(),
       ids: seededIds(1),
     });
+    const first = t.runtime;
     const granted = first.authority.capabilities.grant({
       subject: pid,
       resource: { type: "fs", path: ".", scope: "subtree" },
@@ -414,13 +399,7 @@ Deno.test("CapabilityTable: a revocation made from a second connection takes eff
     // Commit, so the second connection can take the write lock.
     first.store.flush();
     {
-      await using second = await createRuntime({
-        workspace,
-        db,
-        env,
-        clock: new FakeClock(),
-        ids: seededIds(2),
-      });
+      await using second = await t.reopen({ clock: new FakeClock(), ids: seededIds(2) });
       assert.equal(second.authority.decide(pid, action).effect, "allow");
       const revoked = second.authority.capabilities.revoke(granted.id);
       assert.deepEqual(revoked.map((r) => r.id), [granted.id]);
@@ -433,7 +412,5 @@ Deno.test("CapabilityTable: a revocation made from a second connection takes eff
       layer: "default",
     });
     assert.notEqual(first.authority.capabilities.get(granted.id).revokedAt, null);
-  } finally {
-    Deno.removeSync(dir, { recursive: true });
   }
 });

@@ -8,28 +8,16 @@ import type { InheritScope } from "./delegation.ts";
 import { CapabilityDeniedError } from "../base/errors.ts";
 import { seededIds } from "../base/ids.ts";
 import type { ModeName } from "./modes.ts";
-import { createRuntime, type Runtime } from "../runtime.ts";
+import type { Runtime } from "../runtime.ts";
+import { type TestRuntime, testRuntime } from "../../testing.ts";
 
-interface Fixture extends AsyncDisposable {
-  readonly runtime: Runtime;
-}
-
-async function fixture(mode: ModeName = "workspace-write"): Promise<Fixture> {
-  const workspace = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-delegation-" }));
-  const runtime = await createRuntime({
-    workspace,
-    db: ":memory:",
+function fixture(mode: ModeName = "workspace-write"): Promise<TestRuntime> {
+  return testRuntime({
+    prefix: "libos-delegation-",
     mode,
     clock: new FakeClock(),
     ids: seededIds(17),
   });
-  return {
-    runtime,
-    async [Symbol.asyncDispose]() {
-      await runtime.close();
-      Deno.removeSync(workspace, { recursive: true });
-    },
-  };
 }
 
 const WHOLE_TREE: CapabilityResource = { type: "fs", path: ".", scope: "subtree" };

@@ -4,31 +4,28 @@ import { FakeClock } from "../base/clock.ts";
 import { CapabilityDeniedError, NotFoundError, ValidationError } from "../base/errors.ts";
 import { seededIds } from "../base/ids.ts";
 import { IMAGE_OPERATOR } from "./image_registry.ts";
-import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime.ts";
+import type { Runtime, RuntimeOptions } from "../runtime.ts";
+import { testRuntime, type TestRuntimeOptions } from "../../testing.ts";
 import { DOCS_READER } from "../../tests/sample_fixture.ts";
 
-async function fixture(options: RuntimeOptions = {}) {
-  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-images-" }));
-  const ws = join(root, "ws");
-  Deno.mkdirSync(ws);
-  const open = (more: RuntimeOptions = {}) =>
-    createRuntime({
-      workspace: ws,
-      db: join(root, "images.db"),
-      clock: new FakeClock(Date.UTC(2026, 10, 29, 12)),
-      ids: seededIds(Math.floor(Math.random() * 1e6)),
-      ...options,
-      ...more,
-    });
-  const runtime = await open();
+/** A new clock and id source for each runtime opened on the fixture's database. */
+const fresh = () => ({
+  clock: new FakeClock(Date.UTC(2026, 10, 29, 12)),
+  ids: seededIds(Math.floor(Math.random() * 1e6)),
+});
+
+async function fixture(options: TestRuntimeOptions = {}) {
+  const t = await testRuntime({
+    prefix: "libos-images-",
+    workspaceDir: "ws",
+    fromRoot: (root) => ({ db: join(root, "images.db") }),
+    ...fresh(),
+    ...options,
+  });
   return {
-    runtime,
-    open,
-    root,
-    async [Symbol.asyncDispose]() {
-      await runtime.close();
-      Deno.removeSync(root, { recursive: true });
-    },
+    ...t,
+    open: (more: Omit<RuntimeOptions, "workspace" | "db"> = {}) =>
+      t.reopen({ ...fresh(), ...options, ...more }),
   };
 }
 

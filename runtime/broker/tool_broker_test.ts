@@ -4,32 +4,18 @@ import { z } from "zod";
 import { FakeClock } from "../base/clock.ts";
 import { BudgetExhaustedError, HumanPendingError, ValidationError } from "../base/errors.ts";
 import { seededIds } from "../base/ids.ts";
-import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime.ts";
+import type { Runtime } from "../runtime.ts";
+import { type TestRuntime, testRuntime, type TestRuntimeOptions } from "../../testing.ts";
 import { defineTool } from "./tool.ts";
 
-interface Fixture extends AsyncDisposable {
-  readonly runtime: Runtime;
-  readonly ws: string;
-}
-
-async function fixture(options: RuntimeOptions = {}): Promise<Fixture> {
-  const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-tools-" }));
-  const runtime = await createRuntime({
-    workspace: ws,
-    db: ":memory:",
+function fixture(options: TestRuntimeOptions = {}): Promise<TestRuntime> {
+  return testRuntime({
+    prefix: "libos-tools-",
     mode: "workspace-write",
     clock: new FakeClock(Date.UTC(2026, 10, 29, 12)),
     ids: seededIds(71),
     ...options,
   });
-  return {
-    runtime,
-    ws,
-    async [Symbol.asyncDispose]() {
-      await runtime.close();
-      Deno.removeSync(ws, { recursive: true });
-    },
-  };
 }
 
 const NEVER = new AbortController().signal;
@@ -75,7 +61,7 @@ Deno.test("ToolBroker.invoke() refuses a tool outside the caller's table at once
     assert.equal(!result.ok && result.error.code, "tool_not_visible", name);
     assert.equal(result.object, null);
   }
-  assert.throws(() => Deno.statSync(join(f.ws, "x.txt")), Deno.errors.NotFound);
+  assert.throws(() => Deno.statSync(join(f.workspace, "x.txt")), Deno.errors.NotFound);
   assert.deepEqual(f.runtime.human.list({ statuses: ["pending"] }), [], "no human was asked");
   assert.equal(
     audited(f.runtime, pid, "tool.invoke").filter(([d]) => d === "deny").length,
@@ -86,7 +72,7 @@ Deno.test("ToolBroker.invoke() refuses a tool outside the caller's table at once
 
 Deno.test("ToolBroker.invoke() of a visible tool still needs authority: the primitive refuses without a capability (invocation ≠ authority)", async () => {
   await using f = await fixture({ mode: "read-only" });
-  Deno.writeTextFileSync(join(f.ws, "notes.txt"), "hello");
+  Deno.writeTextFileSync(join(f.workspace, "notes.txt"), "hello");
   const pid = spawn(f.runtime, ["read_text_file", "write_text_file"]);
   const write = await f.runtime.tools.invoke(pid, {
     name: "write_text_file",
@@ -94,7 +80,7 @@ Deno.test("ToolBroker.invoke() of a visible tool still needs authority: the prim
   }, NEVER);
   assert.equal(write.ok, false);
   assert.equal(!write.ok && write.error.code, "capability_denied");
-  assert.equal(Deno.readTextFileSync(join(f.ws, "notes.txt")), "hello");
+  assert.equal(Deno.readTextFileSync(join(f.workspace, "notes.txt")), "hello");
   const read = await f.runtime.tools.invoke(pid, {
     name: "read_text_file",
     arguments: { path: "notes.txt" },
@@ -133,7 +119,7 @@ Deno.test("ToolBroker.invoke() fails closed on arguments that do not match the t
     }, NEVER);
     assert.equal(!result.ok && result.error.code, "invalid_arguments", JSON.stringify(args));
   }
-  assert.deepEqual([...Deno.readDirSync(f.ws)], [], "nothing was written");
+  assert.deepEqual([...Deno.readDirSync(f.workspace)], [], "nothing was written");
 });
 
 Deno.test("A tool that uses an effect it did not declare is refused inside its context (attack: a read tool that writes)", async () => {
@@ -157,7 +143,7 @@ Deno.test("A tool that uses an effect it did not declare is refused inside its c
   );
   assert.equal(!result.ok && result.error.code, "capability_denied");
   assert.match(!result.ok ? result.error.message : "", /does not declare/);
-  assert.throws(() => Deno.statSync(join(f.ws, "planted.txt")), Deno.errors.NotFound);
+  assert.throws(() => Deno.statSync(join(f.workspace, "planted.txt")), Deno.errors.NotFound);
 });
 
 Deno.test("ToolBroker.registerJit() never lets a JIT tool shadow a built-in, and a JIT tool is visible to its own process only", async () => {
@@ -176,7 +162,7 @@ Deno.test("ToolBroker.registerJit() never lets a JIT tool shadow a built-in, and
     assert.throws(() => f.runtime.tools.registerJit(a, jit(name)), ValidationError, name);
   }
   // The built-in still runs under its own name.
-  Deno.writeTextFileSync(join(f.ws, "f.txt"), "real");
+  Deno.writeTextFileSync(join(f.workspace, "f.txt"), "real");
   const read = await f.runtime.tools.invoke(a, {
     name: "read_text_file",
     arguments: { path: "f.txt" },
@@ -201,8 +187,8 @@ Deno.test("ToolBroker.registerJit() never lets a JIT tool shadow a built-in, and
 Deno.test("ToolBroker.invoke() stores each result as a tool.result object the process can read, and caps what the model gets", async () => {
   await using f = await fixture();
   const big = "line of log output\n".repeat(2000);
-  Deno.writeTextFileSync(join(f.ws, "big.log"), big);
-  Deno.writeTextFileSync(join(f.ws, "small.txt"), "tiny");
+  Deno.writeTextFileSync(join(f.workspace, "big.log"), big);
+  Deno.writeTextFileSync(join(f.workspace, "small.txt"), "tiny");
   const pid = spawn(f.runtime, ["read_text_file"]);
   const small = await f.runtime.tools.invoke(pid, {
     id: "call_1",

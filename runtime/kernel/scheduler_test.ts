@@ -2,20 +2,17 @@ import assert from "node:assert/strict";
 import { FakeClock } from "../base/clock.ts";
 import { seededIds } from "../base/ids.ts";
 import type { QuantumResult } from "../process/process_manager.ts";
-import { createRuntime, type Runtime } from "../runtime.ts";
+import { type TestRuntime, testRuntime } from "../../testing.ts";
 import type { ProcessDriver, QuantumContext } from "./scheduler.ts";
 
-interface Fixture extends AsyncDisposable {
-  readonly runtime: Runtime;
+interface Fixture extends TestRuntime {
   readonly clock: FakeClock;
 }
 
 async function fixture(budgets: { maxWallTimeMs?: number } = {}): Promise<Fixture> {
-  const workspace = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-sched-" }));
   const clock = new FakeClock();
-  const runtime = await createRuntime({
-    workspace,
-    db: ":memory:",
+  const t = await testRuntime({
+    prefix: "libos-sched-",
     clock,
     ids: seededIds(3),
     defaultBudgets: {
@@ -25,14 +22,7 @@ async function fixture(budgets: { maxWallTimeMs?: number } = {}): Promise<Fixtur
       maxModelTokens: 1000,
     },
   });
-  return {
-    runtime,
-    clock,
-    async [Symbol.asyncDispose]() {
-      await runtime.close();
-      Deno.removeSync(workspace, { recursive: true });
-    },
-  };
+  return { ...t, clock };
 }
 
 /** A driver whose behaviour per process is a script of results, recording every quantum. */

@@ -2,22 +2,11 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { allow } from "../../tests/authority_fixture.ts";
 import { IllegalTransitionError } from "../base/errors.ts";
-import { createRuntime } from "../runtime.ts";
+import { testRuntime } from "../../testing.ts";
 
 async function fixture() {
-  const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-cp-" }));
-  Deno.mkdirSync(join(ws, "src"));
-  const runtime = await createRuntime({ workspace: ws, db: ":memory:", mode: "workspace-write" });
-  const pid = runtime.processes.spawn({ goal: "work", image: "coding-agent:v0" }).pid;
-  return {
-    ws,
-    runtime,
-    pid,
-    async [Symbol.asyncDispose]() {
-      await runtime.close();
-      Deno.removeSync(ws, { recursive: true });
-    },
-  };
+  const t = await testRuntime({ prefix: "libos-cp-", dirs: ["src"], mode: "workspace-write" });
+  return { ...t, pid: t.spawn({ goal: "work", image: "coding-agent:v0" }) };
 }
 
 Deno.test("Checkpoints.restore() puts back the process's shape, objects and capabilities, and lists the external effects it cannot undo", async () => {
@@ -56,7 +45,11 @@ Deno.test("Checkpoints.restore() puts back the process's shape, objects and capa
 
   const restored = runtime.checkpoints.restore(pid, cp.id);
   assert.deepEqual(restored.irreversible.map((e) => e.action), ["fs.write"], "listed, not undone");
-  assert.equal(Deno.readTextFileSync(join(f.ws, "src", "out.txt")), "written", "the file stays");
+  assert.equal(
+    Deno.readTextFileSync(join(f.workspace, "src", "out.txt")),
+    "written",
+    "the file stays",
+  );
   assert.deepEqual(memory.read(pid, kept.oid).payload, ["step 1"]);
   assert.throws(() => memory.read(pid, added.oid));
   const notes = memory.list(pid).filter((o) => o.type === "note").map((o) =>

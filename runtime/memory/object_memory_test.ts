@@ -14,6 +14,7 @@ import { type IdSource, seededIds } from "../base/ids.ts";
 import { processNamespace, type Provenance } from "./memory_object.ts";
 import type { CreateObject, ObjectLimits, ObjectMemory } from "./object_memory.ts";
 import { createRuntime, type Runtime } from "../runtime.ts";
+import { type TestRuntime, testRuntime } from "../../testing.ts";
 
 // ---------------------------------------------------------------- fixtures
 
@@ -22,12 +23,10 @@ const PROV: Provenance = { source: "model", label: "object_memory_test", ref: nu
 /** A well-formed oid that no test ever creates. */
 const MISSING_OID = "obj_0123456789ab";
 
-interface Fixture extends AsyncDisposable {
+interface Fixture extends TestRuntime {
   readonly rt: Runtime;
   readonly mem: ObjectMemory;
   readonly clock: FakeClock;
-  /** A fresh top-level process. */
-  spawn(): string;
 }
 
 async function fixture(
@@ -37,26 +36,15 @@ async function fixture(
     readonly ids?: IdSource;
   } = {},
 ): Promise<Fixture> {
-  const workspace = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-objmem-" }));
   const clock = new FakeClock(START);
-  const rt = await createRuntime({
-    workspace,
-    db: ":memory:",
+  const t = await testRuntime({
+    prefix: "libos-objmem-",
     clock,
     ids: options.ids ?? seededIds(41),
     ...(options.mode === undefined ? {} : { mode: options.mode }),
     ...(options.objectLimits === undefined ? {} : { objectLimits: options.objectLimits }),
   });
-  return {
-    rt,
-    mem: rt.memory,
-    clock,
-    spawn: () => rt.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid,
-    async [Symbol.asyncDispose]() {
-      await rt.close();
-      Deno.removeSync(workspace, { recursive: true });
-    },
-  };
+  return { ...t, rt: t.runtime, mem: t.runtime.memory, clock };
 }
 
 /** A temporary root holding a workspace and, outside it, a state directory with a file database. */

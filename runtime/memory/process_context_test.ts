@@ -3,20 +3,12 @@ import { FakeClock } from "../base/clock.ts";
 import { seededIds } from "../base/ids.ts";
 import { type MaterializerState } from "./materializer.ts";
 import { processContext } from "./process_context.ts";
-import { createRuntime } from "../runtime.ts";
+import { testRuntime } from "../../testing.ts";
 
 async function fixture() {
-  const workspace = Deno.makeTempDirSync({ prefix: "libos-context-" });
   const clock = new FakeClock(Date.UTC(2026, 10, 29, 12));
-  const runtime = await createRuntime({ workspace, db: ":memory:", clock, ids: seededIds(61) });
-  return {
-    runtime,
-    clock,
-    async [Symbol.asyncDispose]() {
-      await runtime.close();
-      Deno.removeSync(workspace, { recursive: true });
-    },
-  };
+  const t = await testRuntime({ prefix: "libos-context-", clock, ids: seededIds(61) });
+  return { ...t, clock };
 }
 
 const MODEL = { source: "model", label: "test-model", ref: null } as const;

@@ -4,29 +4,18 @@ import { allow } from "../../tests/authority_fixture.ts";
 import { executorFor } from "./executor.ts";
 import type { HumanMode } from "../human/human_channel.ts";
 import type { ModelClient, ModelRequest } from "./model_client.ts";
-import { createRuntime } from "../runtime.ts";
+import { testRuntime } from "../../testing.ts";
 import { RecordingModel, ScriptedModel } from "./scripted_model.ts";
 import { parseSessionLog, SessionLogWriter } from "./session_log.ts";
 
 async function fixture(human: HumanMode = "none") {
-  const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-exec-" }));
-  Deno.writeTextFileSync(join(ws, "README.md"), "# Demo\nTODO: write notes\n");
-  const runtime = await createRuntime({
-    workspace: ws,
-    db: ":memory:",
+  const t = await testRuntime({
+    prefix: "libos-exec-",
+    files: { "README.md": "# Demo\nTODO: write notes\n" },
     mode: "workspace-write",
     human,
   });
-  const pid = runtime.processes.spawn({ goal: "write notes", image: "coding-agent:v0" }).pid;
-  return {
-    ws,
-    runtime,
-    pid,
-    async [Symbol.asyncDispose]() {
-      await runtime.close();
-      Deno.removeSync(ws, { recursive: true });
-    },
-  };
+  return { ...t, pid: t.spawn({ goal: "write notes", image: "coding-agent:v0" }) };
 }
 
 /** A scripted model that also records every request it was sent. */
@@ -65,7 +54,7 @@ Deno.test("ModelExecutor runs a scripted session: tool calls through the broker,
   assert.equal(p.status, "exited", p.message ?? "");
   assert.equal(p.message, "Wrote notes.txt.");
   assert.equal(f.runtime.memory.read("operator", p.result!).payload, "Wrote notes.txt.");
-  assert.equal(Deno.readTextFileSync(join(f.ws, "notes.txt")), "notes written");
+  assert.equal(Deno.readTextFileSync(join(f.workspace, "notes.txt")), "notes written");
   assert.ok(p.usage.modelTokens > 0, "every turn's tokens were charged");
   assert.equal(requests.length, 3);
   // The system prompt is the image's; the tools are the process's table.
@@ -121,7 +110,7 @@ Deno.test("ModelExecutor runs no tool call of a length-truncated reply, and tell
   ]);
   using scheduler = f.runtime.scheduler(executorFor(f.runtime, model));
   await scheduler.runUntilIdle();
-  assert.throws(() => Deno.statSync(join(f.ws, "cut.txt")), Deno.errors.NotFound);
+  assert.throws(() => Deno.statSync(join(f.workspace, "cut.txt")), Deno.errors.NotFound);
   assert.match(requests[1]!.messages[0]!.content ?? "", /cut off/);
   assert.equal(f.runtime.processes.get(f.pid).status, "exited");
 });
@@ -139,7 +128,7 @@ Deno.test("ModelExecutor parks on a human approval and, once approved, shows the
   const [request] = f.runtime.human.list();
   f.runtime.human.approve(request!.id, { by: "human:test" });
   await scheduler.runUntilIdle();
-  assert.throws(() => Deno.statSync(join(f.ws, "README.md")), Deno.errors.NotFound);
+  assert.throws(() => Deno.statSync(join(f.workspace, "README.md")), Deno.errors.NotFound);
   const shown = requests[1]!.messages.find((m) => m.role === "tool")!.content;
   assert.match(shown, /"ok":true/);
   assert.equal(f.runtime.processes.get(f.pid).status, "exited");
