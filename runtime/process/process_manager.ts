@@ -1,9 +1,10 @@
 /**
  * The process manager: every lifecycle operation on agent processes — spawn, fork, spawn_child,
- * exec, wait, signal, exit, chdir — budget accounting, and the quantum boundaries the scheduler
- * uses. Each operation is one store step: it validates against the transition table and the
- * lineage first, so an illegal request changes nothing, then writes rows, audit and events
- * together (see `_process_engine.ts`).
+ * exec, wait, signal, exit, chdir — and, as thin doors to `_process_quanta.ts`, budget charges
+ * and the quantum edges the scheduler uses (begin, end, wakes, recovery). Each operation is one
+ * store step: it validates against the transition table and the lineage first, so an illegal
+ * request changes nothing, then writes rows, audit and events together (see
+ * `_process_engine.ts`).
  *
  * A process actor's operation leaves one decision record (see `audit_log.ts`): a refusal by a
  * capability (`Authority.gate`), by lineage (`lineage:not_a_child`), by a delegation the parent
@@ -17,7 +18,24 @@
  *
  * @module
  */
-import { type Actor, ProcessEngine, type ProcessListener } from "./_process_engine.ts";
+import {
+  type Actor,
+  OPERATOR,
+  ProcessEngine,
+  type ProcessListener,
+  refuseFinished,
+} from "./_process_engine.ts";
+import {
+  beginQuantum,
+  chargeBudget,
+  endQuantum,
+  getProcess,
+  type QuantumResult,
+  recoverRunning,
+  wakeHuman,
+  wakeIfDue,
+  wallTimeOver,
+} from "./_process_quanta.ts";
 import { containedDirectory } from "../providers/workspace_path.ts";
 import {
   BudgetExhaustedError,
@@ -31,11 +49,10 @@ import {
   type AgentProcess,
   Budgets,
   DEFAULT_BUDGETS,
-  isFinal,
   type ProcessStatus,
   type Signal,
 } from "./process.ts";
-import { childBudgets, deadline, remaining, reserve } from "./process_budget.ts";
+import { childBudgets, reserve } from "./process_budget.ts";
 import type { Authority, ImageRequirements } from "../authority/authority.ts";
 import { type ModeName, narrower } from "../authority/modes.ts";
 import type { ActionResource, Right } from "../authority/capability.ts";
@@ -43,14 +60,9 @@ import type { InheritScope } from "../authority/delegation.ts";
 import type { FilesystemProvider } from "../providers/filesystem.ts";
 import type { RuntimeCore } from "../audit/runtime_core.ts";
 
-export type { Actor, ProcessListener } from "./_process_engine.ts";
+export { type Actor, OPERATOR, type ProcessListener, RUNTIME } from "./_process_engine.ts";
+export type { QuantumResult } from "./_process_quanta.ts";
 export type { InheritScope } from "../authority/delegation.ts";
-
-/** The operator actor. */
-export const OPERATOR: Actor = Object.freeze({ kind: "operator" });
-
-/** The runtime acting on its own authority (budget enforcement, recovery). */
-export const RUNTIME: Actor = Object.freeze({ kind: "runtime" });
 
 /** How to start a top-level process. */
 export interface SpawnOptions {
@@ -78,15 +90,6 @@ export interface SpawnChildOptions extends ChildOptions {
   readonly image: string;
   readonly tools?: readonly string[];
 }
-
-/** What a quantum ended with; the scheduler applies it. */
-export type QuantumResult =
-  | { readonly type: "yield" }
-  | { readonly type: "sleep"; readonly until: number }
-  | { readonly type: "wait_child"; readonly pid: string | null }
-  | { readonly type: "wait_human"; readonly request: string }
-  | { readonly type: "exit"; readonly result?: string; readonly message?: string }
-  | { readonly type: "fail"; readonly reason: string };
 
 /** What the process manager needs. */
 export interface ProcessManagerOptions extends RuntimeCore {
@@ -154,15 +157,6 @@ function checkImage(image: string): string {
     );
   }
   return image;
-}
-
-function refuseFinished(p: AgentProcess, what: string): void {
-  if (isFinal(p.status)) {
-    throw new IllegalTransitionError(
-      "illegal_transition",
-      `Cannot ${what} process ${p.pid}: it is ${p.status}; nothing was changed`,
-    );
-  }
 }
 
 /** Owns every process row. Build one per runtime. */
@@ -357,11 +351,7 @@ export class ProcessManager {
    * @throws {NotFoundError} when there is none.
    */
   get(pid: string): AgentProcess {
-    const p = this.#engine.find(pid);
-    if (!p) {
-      throw new NotFoundError(`No process ${JSON.stringify(pid)}; list processes with "libos ps"`);
-    }
-    return p;
+    return getProcess(this.#engine, pid);
   }
 
   /** Processes in pid order, optionally only some statuses or one parent's children. */
@@ -861,7 +851,7 @@ export class ProcessManager {
    * @throws {BudgetExhaustedError} `tool_calls`.
    */
   chargeToolCall(pid: string, count = 1): AgentProcess {
-    return this.#charge(pid, "tool_calls", count);
+    return chargeBudget(this.#engine, { pid, kind: "tool_calls" }, count);
   }
 
   /**
@@ -869,56 +859,12 @@ export class ProcessManager {
    * @throws {BudgetExhaustedError} `model_tokens`.
    */
   chargeTokens(pid: string, tokens: number): AgentProcess {
-    return this.#charge(pid, "model_tokens", tokens);
-  }
-
-  #charge(pid: string, kind: "tool_calls" | "model_tokens", amount: number): AgentProcess {
-    if (!Number.isInteger(amount) || amount < 0) {
-      throw new RangeError(`A budget charge must be a non-negative integer, got ${amount}`);
-    }
-    const engine = this.#engine;
-    let exhausted: BudgetExhaustedError | undefined;
-    const result = engine.op(() => {
-      const p = this.get(pid);
-      refuseFinished(p, "charge");
-      const left = remaining(p, engine.clock.now());
-      const tools = kind === "tool_calls";
-      if (amount > (tools ? left.toolCalls : left.modelTokens)) {
-        exhausted = engine.exhaust(
-          p,
-          kind,
-          tools
-            ? `used ${p.usage.toolCalls} of ${p.budgets.maxToolCalls} tool calls (${p.usage.delegatedToolCalls} lent to children)`
-            : `used ${p.usage.modelTokens} of ${p.budgets.maxModelTokens} model tokens (${p.usage.delegatedModelTokens} lent to children); this turn needed ${amount}`,
-        );
-        return this.get(pid);
-      }
-      const usage = tools
-        ? { ...p.usage, toolCalls: p.usage.toolCalls + amount }
-        : { ...p.usage, modelTokens: p.usage.modelTokens + amount };
-      const next = { ...p, usage, updatedAt: engine.clock.now() };
-      engine.save(next);
-      return next;
-    });
-    // The failure is committed to the batch before the caller hears about it.
-    if (exhausted) throw exhausted;
-    return result;
-  }
-
-  #wallTime(p: AgentProcess): boolean {
-    const now = this.#engine.clock.now();
-    if (isFinal(p.status) || now < deadline(p)) return false;
-    this.#engine.exhaust(
-      p,
-      "wall_time",
-      `ran ${now - p.createdAt} ms of its ${p.budgets.maxWallTimeMs} ms`,
-    );
-    return true;
+    return chargeBudget(this.#engine, { pid, kind: "model_tokens" }, tokens);
   }
 
   /** Fails the process if its wall-time deadline has passed; true when it did. */
   enforceWallTime(pid: string): boolean {
-    return this.#engine.op(() => this.#wallTime(this.get(pid)));
+    return this.#engine.op(() => wallTimeOver(this.#engine, this.get(pid)));
   }
 
   /**
@@ -926,14 +872,7 @@ export class ProcessManager {
    * nothing) when the process is not runnable any more, or fails it when its deadline passed.
    */
   beginQuantum(pid: string): AgentProcess | undefined {
-    const engine = this.#engine;
-    return engine.op(() => {
-      const p = engine.find(pid);
-      if (!p || p.status !== "runnable" || this.#wallTime(p)) return undefined;
-      const next: AgentProcess = { ...p, status: "running", updatedAt: engine.clock.now() };
-      engine.save(next);
-      return next;
-    });
+    return beginQuantum(this.#engine, pid);
   }
 
   /**
@@ -945,75 +884,9 @@ export class ProcessManager {
     result: QuantumResult,
     seen: Pick<AgentProcess, "interrupts" | "wake">,
   ): AgentProcess | undefined {
-    const engine = this.#engine;
-    return engine.op(() => {
-      const stored = engine.find(pid);
-      if (!stored) return undefined;
-      const consumed = {
-        interrupts: Math.max(0, stored.interrupts - seen.interrupts),
-        wake: seen.wake === null ? stored.wake : null,
-      };
-      let p: AgentProcess = { ...stored, ...consumed };
-      if (stored.status !== "running") {
-        if (!isFinal(stored.status)) engine.save(p);
-        return p;
-      }
-      if (p.deferred.includes("terminate")) {
-        // A terminate that arrived mid-quantum wins over whatever the quantum decided.
-        return engine.move(p, "kill", OPERATOR, { message: "terminated while running" });
-      }
-      const self: Actor = { kind: "process", pid };
-      switch (result.type) {
-        case "yield":
-          p = engine.quantumMove(p, "yield", {});
-          break;
-        case "sleep":
-          p = engine.quantumMove(p, "sleep", { wait: { kind: "sleep", until: result.until } });
-          break;
-        case "wait_human":
-          p = engine.quantumMove(p, "wait_human", {
-            wait: { kind: "human", request: result.request },
-            pending: result.request,
-          });
-          break;
-        case "wait_child": {
-          const child = engine.finishedChild(p, result.pid, this.#mayWait(self));
-          if (child) {
-            engine.save({ ...child, reaped: true });
-            const wake = {
-              kind: "child_finished",
-              pid: child.pid,
-              status: child.status,
-              result: child.result,
-            } as const;
-            p = engine.quantumMove(p, "yield", { wake });
-          } else {
-            p = engine.quantumMove(p, "wait_child", { wait: { kind: "child", pid: result.pid } });
-          }
-          break;
-        }
-        case "exit":
-          p = engine.move(p, "exit", self, {
-            result: result.result ?? null,
-            message: result.message ?? null,
-          });
-          break;
-        case "fail":
-          p = engine.move(p, "fail", self, { message: result.reason });
-          break;
-      }
-      for (const signal of p.deferred) {
-        if (isFinal(p.status)) break;
-        try {
-          p = engine.move({ ...p, deferred: [] }, signal, OPERATOR);
-        } catch (error) {
-          // A deferred signal the new status does not accept (cancel after a yield) is dropped.
-          if (!(error instanceof IllegalTransitionError)) throw error;
-          p = { ...p, deferred: [] };
-          engine.save(p);
-        }
-      }
-      return p;
+    return endQuantum(this.#engine, { pid, result }, {
+      seen,
+      mayWait: (actor) => this.#mayWait(actor),
     });
   }
 
@@ -1022,41 +895,12 @@ export class ProcessManager {
    * arranges for a paused one to wake when resumed. False when it does not wait on that request.
    */
   wakeHuman(pid: string, request: string): boolean {
-    const engine = this.#engine;
-    return engine.op(() => {
-      const p = engine.find(pid);
-      if (!p || p.wait?.kind !== "human" || p.wait.request !== request) return false;
-      const wake = { kind: "human", request } as const;
-      if (p.status === "waiting_human") {
-        engine.move(p, "wake", { kind: "runtime" }, { wake });
-        return true;
-      }
-      if (p.status === "paused" && p.resumeTo === "waiting_human") {
-        engine.save({
-          ...p,
-          resumeTo: "runnable",
-          wait: null,
-          wake,
-          updatedAt: engine.clock.now(),
-        });
-        return true;
-      }
-      return false;
-    });
+    return wakeHuman(this.#engine, pid, request);
   }
 
   /** Wakes a sleeper whose time has come (its timer fired); false when it was not due or not asleep. */
   wakeIfDue(pid: string): boolean {
-    const engine = this.#engine;
-    return engine.op(() => {
-      const p = engine.find(pid);
-      if (
-        !p || p.status !== "sleeping" || p.wait?.kind !== "sleep" ||
-        p.wait.until > engine.clock.now()
-      ) return false;
-      engine.move(p, "wake", { kind: "process", pid }, { wake: { kind: "timer" } });
-      return true;
-    });
+    return wakeIfDue(this.#engine, pid);
   }
 
   /**
@@ -1064,32 +908,7 @@ export class ProcessManager {
    * Returns the pids it recovered; `accept` limits it to some processes.
    */
   recoverRunning(accept: (pid: string) => boolean = () => true): string[] {
-    const engine = this.#engine;
-    return engine.op(() => {
-      const recovered: string[] = [];
-      for (const row of engine.store.listProcesses({ statuses: ["running"], limit: 10_000 })) {
-        if (!accept(row.pid)) continue;
-        const p = engine.must(row.pid);
-        engine.save({
-          ...p,
-          status: "runnable",
-          message: "recovered after the runtime stopped mid-quantum",
-          updatedAt: engine.clock.now(),
-        });
-        engine.audit.append({
-          actor: "runtime",
-          pid: p.pid,
-          action: "process.recover",
-          resource: `process:${p.pid}`,
-          decision: "none",
-          authority: "runtime",
-          detail: { from: "running", to: "runnable" },
-        });
-        engine.notify((l) => l.runnable?.(p.pid));
-        recovered.push(p.pid);
-      }
-      return recovered;
-    });
+    return recoverRunning(this.#engine, accept);
   }
 
   /** Sets or clears the action a process has in flight (the action ledger calls it inside its step). */
