@@ -21,6 +21,8 @@
  * decides what kind of command each one found is.
  *
  * Everything here is linear in the input: no regular expression runs on untrusted text.
+ * Hand-written because no package does this job: command-line splitters (`shell-quote` and the
+ * like) give tokens, not what `sudo -u x env -i timeout 5 sh -c …` will run.
  *
  * @module
  */
