@@ -9,7 +9,8 @@
  * A process actor's operation leaves one decision record (see `audit_log.ts`): a refusal by a
  * capability (`Authority.gate`), by lineage (`lineage:not_a_child`), by a delegation the parent
  * cannot make or by a budget is recorded when it is made — one made inside the operation's step
- * after that step rolled back —, and the allow inside the step, with the rows it wrote.
+ * after that step rolled back —, and the allow inside the step, with the rows it wrote (the
+ * checks and records: `_process_records.ts`).
  *
  * Finishing a process (exit, fail, kill) settles its budget with its parent, wakes a parent that
  * waits for it, and terminates its live descendants: a finished agent leaves no orphans spending
@@ -25,6 +26,7 @@ import {
   type ProcessListener,
   refuseFinished,
 } from "./_process_engine.ts";
+import { OperationRecords } from "./_process_records.ts";
 import {
   beginQuantum,
   chargeBudget,
@@ -37,14 +39,7 @@ import {
   wallTimeOver,
 } from "./_process_quanta.ts";
 import { containedDirectory } from "../providers/workspace_path.ts";
-import {
-  BudgetExhaustedError,
-  CapabilityDeniedError,
-  IllegalTransitionError,
-  LibosError,
-  NotFoundError,
-  ValidationError,
-} from "../base/errors.ts";
+import { BudgetExhaustedError, NotFoundError, ValidationError } from "../base/errors.ts";
 import {
   type AgentProcess,
   Budgets,
@@ -55,7 +50,6 @@ import {
 import { childBudgets, reserve } from "./process_budget.ts";
 import type { Authority, ImageRequirements } from "../authority/authority.ts";
 import { type ModeName, narrower } from "../authority/modes.ts";
-import type { ActionResource, Right } from "../authority/capability.ts";
 import type { InheritScope } from "../authority/delegation.ts";
 import type { FilesystemProvider } from "../providers/filesystem.ts";
 import type { RuntimeCore } from "../audit/runtime_core.ts";
@@ -167,6 +161,7 @@ export class ProcessManager {
   readonly #defaults: Budgets;
   readonly #authority: Authority;
   readonly #images: ImageResolver | undefined;
+  readonly #records: OperationRecords;
   readonly #execHooks = new Set<(p: AgentProcess) => void>();
   readonly #forkHooks = new Set<(child: AgentProcess, parent: AgentProcess) => void>();
 
@@ -178,130 +173,7 @@ export class ProcessManager {
     this.#defaults = Budgets.parse(options.defaultBudgets ?? DEFAULT_BUDGETS);
     this.#authority = options.authority;
     this.#images = options.images;
-  }
-
-  /**
-   * Checks a process actor's authority for operation `op` before anything is written. A denial
-   * (or an ask) is recorded in a step of its own, so the record survives, and thrown. The
-   * operator and the runtime act on their own authority. Returns the decision's reason for the
-   * operation's allow record.
-   */
-  #authorize(
-    actor: Actor,
-    op: string,
-    resource: ActionResource,
-    right: Right,
-    what: string,
-  ): string | undefined {
-    if (actor.kind !== "process") return undefined;
-    return this.#authority.gate(actor.pid, op, { resource, right }, what).reason;
-  }
-
-  /**
-   * Records a process actor's operation refused by a rule of the runtime rather than a
-   * capability (lineage, an image's tool list), in a step of its own; returns the error to throw.
-   */
-  #refused<E extends Error>(
-    actor: Actor,
-    op: string,
-    resource: string,
-    authority: string,
-    error: E,
-  ): E {
-    if (actor.kind === "process") {
-      this.#engine.audit.append({
-        actor: actor.pid,
-        pid: actor.pid,
-        action: op,
-        resource,
-        decision: "deny",
-        authority,
-        detail: { code: error instanceof LibosError ? error.code : "refused" },
-      });
-    }
-    return error;
-  }
-
-  /** A lineage refusal (`not_a_child`), recorded for a process actor. */
-  #notAChild(actor: Actor, op: string, resource: string, message: string): IllegalTransitionError {
-    return this.#refused(
-      actor,
-      op,
-      resource,
-      "lineage:not_a_child",
-      new IllegalTransitionError("not_a_child", message),
-    );
-  }
-
-  /**
-   * Runs operation `op` of an actor as one store step. For a process actor whose checks passed
-   * (`authority`), a failure inside the step — which rolls back the allow record written there —
-   * is recorded after it: a refusal (a delegation the parent cannot make, a budget, a wait on a
-   * non-child) as the operation's deny; anything else as its allow with `detail.failed`.
-   */
-  #step<T>(
-    actor: Actor,
-    op: string,
-    resource: string,
-    authority: string | undefined,
-    fn: () => T,
-  ): T {
-    try {
-      return this.#engine.op(fn);
-    } catch (error) {
-      if (actor.kind === "process") {
-        const refusal = error instanceof CapabilityDeniedError
-          ? error.reason
-          : error instanceof BudgetExhaustedError
-          ? `budget:${error.kind}`
-          : error instanceof IllegalTransitionError && error.code === "not_a_child"
-          ? "lineage:not_a_child"
-          : undefined;
-        const code = error instanceof LibosError ? error.code : "failed";
-        this.#engine.audit.append({
-          actor: actor.pid,
-          pid: actor.pid,
-          action: op,
-          resource,
-          decision: refusal === undefined ? "allow" : "deny",
-          authority: refusal ?? authority ?? "self",
-          detail: refusal === undefined ? { failed: code } : { code },
-        });
-      }
-      throw error;
-    }
-  }
-
-  /**
-   * A process may narrow the tool table of an image it execs or spawns a child with, never widen
-   * it past the image's own list (the operator may). A refusal is recorded.
-   * @throws {CapabilityDeniedError} naming the tools the image does not list.
-   */
-  #widerTools(
-    actor: Actor,
-    op: string,
-    explicit: readonly string[] | undefined,
-    resolved: { readonly id: string; readonly image: ResolvedImage | undefined },
-    what: string,
-  ): void {
-    if (actor.kind !== "process" || !explicit || !resolved.image) return;
-    const defaults = resolved.image.defaultTools;
-    const extra = explicit.filter((t) => !defaults.includes(t));
-    if (extra.length) {
-      throw this.#refused(
-        actor,
-        op,
-        `image:${resolved.id}`,
-        `image:${resolved.id}`,
-        new CapabilityDeniedError(
-          "capability_denied",
-          `Process ${actor.pid} cannot ${what} tools ${
-            extra.join(", ")
-          }: image ${resolved.id} does not list them`,
-          { reason: `image:${resolved.id}` },
-        ),
-      );
-    }
+    this.#records = new OperationRecords(this.#engine, this.#authority);
   }
 
   /**
@@ -369,18 +241,6 @@ export class ProcessManager {
     }).map((row) => this.get(row.pid));
   }
 
-  /** Requires that `actor` is the process itself (or not a process at all); a refusal is recorded. */
-  #requireSelf(actor: Actor, op: string, pid: string, what: string): void {
-    if (actor.kind === "process" && actor.pid !== pid) {
-      throw this.#notAChild(
-        actor,
-        op,
-        `process:${pid}`,
-        `Process ${actor.pid} cannot ${what} process ${pid}: a process may only ${what} itself`,
-      );
-    }
-  }
-
   #fresh(
     fields: Pick<
       AgentProcess,
@@ -431,7 +291,13 @@ export class ProcessManager {
     what: string,
   ): { readonly id: string; readonly image: ResolvedImage | undefined } {
     const checked = checkImage(id);
-    this.#authorize(actor, op, { type: "image", key: checked }, "read", `${what} image ${checked}`);
+    this.#records.authorize(
+      actor,
+      op,
+      { type: "image", key: checked },
+      "read",
+      `${what} image ${checked}`,
+    );
     const image = this.#images?.resolve(checked);
     if (this.#images && !image) {
       throw new NotFoundError(
@@ -452,7 +318,7 @@ export class ProcessManager {
     if (actor.kind === "process") {
       // A top-level process receives the mode's defaults: a process creating one would escape
       // attenuation. Processes create children (spawnChild, fork), which get only what they pass.
-      throw this.#notAChild(
+      throw this.#records.notAChild(
         actor,
         "process.spawn",
         "process:*",
@@ -514,8 +380,8 @@ export class ProcessManager {
   ): AgentProcess {
     const engine = this.#engine;
     const op = `process.${how}`;
-    this.#requireSelf(actor, op, parentPid, how === "fork" ? "fork" : "spawn a child of");
-    const authority = this.#authorize(
+    this.#records.requireSelf(actor, op, parentPid, how === "fork" ? "fork" : "spawn a child of");
+    const authority = this.#records.authorize(
       actor,
       op,
       { type: "process", key: parentPid },
@@ -523,7 +389,7 @@ export class ProcessManager {
       `${how.replace("_", " ")} from ${parentPid}`,
     );
     // A delegation the parent cannot make, or a budget, refuses inside the step: recorded after.
-    return this.#step(actor, op, `process:${parentPid}`, authority, () => {
+    return this.#records.step(actor, op, `process:${parentPid}`, authority, () => {
       const parent = this.get(parentPid);
       refuseFinished(parent, how.replace("_", " ") + " from");
       const live = engine.store.countLiveChildren(parentPid, FINAL);
@@ -594,7 +460,7 @@ export class ProcessManager {
     const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
     const op = "process.spawn_child";
     const resolved = this.#image(options.image, actor, op, "spawn a child with");
-    this.#widerTools(actor, op, explicit, resolved, "spawn a child with");
+    this.#records.widerTools(actor, op, explicit, resolved, "spawn a child with");
     const fields = {
       image: resolved.id,
       goal,
@@ -626,21 +492,21 @@ export class ProcessManager {
     const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
     const goal = options.goal === undefined ? undefined : checkGoal(options.goal);
     const op = "process.exec";
-    this.#requireSelf(actor, op, pid, "exec");
+    this.#records.requireSelf(actor, op, pid, "exec");
     const resolved = this.#image(options.image, actor, op, "exec");
     const image = resolved.id;
     const defaults = resolved.image?.defaultTools ?? [];
-    this.#widerTools(actor, op, explicit, resolved, "exec with");
+    this.#records.widerTools(actor, op, explicit, resolved, "exec with");
     const tools = explicit ?? checkTools(defaults);
     const engine = this.#engine;
-    const authority = this.#authorize(
+    const authority = this.#records.authorize(
       actor,
       op,
       { type: "process", key: pid },
       "exec",
       `exec ${image}`,
     );
-    return this.#step(actor, op, `process:${pid}`, authority, () => {
+    return this.#records.step(actor, op, `process:${pid}`, authority, () => {
       const p = this.get(pid);
       refuseFinished(p, "exec");
       const next: AgentProcess = {
@@ -714,12 +580,12 @@ export class ProcessManager {
   chdir(pid: string, path: string, actor: Actor = OPERATOR): AgentProcess {
     const engine = this.#engine;
     const op = "process.chdir";
-    this.#requireSelf(actor, op, pid, "chdir");
+    this.#records.requireSelf(actor, op, pid, "chdir");
     const current = this.get(pid);
     refuseFinished(current, "chdir");
     let authority: string | undefined;
     const cwd = containedDirectory(this.#fs, this.#workspace, current.cwd, path, (relative) => {
-      authority = this.#authorize(
+      authority = this.#records.authorize(
         actor,
         op,
         { type: "fs", path: relative },
@@ -727,7 +593,7 @@ export class ProcessManager {
         `chdir to "${path}"`,
       ) ?? authority;
     });
-    return this.#step(actor, op, `process:${pid}`, authority, () => {
+    return this.#records.step(actor, op, `process:${pid}`, authority, () => {
       const p = this.get(pid);
       refuseFinished(p, "chdir");
       const next = { ...p, cwd, updatedAt: engine.clock.now() };
@@ -749,16 +615,16 @@ export class ProcessManager {
   ): AgentProcess | undefined {
     const engine = this.#engine;
     const op = "process.wait";
-    this.#requireSelf(actor, op, parentPid, "wait as");
+    this.#records.requireSelf(actor, op, parentPid, "wait as");
     // Waiting for any child needs no capability: only children it may wait for are considered.
-    const authority = childPid === null ? "lineage:parent" : this.#authorize(
+    const authority = childPid === null ? "lineage:parent" : this.#records.authorize(
       actor,
       op,
       { type: "process", key: childPid },
       "wait",
       `wait for ${childPid}`,
     );
-    return this.#step(actor, op, `process:${parentPid}`, authority, () => {
+    return this.#records.step(actor, op, `process:${parentPid}`, authority, () => {
       const parent = this.get(parentPid);
       const child = engine.finishedChild(parent, childPid, this.#mayWait(actor));
       if (child) engine.save({ ...child, reaped: true });
@@ -780,21 +646,21 @@ export class ProcessManager {
     const target = actor.kind === "process" ? this.find(pid) : this.get(pid);
     const op = "process.signal";
     if (actor.kind === "process" && target?.parent !== actor.pid) {
-      throw this.#notAChild(
+      throw this.#records.notAChild(
         actor,
         op,
         `process:${pid}`,
         `Process ${actor.pid} cannot signal ${pid}: it is not its child; nothing was changed`,
       );
     }
-    const authority = this.#authorize(
+    const authority = this.#records.authorize(
       actor,
       op,
       { type: "process", key: pid },
       "signal",
       `${signal} ${pid}`,
     );
-    return this.#step(
+    return this.#records.step(
       actor,
       op,
       `process:${pid}`,
@@ -825,8 +691,8 @@ export class ProcessManager {
     options: { readonly result?: string; readonly message?: string } = {},
     actor: Actor = OPERATOR,
   ): AgentProcess {
-    this.#requireSelf(actor, "process.exit", pid, "exit");
-    return this.#step(
+    this.#records.requireSelf(actor, "process.exit", pid, "exit");
+    return this.#records.step(
       actor,
       "process.exit",
       `process:${pid}`,
