@@ -20,12 +20,18 @@ import {
   VARIABLE_TESTS,
   where,
 } from "./_script_syntax.ts";
+import {
+  ExpansionScan,
+  isDescriptor,
+  isLiteral,
+  isNumber,
+  unescapeDoubleQuoted,
+  unescapeUnquoted,
+  type WordRole,
+} from "./_script_words.ts";
 
 /** Most reasons listed; the rest are counted in one last reason. */
 const MAX_REASONS = 32;
-
-/** Words in these positions undergo pathname, brace and tilde expansion. */
-type WordRole = "argument" | "assignment" | "pattern";
 
 /** Targets of an output redirection that write no file. */
 const SAFE_SINKS: readonly string[] = Object.freeze(["/dev/null", "/dev/stdout", "/dev/stderr"]);
@@ -708,108 +714,5 @@ export class ScriptWalker {
         this.#opaque(() => `unknown node: ${kind} at ${where(node)}; fail closed`);
         return null;
     }
-  }
-}
-
-function isLiteral(values: readonly (string | null)[]): values is string[] {
-  return values.every((value) => value !== null);
-}
-
-/** A plain integer literal: decimal, octal, `0x` hex or `base#digits`. */
-function isNumber(value: string): boolean {
-  return /^(?:0[xX][0-9a-fA-F]+|[0-9]+(?:#[0-9a-zA-Z@_]+)?)$/.test(value);
-}
-
-/** The target of `>&`/`<&` that duplicates or closes a descriptor (`1`, `-`, `3-`). */
-function isDescriptor(value: string): boolean {
-  return value === "-" || /^[0-9]+-?$/.test(value);
-}
-
-/** Unquoted text as the program receives it: `\c` → `c`, backslash-newline removed. */
-function unescapeUnquoted(raw: string): string {
-  let out = "";
-  for (let i = 0; i < raw.length; i++) {
-    const c = raw[i]!;
-    if (c === "\\" && i + 1 < raw.length) {
-      i++;
-      if (raw[i] !== "\n") out += raw[i];
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-/** Text inside `"…"`: a backslash escapes only `$`, backtick, `"`, `\` and newline. */
-function unescapeDoubleQuoted(raw: string): string {
-  let out = "";
-  for (let i = 0; i < raw.length; i++) {
-    const c = raw[i]!;
-    const next = raw[i + 1];
-    if (c === "\\" && next !== undefined && '$`"\\\n'.includes(next)) {
-      i++;
-      if (next !== "\n") out += next;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-/**
- * Finds the expansions the shell applies to the unquoted text of one word: globs and brace
- * expansion (arguments only) and tilde expansion (arguments and assignments).
- */
-class ExpansionScan {
-  readonly #role: WordRole;
-  #finding: string | null = null;
-  #brace = 0; // 0 none, 1 after `{`, 2 after `{` and `,` or `..`
-  #bracket = false;
-  #last = ""; // the previous unquoted character, "" at the start or after quoted text
-
-  constructor(role: WordRole) {
-    this.#role = role;
-  }
-
-  finding(): string | null {
-    return this.#finding;
-  }
-
-  #found(what: string): void {
-    this.#finding ??= what;
-  }
-
-  unquoted(raw: string, first: boolean): void {
-    for (let i = 0; i < raw.length; i++) {
-      const c = raw[i]!;
-      if (c === "\\") {
-        i++;
-        this.#last = "\\";
-        continue;
-      }
-      if (c === "~" && this.#role !== "pattern") {
-        const atStart = first && i === 0;
-        const afterAssign = this.#last === "=" || this.#last === ":";
-        if (atStart || afterAssign) this.#found("tilde expansion: ~");
-      }
-      if (this.#role === "argument") {
-        if (c === "*" || c === "?") this.#found(`glob: ${c}`);
-        else if (c === "[") this.#bracket = true;
-        else if (c === "]" && this.#bracket) this.#found("glob: […]");
-        else if (c === "{") this.#brace = Math.max(this.#brace, 1);
-        else if ((c === "," || (c === "." && this.#last === ".")) && this.#brace > 0) {
-          this.#brace = 2;
-        } else if (c === "}") {
-          if (this.#brace === 2) this.#found("brace expansion: {…}");
-          this.#brace = 0;
-        }
-      }
-      this.#last = c;
-    }
-  }
-
-  quoted(value: string): void {
-    if (this.#bracket && value.includes("]")) this.#found("glob: […]");
-    this.#last = "";
   }
 }

@@ -18,10 +18,11 @@
  *    with the Bash grammar, the widest one: dash would reject or take literally most Bash-only
  *    syntax, and everything Bash-only that changes argv (`$'…'`, `{a,b}`, `<(…)`) is opaque
  *    anyway.
- * 3. A recursive walk (`_script_walker.ts`) over every node kind of the grammar records commands
- *    and reasons; a node kind it does not know is opaque. Afterwards the library's own
- *    `syntax.Walk` counts the nodes of each kind and any count the walk did not match is opaque
- *    too (`internal: …`), so a field this walk forgot can never hide a command.
+ * 3. A recursive walk (`_script_walker.ts`, words read by `_script_words.ts`) over every node kind
+ *    of the grammar records commands and reasons; a node kind it does not know is opaque.
+ *    Afterwards the library's own `syntax.Walk` counts the nodes of each kind and any count the
+ *    walk did not match is opaque too (`internal: …`), so a field this walk forgot can never hide
+ *    a command.
  *
  * Loading: mvdan-sh enumerates `process.env` when evaluated, which needs unscoped `--allow-env`.
  * {@link ShellParser.load} imports it lazily while `globalThis.process` is briefly a copy whose
