@@ -46,3 +46,29 @@ export function unwrap(node: AstNode): AstNode {
   }
   return current;
 }
+
+/**
+ * A node's children, with the key they sit under. Objects without a type (`{ spread, expression }`
+ * of call arguments, the `function: { params, body }` of class methods and setters) and arrays
+ * are looked through at any depth: a child missed here is code never checked.
+ */
+export function childrenOf(node: AstNode): [string, AstNode][] {
+  const out: [string, AstNode][] = [];
+  const pending: [string, unknown][] = [];
+  for (const [key, value] of Object.entries(node)) {
+    if (key !== "span") pending.push([key, value]);
+  }
+  while (pending.length > 0) {
+    const [key, value] = pending.pop()!;
+    if (Array.isArray(value)) {
+      for (const item of value) pending.push([key, item]);
+    } else if (isNode(value)) out.push([key, value]);
+    else if (typeof value === "object" && value !== null) {
+      for (const [inner, item] of Object.entries(value)) {
+        // The wrapper's own keys name where its content sits (`function.params`).
+        if (inner !== "span") pending.push([inner === "expression" ? key : inner, item]);
+      }
+    }
+  }
+  return out;
+}

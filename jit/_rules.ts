@@ -1,23 +1,24 @@
 /**
  * The rules of the JIT validator over swc's AST (DESIGN §7). Each finds a construct the sandbox
  * would otherwise have to stop alone; anything the rules cannot prove harmless is refused. The
- * AST is walked with an explicit stack (a deeply nested program must not overflow ours).
+ * AST is walked with an explicit stack (a deeply nested program must not overflow ours). The
+ * names the rules look for are tables in `_rule_names.ts`; what an expression may compute (a
+ * string built at run time, a route name, a prototype) is `_expressions.ts`.
  *
  * @module
  */
 import type { SourceMap } from "./_source_map.ts";
-import { type AstNode as Node, child, isNode, text, unwrap } from "./_ast.ts";
+import { type AstNode as Node, child, childrenOf, isNode, text, unwrap } from "./_ast.ts";
+import { computedKeyProblem, isKeyName, isOpaque, reachesPrototype } from "./_expressions.ts";
 import { Constants, foldString } from "./_fold.ts";
 import { checkRunExport } from "./_run_export.ts";
 import {
   COMPARISONS,
-  DANGEROUS_STRINGS,
   DEFINERS,
   FORBIDDEN_GLOBALS,
   GLOBAL_OBJECTS,
   NAME_POSITIONS,
   NAMES_AS_DATA,
-  NUMERIC_OPERATORS,
   PROTO_NAMES,
   REFLECTION,
   ROUTE_KEYS,
@@ -58,70 +59,6 @@ export interface JitViolation {
   readonly message: string;
   readonly line: number;
   readonly column: number;
-}
-
-/** Whether a string, as the key of a lookup, names a route out (a global, Function, prototypes). */
-function isKeyName(value: string): boolean {
-  return DANGEROUS_STRINGS.includes(value) || ROUTE_KEYS.includes(value);
-}
-
-/** Whether an expression holds a string literal or a template (it may build a string). */
-function buildsString(node: Node): boolean {
-  const stack: Node[] = [node];
-  while (stack.length > 0) {
-    const current = unwrap(stack.pop()!);
-    if (current.type === "StringLiteral" || current.type === "TemplateLiteral") return true;
-    if (current.type === "BinaryExpression" || current.type === "ConditionalExpression") {
-      for (const key of ["left", "right", "consequent", "alternate"]) {
-        const next = child(current, key);
-        if (next) stack.push(next);
-      }
-    }
-  }
-  return false;
-}
-
-/**
- * A node's children, with the key they sit under. Objects without a type (`{ spread, expression }`
- * of call arguments, the `function: { params, body }` of class methods and setters) and arrays
- * are looked through at any depth: a child missed here is code never checked.
- */
-function childrenOf(node: Node): [string, Node][] {
-  const out: [string, Node][] = [];
-  const pending: [string, unknown][] = [];
-  for (const [key, value] of Object.entries(node)) {
-    if (key !== "span") pending.push([key, value]);
-  }
-  while (pending.length > 0) {
-    const [key, value] = pending.pop()!;
-    if (Array.isArray(value)) {
-      for (const item of value) pending.push([key, item]);
-    } else if (isNode(value)) out.push([key, value]);
-    else if (typeof value === "object" && value !== null) {
-      for (const [inner, item] of Object.entries(value)) {
-        // The wrapper's own keys name where its content sits (`function.params`).
-        if (inner !== "span") pending.push([inner === "expression" ? key : inner, item]);
-      }
-    }
-  }
-  return out;
-}
-
-/** Whether an expression is or goes through a `.prototype` (or `__proto__`) member. */
-function reachesPrototype(target: Node): boolean {
-  let current: Node | undefined = unwrap(target);
-  while (
-    current && (current.type === "MemberExpression" || current.type === "SuperPropExpression")
-  ) {
-    const property = child(current, "property");
-    const name = property?.type === "Computed"
-      ? text(child(property, "expression"), "value")
-      : text(property, "value");
-    if (name === "prototype" || name === "__proto__") return true;
-    const object: Node | undefined = child(current, "object");
-    current = object ? unwrap(object) : undefined;
-  }
-  return false;
 }
 
 /** The checks of one program. */
@@ -540,70 +477,6 @@ export class RuleChecker {
     if (at.endsWith(".source") || at === "TsExternalModuleReference.expression") return;
     this.#routeValue(value, node);
   }
-}
-
-/**
- * What is wrong with a computed property key: `"built"` when it may build a string at run time,
- * the name when it is a literal naming a route out, undefined when it is harmless.
- */
-function computedKeyProblem(key: Node): string | undefined {
-  const node = unwrap(key);
-  switch (node.type) {
-    case "StringLiteral": {
-      const value = text(node, "value") ?? "";
-      return isKeyName(value) ? value : undefined;
-    }
-    case "TemplateLiteral": {
-      const expressions = Array.isArray(node.expressions) ? node.expressions : [];
-      if (expressions.length > 0) return "built";
-      const quasis = Array.isArray(node.quasis) ? node.quasis : [];
-      const value = text(quasis[0], "cooked") ?? "";
-      return isKeyName(value) ? value : undefined;
-    }
-    case "NumericLiteral":
-    case "BigIntLiteral":
-    case "Identifier":
-    case "MemberExpression":
-    case "UpdateExpression":
-    case "PrivateName":
-      return undefined;
-    case "UnaryExpression":
-      return ["-", "+", "~", "!", "void"].includes(String(node.operator)) ? undefined : "built";
-    case "BinaryExpression": {
-      const operator = String(node.operator);
-      if (NUMERIC_OPERATORS.includes(operator)) return undefined;
-      // `i + 1` indexes; `a + b` may join two strings into any name.
-      const numeric = (side: string) => {
-        const operand = child(node, side);
-        return operand !== undefined && unwrap(operand).type === "NumericLiteral";
-      };
-      if (operator === "+" && !buildsString(node) && (numeric("left") || numeric("right"))) {
-        return undefined;
-      }
-      return "built";
-    }
-    case "ConditionalExpression": {
-      for (const branch of ["consequent", "alternate"]) {
-        const next = child(node, branch);
-        const problem = next ? computedKeyProblem(next) : undefined;
-        if (problem !== undefined) return problem;
-      }
-      return undefined;
-    }
-    default:
-      return "built";
-  }
-}
-
-/** Whether a computed key's value is unknown to the validator: a variable or a member. */
-function isOpaque(key: Node): boolean {
-  const node = unwrap(key);
-  if (node.type === "Identifier" || node.type === "MemberExpression") return true;
-  if (node.type !== "ConditionalExpression") return false;
-  return ["consequent", "alternate"].some((branch) => {
-    const next = child(node, branch);
-    return next !== undefined && isOpaque(next);
-  });
 }
 
 /** Why an import specifier is refused, and what would be allowed. */

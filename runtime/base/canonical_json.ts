@@ -3,6 +3,11 @@
  * the same value always gives the same bytes: object keys sorted by code unit, no whitespace,
  * no `undefined`, no non-finite numbers, `-0` written as `0`.
  *
+ * Hand-written on purpose (about 80 lines over `node:crypto`'s sha256): the bytes are the audit
+ * chain's and the approvals' identity, so they must not change with a dependency's upgrade, and
+ * a value `JSON.stringify` would silently change (`undefined` dropped, `NaN` as `null`, a hole,
+ * a class instance) is refused here rather than hashed.
+ *
  * @module
  */
 import { createHash } from "node:crypto";

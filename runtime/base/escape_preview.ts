@@ -17,6 +17,12 @@
  * an escape in the output can only have come from us, and leaves everything else, including emoji
  * sequences that legitimately use ZWJ, VS16 or tag characters, as it is.
  *
+ * Hand-written for security: terminal-sanitising packages (`strip-ansi` and the like) remove
+ * escape sequences by regular expression and know nothing of bidi or invisible characters; this
+ * contract must escape, never drop, every such code point so that what is approved is what was
+ * shown. The Unicode properties come from the engine's own `\p{…}` classes, tested one code
+ * point at a time (no pattern runs over the whole text).
+ *
  * @module
  */
 

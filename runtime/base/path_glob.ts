@@ -4,6 +4,12 @@
  * secret-bearing files and run-scoped denies. Matching is case-insensitive on purpose: these globs
  * only ever deny or ask, and normalisation may only make a decision stricter (DESIGN §2).
  *
+ * Hand-written for a time guarantee and for these semantics: glob packages (`minimatch`,
+ * `picomatch`, `@std/path`'s `globToRegExp`) compile a pattern to a regular expression, whose
+ * cost on a hostile path depends on the engine's backtracking, and their dotfile, brace and
+ * case rules differ from the deny-only, case-insensitive ones here. Matching is the two-pointer
+ * wildcard algorithm: no regular expression, O(pattern × path) at worst.
+ *
  * @module
  */
 import { SECRET_FILES } from "./secret_files.ts";

@@ -18,6 +18,11 @@
  * is full of `postgres://user:password@localhost`), JWTs (short-lived by design), and test-mode
  * keys (Stripe `sk_test_`). A token in another encoding (base64, UTF-16) is not seen.
  *
+ * Hand-written for a linear-time guarantee and offline use: secretlint and detect-secrets match
+ * with backtracking regular expressions (JavaScript's, Python's), and gitleaks, linear in Go's
+ * RE2, is a separate program; a read's bytes are host input and must be scanned in-process, in
+ * time proportional to their length, with no helper binary.
+ *
  * @module
  */
 

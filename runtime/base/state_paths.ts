@@ -3,6 +3,10 @@
  * the user's state directory (`$XDG_STATE_HOME/libos`, else `~/.local/state/libos`), never inside
  * the workspace, so an agent with workspace write cannot touch its own capability rows or audit.
  *
+ * Hand-written over `node:path`: the XDG lookup is a few lines, and what matters here — the state
+ * directory never inside the workspace — is a check of this runtime's own, which packages such as
+ * `env-paths` do not make.
+ *
  * @module
  */
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";

@@ -5,6 +5,9 @@
  * duplicate keys refused, then the caller's zod schema; every problem is a
  * {@link ValidationError} naming the file, line and column — a file is never half-applied.
  *
+ * Wraps `npm:jsonc-parser` (pinned in `deno.json`) for the parse itself; the size cap, the depth
+ * pre-scan and the duplicate-key check are hand-written because the parser has none of them.
+ *
  * @module
  */
 import { type Node, parseTree, printParseErrorCode } from "jsonc-parser";

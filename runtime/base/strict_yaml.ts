@@ -53,6 +53,12 @@
  *   with a vaguer message. An explicit `~` or `null` document parses to `null`.
  * - A BOM at the start and CRLF line endings are accepted.
  *
+ * Wraps `npm:yaml` (pinned in `deno.json`): its Lexer, Parser and Composer do the YAML; what is
+ * hand-written is only the guard around them (the byte and character checks, the depth watch on
+ * the parser's stack, and the walk that builds the value), because the library bounds nesting
+ * only by catching its own stack overflow and checks key uniqueness in quadratic time (steps 2
+ * and 3 above).
+ *
  * @module
  */
 import {

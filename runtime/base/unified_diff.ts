@@ -22,6 +22,20 @@
  * heuristics (provisional discarding of very frequent lines, the too-expensive cut-off) would give
  * up minimality; this module never does, short of the `maxLines` fallback, which it reports.
  *
+ * Hand-written rather than the npm `diff` package (jsdiff), measured against jsdiff 9.0.0 (the
+ * latest; `diffArrays` over the same interned lines, rendered by `renderHunks` below; Deno 2.9.6,
+ * one process per case, 20,000 lines a side). Five scattered edits: both fast (here 174 ms, jsdiff
+ * 99 ms). A file replaced wholesale: here 126 ms and 59 MiB RSS; jsdiff unbounded did not finish
+ * in 120 s. Alternating `a`/`b` lines against random ones: here 1.5 s and 50 MiB; jsdiff 86 s and
+ * 2.5 GB. A shuffled file: here 8.8 s and 58 MiB; jsdiff did not finish in 120 s. Its
+ * `maxEditLength` (2,000) and `timeout` (1 s) options bound it to 670-820 ms only by giving up, so
+ * the preview becomes the whole file replaced where this module shows the minimal 5,002 lines
+ * removed and 5,002 added, and a time cut-off makes a preview depend on the machine's load. Among
+ * equally short diffs jsdiff does not choose as GNU does (the GNU tie-break cases of
+ * `unified_diff_test.ts` fail), so its previews would stop matching `diff -u`. An approval preview
+ * sees hostile files: the exact reductions and linear space here are the reason to keep this
+ * module.
+ *
  * @module
  */
 

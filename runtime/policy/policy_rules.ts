@@ -15,11 +15,11 @@
  * }
  * ```
  *
- * Parsing is strict: a size cap, a depth limit, duplicate keys refused, null-prototype objects,
- * then zod; any problem refuses the whole file with its line and column — a policy is never
- * half-applied. Within the layer deny beats ask beats allow; an explicit ask is always honoured
- * (DESIGN §3). Deny and ask match shell argv after normalisation (bare program names, case
- * folded); allow matches exact tokens only (DESIGN §2).
+ * Parsing is strict (`parseStrictJsonc`, over `npm:jsonc-parser`): a size cap, a depth limit,
+ * duplicate keys refused, null-prototype objects, then zod; any problem refuses the whole file
+ * with its line and column — a policy is never half-applied. Within the layer deny beats ask beats
+ * allow; an explicit ask is always honoured (DESIGN §3). Deny and ask match shell argv after
+ * normalisation (bare program names, case folded); allow matches exact tokens only (DESIGN §2).
  *
  * @module
  */

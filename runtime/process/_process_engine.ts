@@ -34,6 +34,12 @@ export type Actor =
   | { readonly kind: "runtime" }
   | { readonly kind: "process"; readonly pid: string };
 
+/** The operator actor. */
+export const OPERATOR: Actor = Object.freeze({ kind: "operator" });
+
+/** The runtime acting on its own authority (budget enforcement, recovery). */
+export const RUNTIME: Actor = Object.freeze({ kind: "runtime" });
+
 /** Callbacks the scheduler registers to hear about processes it must (re)consider. */
 export interface ProcessListener {
   /** The process became runnable. */
@@ -54,6 +60,16 @@ export interface MoveExtra {
 }
 
 const CACHE_LIMIT = 20_000;
+
+/** Refuses an operation on a finished process; nothing was changed. */
+export function refuseFinished(p: AgentProcess, what: string): void {
+  if (isFinal(p.status)) {
+    throw new IllegalTransitionError(
+      "illegal_transition",
+      `Cannot ${what} process ${p.pid}: it is ${p.status}; nothing was changed`,
+    );
+  }
+}
 
 /** The name an actor is recorded under. */
 export function actorName(actor: Actor): string {

@@ -1,14 +1,16 @@
 /**
  * The process manager: every lifecycle operation on agent processes — spawn, fork, spawn_child,
- * exec, wait, signal, exit, chdir — budget accounting, and the quantum boundaries the scheduler
- * uses. Each operation is one store step: it validates against the transition table and the
- * lineage first, so an illegal request changes nothing, then writes rows, audit and events
- * together (see `_process_engine.ts`).
+ * exec, wait, signal, exit, chdir — and, as thin doors to `_process_quanta.ts`, budget charges
+ * and the quantum edges the scheduler uses (begin, end, wakes, recovery). Each operation is one
+ * store step: it validates against the transition table and the lineage first, so an illegal
+ * request changes nothing, then writes rows, audit and events together (see
+ * `_process_engine.ts`).
  *
  * A process actor's operation leaves one decision record (see `audit_log.ts`): a refusal by a
  * capability (`Authority.gate`), by lineage (`lineage:not_a_child`), by a delegation the parent
  * cannot make or by a budget is recorded when it is made — one made inside the operation's step
- * after that step rolled back —, and the allow inside the step, with the rows it wrote.
+ * after that step rolled back —, and the allow inside the step, with the rows it wrote (the
+ * checks and records: `_process_records.ts`).
  *
  * Finishing a process (exit, fail, kill) settles its budget with its parent, wakes a parent that
  * waits for it, and terminates its live descendants: a finished agent leaves no orphans spending
@@ -17,40 +19,44 @@
  *
  * @module
  */
-import { type Actor, ProcessEngine, type ProcessListener } from "./_process_engine.ts";
-import { containedDirectory } from "../providers/workspace_path.ts";
 import {
-  BudgetExhaustedError,
-  CapabilityDeniedError,
-  IllegalTransitionError,
-  LibosError,
-  NotFoundError,
-  ValidationError,
-} from "../base/errors.ts";
+  type Actor,
+  OPERATOR,
+  ProcessEngine,
+  type ProcessListener,
+  refuseFinished,
+} from "./_process_engine.ts";
+import { OperationRecords } from "./_process_records.ts";
+import {
+  beginQuantum,
+  chargeBudget,
+  endQuantum,
+  getProcess,
+  type QuantumResult,
+  recoverRunning,
+  wakeHuman,
+  wakeIfDue,
+  wallTimeOver,
+} from "./_process_quanta.ts";
+import { containedDirectory } from "../providers/workspace_path.ts";
+import { BudgetExhaustedError, NotFoundError, ValidationError } from "../base/errors.ts";
 import {
   type AgentProcess,
   Budgets,
   DEFAULT_BUDGETS,
-  isFinal,
   type ProcessStatus,
   type Signal,
 } from "./process.ts";
-import { childBudgets, deadline, remaining, reserve } from "./process_budget.ts";
+import { childBudgets, reserve } from "./process_budget.ts";
 import type { Authority, ImageRequirements } from "../authority/authority.ts";
 import { type ModeName, narrower } from "../authority/modes.ts";
-import type { ActionResource, Right } from "../authority/capability.ts";
 import type { InheritScope } from "../authority/delegation.ts";
 import type { FilesystemProvider } from "../providers/filesystem.ts";
 import type { RuntimeCore } from "../audit/runtime_core.ts";
 
-export type { Actor, ProcessListener } from "./_process_engine.ts";
+export { type Actor, OPERATOR, type ProcessListener, RUNTIME } from "./_process_engine.ts";
+export type { QuantumResult } from "./_process_quanta.ts";
 export type { InheritScope } from "../authority/delegation.ts";
-
-/** The operator actor. */
-export const OPERATOR: Actor = Object.freeze({ kind: "operator" });
-
-/** The runtime acting on its own authority (budget enforcement, recovery). */
-export const RUNTIME: Actor = Object.freeze({ kind: "runtime" });
 
 /** How to start a top-level process. */
 export interface SpawnOptions {
@@ -78,15 +84,6 @@ export interface SpawnChildOptions extends ChildOptions {
   readonly image: string;
   readonly tools?: readonly string[];
 }
-
-/** What a quantum ended with; the scheduler applies it. */
-export type QuantumResult =
-  | { readonly type: "yield" }
-  | { readonly type: "sleep"; readonly until: number }
-  | { readonly type: "wait_child"; readonly pid: string | null }
-  | { readonly type: "wait_human"; readonly request: string }
-  | { readonly type: "exit"; readonly result?: string; readonly message?: string }
-  | { readonly type: "fail"; readonly reason: string };
 
 /** What the process manager needs. */
 export interface ProcessManagerOptions extends RuntimeCore {
@@ -156,15 +153,6 @@ function checkImage(image: string): string {
   return image;
 }
 
-function refuseFinished(p: AgentProcess, what: string): void {
-  if (isFinal(p.status)) {
-    throw new IllegalTransitionError(
-      "illegal_transition",
-      `Cannot ${what} process ${p.pid}: it is ${p.status}; nothing was changed`,
-    );
-  }
-}
-
 /** Owns every process row. Build one per runtime. */
 export class ProcessManager {
   readonly #engine: ProcessEngine;
@@ -173,6 +161,7 @@ export class ProcessManager {
   readonly #defaults: Budgets;
   readonly #authority: Authority;
   readonly #images: ImageResolver | undefined;
+  readonly #records: OperationRecords;
   readonly #execHooks = new Set<(p: AgentProcess) => void>();
   readonly #forkHooks = new Set<(child: AgentProcess, parent: AgentProcess) => void>();
 
@@ -184,130 +173,7 @@ export class ProcessManager {
     this.#defaults = Budgets.parse(options.defaultBudgets ?? DEFAULT_BUDGETS);
     this.#authority = options.authority;
     this.#images = options.images;
-  }
-
-  /**
-   * Checks a process actor's authority for operation `op` before anything is written. A denial
-   * (or an ask) is recorded in a step of its own, so the record survives, and thrown. The
-   * operator and the runtime act on their own authority. Returns the decision's reason for the
-   * operation's allow record.
-   */
-  #authorize(
-    actor: Actor,
-    op: string,
-    resource: ActionResource,
-    right: Right,
-    what: string,
-  ): string | undefined {
-    if (actor.kind !== "process") return undefined;
-    return this.#authority.gate(actor.pid, op, { resource, right }, what).reason;
-  }
-
-  /**
-   * Records a process actor's operation refused by a rule of the runtime rather than a
-   * capability (lineage, an image's tool list), in a step of its own; returns the error to throw.
-   */
-  #refused<E extends Error>(
-    actor: Actor,
-    op: string,
-    resource: string,
-    authority: string,
-    error: E,
-  ): E {
-    if (actor.kind === "process") {
-      this.#engine.audit.append({
-        actor: actor.pid,
-        pid: actor.pid,
-        action: op,
-        resource,
-        decision: "deny",
-        authority,
-        detail: { code: error instanceof LibosError ? error.code : "refused" },
-      });
-    }
-    return error;
-  }
-
-  /** A lineage refusal (`not_a_child`), recorded for a process actor. */
-  #notAChild(actor: Actor, op: string, resource: string, message: string): IllegalTransitionError {
-    return this.#refused(
-      actor,
-      op,
-      resource,
-      "lineage:not_a_child",
-      new IllegalTransitionError("not_a_child", message),
-    );
-  }
-
-  /**
-   * Runs operation `op` of an actor as one store step. For a process actor whose checks passed
-   * (`authority`), a failure inside the step — which rolls back the allow record written there —
-   * is recorded after it: a refusal (a delegation the parent cannot make, a budget, a wait on a
-   * non-child) as the operation's deny; anything else as its allow with `detail.failed`.
-   */
-  #step<T>(
-    actor: Actor,
-    op: string,
-    resource: string,
-    authority: string | undefined,
-    fn: () => T,
-  ): T {
-    try {
-      return this.#engine.op(fn);
-    } catch (error) {
-      if (actor.kind === "process") {
-        const refusal = error instanceof CapabilityDeniedError
-          ? error.reason
-          : error instanceof BudgetExhaustedError
-          ? `budget:${error.kind}`
-          : error instanceof IllegalTransitionError && error.code === "not_a_child"
-          ? "lineage:not_a_child"
-          : undefined;
-        const code = error instanceof LibosError ? error.code : "failed";
-        this.#engine.audit.append({
-          actor: actor.pid,
-          pid: actor.pid,
-          action: op,
-          resource,
-          decision: refusal === undefined ? "allow" : "deny",
-          authority: refusal ?? authority ?? "self",
-          detail: refusal === undefined ? { failed: code } : { code },
-        });
-      }
-      throw error;
-    }
-  }
-
-  /**
-   * A process may narrow the tool table of an image it execs or spawns a child with, never widen
-   * it past the image's own list (the operator may). A refusal is recorded.
-   * @throws {CapabilityDeniedError} naming the tools the image does not list.
-   */
-  #widerTools(
-    actor: Actor,
-    op: string,
-    explicit: readonly string[] | undefined,
-    resolved: { readonly id: string; readonly image: ResolvedImage | undefined },
-    what: string,
-  ): void {
-    if (actor.kind !== "process" || !explicit || !resolved.image) return;
-    const defaults = resolved.image.defaultTools;
-    const extra = explicit.filter((t) => !defaults.includes(t));
-    if (extra.length) {
-      throw this.#refused(
-        actor,
-        op,
-        `image:${resolved.id}`,
-        `image:${resolved.id}`,
-        new CapabilityDeniedError(
-          "capability_denied",
-          `Process ${actor.pid} cannot ${what} tools ${
-            extra.join(", ")
-          }: image ${resolved.id} does not list them`,
-          { reason: `image:${resolved.id}` },
-        ),
-      );
-    }
+    this.#records = new OperationRecords(this.#engine, this.#authority);
   }
 
   /**
@@ -357,11 +223,7 @@ export class ProcessManager {
    * @throws {NotFoundError} when there is none.
    */
   get(pid: string): AgentProcess {
-    const p = this.#engine.find(pid);
-    if (!p) {
-      throw new NotFoundError(`No process ${JSON.stringify(pid)}; list processes with "libos ps"`);
-    }
-    return p;
+    return getProcess(this.#engine, pid);
   }
 
   /** Processes in pid order, optionally only some statuses or one parent's children. */
@@ -377,18 +239,6 @@ export class ProcessManager {
       ...(query.parent === undefined ? {} : { parent: query.parent }),
       ...(query.afterPid === undefined ? {} : { afterPid: query.afterPid }),
     }).map((row) => this.get(row.pid));
-  }
-
-  /** Requires that `actor` is the process itself (or not a process at all); a refusal is recorded. */
-  #requireSelf(actor: Actor, op: string, pid: string, what: string): void {
-    if (actor.kind === "process" && actor.pid !== pid) {
-      throw this.#notAChild(
-        actor,
-        op,
-        `process:${pid}`,
-        `Process ${actor.pid} cannot ${what} process ${pid}: a process may only ${what} itself`,
-      );
-    }
   }
 
   #fresh(
@@ -441,7 +291,13 @@ export class ProcessManager {
     what: string,
   ): { readonly id: string; readonly image: ResolvedImage | undefined } {
     const checked = checkImage(id);
-    this.#authorize(actor, op, { type: "image", key: checked }, "read", `${what} image ${checked}`);
+    this.#records.authorize(
+      actor,
+      op,
+      { type: "image", key: checked },
+      "read",
+      `${what} image ${checked}`,
+    );
     const image = this.#images?.resolve(checked);
     if (this.#images && !image) {
       throw new NotFoundError(
@@ -462,7 +318,7 @@ export class ProcessManager {
     if (actor.kind === "process") {
       // A top-level process receives the mode's defaults: a process creating one would escape
       // attenuation. Processes create children (spawnChild, fork), which get only what they pass.
-      throw this.#notAChild(
+      throw this.#records.notAChild(
         actor,
         "process.spawn",
         "process:*",
@@ -524,8 +380,8 @@ export class ProcessManager {
   ): AgentProcess {
     const engine = this.#engine;
     const op = `process.${how}`;
-    this.#requireSelf(actor, op, parentPid, how === "fork" ? "fork" : "spawn a child of");
-    const authority = this.#authorize(
+    this.#records.requireSelf(actor, op, parentPid, how === "fork" ? "fork" : "spawn a child of");
+    const authority = this.#records.authorize(
       actor,
       op,
       { type: "process", key: parentPid },
@@ -533,7 +389,7 @@ export class ProcessManager {
       `${how.replace("_", " ")} from ${parentPid}`,
     );
     // A delegation the parent cannot make, or a budget, refuses inside the step: recorded after.
-    return this.#step(actor, op, `process:${parentPid}`, authority, () => {
+    return this.#records.step(actor, op, `process:${parentPid}`, authority, () => {
       const parent = this.get(parentPid);
       refuseFinished(parent, how.replace("_", " ") + " from");
       const live = engine.store.countLiveChildren(parentPid, FINAL);
@@ -604,7 +460,7 @@ export class ProcessManager {
     const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
     const op = "process.spawn_child";
     const resolved = this.#image(options.image, actor, op, "spawn a child with");
-    this.#widerTools(actor, op, explicit, resolved, "spawn a child with");
+    this.#records.widerTools(actor, op, explicit, resolved, "spawn a child with");
     const fields = {
       image: resolved.id,
       goal,
@@ -636,21 +492,21 @@ export class ProcessManager {
     const explicit = options.tools === undefined ? undefined : checkTools(options.tools);
     const goal = options.goal === undefined ? undefined : checkGoal(options.goal);
     const op = "process.exec";
-    this.#requireSelf(actor, op, pid, "exec");
+    this.#records.requireSelf(actor, op, pid, "exec");
     const resolved = this.#image(options.image, actor, op, "exec");
     const image = resolved.id;
     const defaults = resolved.image?.defaultTools ?? [];
-    this.#widerTools(actor, op, explicit, resolved, "exec with");
+    this.#records.widerTools(actor, op, explicit, resolved, "exec with");
     const tools = explicit ?? checkTools(defaults);
     const engine = this.#engine;
-    const authority = this.#authorize(
+    const authority = this.#records.authorize(
       actor,
       op,
       { type: "process", key: pid },
       "exec",
       `exec ${image}`,
     );
-    return this.#step(actor, op, `process:${pid}`, authority, () => {
+    return this.#records.step(actor, op, `process:${pid}`, authority, () => {
       const p = this.get(pid);
       refuseFinished(p, "exec");
       const next: AgentProcess = {
@@ -724,12 +580,12 @@ export class ProcessManager {
   chdir(pid: string, path: string, actor: Actor = OPERATOR): AgentProcess {
     const engine = this.#engine;
     const op = "process.chdir";
-    this.#requireSelf(actor, op, pid, "chdir");
+    this.#records.requireSelf(actor, op, pid, "chdir");
     const current = this.get(pid);
     refuseFinished(current, "chdir");
     let authority: string | undefined;
     const cwd = containedDirectory(this.#fs, this.#workspace, current.cwd, path, (relative) => {
-      authority = this.#authorize(
+      authority = this.#records.authorize(
         actor,
         op,
         { type: "fs", path: relative },
@@ -737,7 +593,7 @@ export class ProcessManager {
         `chdir to "${path}"`,
       ) ?? authority;
     });
-    return this.#step(actor, op, `process:${pid}`, authority, () => {
+    return this.#records.step(actor, op, `process:${pid}`, authority, () => {
       const p = this.get(pid);
       refuseFinished(p, "chdir");
       const next = { ...p, cwd, updatedAt: engine.clock.now() };
@@ -759,16 +615,16 @@ export class ProcessManager {
   ): AgentProcess | undefined {
     const engine = this.#engine;
     const op = "process.wait";
-    this.#requireSelf(actor, op, parentPid, "wait as");
+    this.#records.requireSelf(actor, op, parentPid, "wait as");
     // Waiting for any child needs no capability: only children it may wait for are considered.
-    const authority = childPid === null ? "lineage:parent" : this.#authorize(
+    const authority = childPid === null ? "lineage:parent" : this.#records.authorize(
       actor,
       op,
       { type: "process", key: childPid },
       "wait",
       `wait for ${childPid}`,
     );
-    return this.#step(actor, op, `process:${parentPid}`, authority, () => {
+    return this.#records.step(actor, op, `process:${parentPid}`, authority, () => {
       const parent = this.get(parentPid);
       const child = engine.finishedChild(parent, childPid, this.#mayWait(actor));
       if (child) engine.save({ ...child, reaped: true });
@@ -790,21 +646,21 @@ export class ProcessManager {
     const target = actor.kind === "process" ? this.find(pid) : this.get(pid);
     const op = "process.signal";
     if (actor.kind === "process" && target?.parent !== actor.pid) {
-      throw this.#notAChild(
+      throw this.#records.notAChild(
         actor,
         op,
         `process:${pid}`,
         `Process ${actor.pid} cannot signal ${pid}: it is not its child; nothing was changed`,
       );
     }
-    const authority = this.#authorize(
+    const authority = this.#records.authorize(
       actor,
       op,
       { type: "process", key: pid },
       "signal",
       `${signal} ${pid}`,
     );
-    return this.#step(
+    return this.#records.step(
       actor,
       op,
       `process:${pid}`,
@@ -835,8 +691,8 @@ export class ProcessManager {
     options: { readonly result?: string; readonly message?: string } = {},
     actor: Actor = OPERATOR,
   ): AgentProcess {
-    this.#requireSelf(actor, "process.exit", pid, "exit");
-    return this.#step(
+    this.#records.requireSelf(actor, "process.exit", pid, "exit");
+    return this.#records.step(
       actor,
       "process.exit",
       `process:${pid}`,
@@ -861,7 +717,7 @@ export class ProcessManager {
    * @throws {BudgetExhaustedError} `tool_calls`.
    */
   chargeToolCall(pid: string, count = 1): AgentProcess {
-    return this.#charge(pid, "tool_calls", count);
+    return chargeBudget(this.#engine, { pid, kind: "tool_calls" }, count);
   }
 
   /**
@@ -869,56 +725,12 @@ export class ProcessManager {
    * @throws {BudgetExhaustedError} `model_tokens`.
    */
   chargeTokens(pid: string, tokens: number): AgentProcess {
-    return this.#charge(pid, "model_tokens", tokens);
-  }
-
-  #charge(pid: string, kind: "tool_calls" | "model_tokens", amount: number): AgentProcess {
-    if (!Number.isInteger(amount) || amount < 0) {
-      throw new RangeError(`A budget charge must be a non-negative integer, got ${amount}`);
-    }
-    const engine = this.#engine;
-    let exhausted: BudgetExhaustedError | undefined;
-    const result = engine.op(() => {
-      const p = this.get(pid);
-      refuseFinished(p, "charge");
-      const left = remaining(p, engine.clock.now());
-      const tools = kind === "tool_calls";
-      if (amount > (tools ? left.toolCalls : left.modelTokens)) {
-        exhausted = engine.exhaust(
-          p,
-          kind,
-          tools
-            ? `used ${p.usage.toolCalls} of ${p.budgets.maxToolCalls} tool calls (${p.usage.delegatedToolCalls} lent to children)`
-            : `used ${p.usage.modelTokens} of ${p.budgets.maxModelTokens} model tokens (${p.usage.delegatedModelTokens} lent to children); this turn needed ${amount}`,
-        );
-        return this.get(pid);
-      }
-      const usage = tools
-        ? { ...p.usage, toolCalls: p.usage.toolCalls + amount }
-        : { ...p.usage, modelTokens: p.usage.modelTokens + amount };
-      const next = { ...p, usage, updatedAt: engine.clock.now() };
-      engine.save(next);
-      return next;
-    });
-    // The failure is committed to the batch before the caller hears about it.
-    if (exhausted) throw exhausted;
-    return result;
-  }
-
-  #wallTime(p: AgentProcess): boolean {
-    const now = this.#engine.clock.now();
-    if (isFinal(p.status) || now < deadline(p)) return false;
-    this.#engine.exhaust(
-      p,
-      "wall_time",
-      `ran ${now - p.createdAt} ms of its ${p.budgets.maxWallTimeMs} ms`,
-    );
-    return true;
+    return chargeBudget(this.#engine, { pid, kind: "model_tokens" }, tokens);
   }
 
   /** Fails the process if its wall-time deadline has passed; true when it did. */
   enforceWallTime(pid: string): boolean {
-    return this.#engine.op(() => this.#wallTime(this.get(pid)));
+    return this.#engine.op(() => wallTimeOver(this.#engine, this.get(pid)));
   }
 
   /**
@@ -926,14 +738,7 @@ export class ProcessManager {
    * nothing) when the process is not runnable any more, or fails it when its deadline passed.
    */
   beginQuantum(pid: string): AgentProcess | undefined {
-    const engine = this.#engine;
-    return engine.op(() => {
-      const p = engine.find(pid);
-      if (!p || p.status !== "runnable" || this.#wallTime(p)) return undefined;
-      const next: AgentProcess = { ...p, status: "running", updatedAt: engine.clock.now() };
-      engine.save(next);
-      return next;
-    });
+    return beginQuantum(this.#engine, pid);
   }
 
   /**
@@ -945,75 +750,9 @@ export class ProcessManager {
     result: QuantumResult,
     seen: Pick<AgentProcess, "interrupts" | "wake">,
   ): AgentProcess | undefined {
-    const engine = this.#engine;
-    return engine.op(() => {
-      const stored = engine.find(pid);
-      if (!stored) return undefined;
-      const consumed = {
-        interrupts: Math.max(0, stored.interrupts - seen.interrupts),
-        wake: seen.wake === null ? stored.wake : null,
-      };
-      let p: AgentProcess = { ...stored, ...consumed };
-      if (stored.status !== "running") {
-        if (!isFinal(stored.status)) engine.save(p);
-        return p;
-      }
-      if (p.deferred.includes("terminate")) {
-        // A terminate that arrived mid-quantum wins over whatever the quantum decided.
-        return engine.move(p, "kill", OPERATOR, { message: "terminated while running" });
-      }
-      const self: Actor = { kind: "process", pid };
-      switch (result.type) {
-        case "yield":
-          p = engine.quantumMove(p, "yield", {});
-          break;
-        case "sleep":
-          p = engine.quantumMove(p, "sleep", { wait: { kind: "sleep", until: result.until } });
-          break;
-        case "wait_human":
-          p = engine.quantumMove(p, "wait_human", {
-            wait: { kind: "human", request: result.request },
-            pending: result.request,
-          });
-          break;
-        case "wait_child": {
-          const child = engine.finishedChild(p, result.pid, this.#mayWait(self));
-          if (child) {
-            engine.save({ ...child, reaped: true });
-            const wake = {
-              kind: "child_finished",
-              pid: child.pid,
-              status: child.status,
-              result: child.result,
-            } as const;
-            p = engine.quantumMove(p, "yield", { wake });
-          } else {
-            p = engine.quantumMove(p, "wait_child", { wait: { kind: "child", pid: result.pid } });
-          }
-          break;
-        }
-        case "exit":
-          p = engine.move(p, "exit", self, {
-            result: result.result ?? null,
-            message: result.message ?? null,
-          });
-          break;
-        case "fail":
-          p = engine.move(p, "fail", self, { message: result.reason });
-          break;
-      }
-      for (const signal of p.deferred) {
-        if (isFinal(p.status)) break;
-        try {
-          p = engine.move({ ...p, deferred: [] }, signal, OPERATOR);
-        } catch (error) {
-          // A deferred signal the new status does not accept (cancel after a yield) is dropped.
-          if (!(error instanceof IllegalTransitionError)) throw error;
-          p = { ...p, deferred: [] };
-          engine.save(p);
-        }
-      }
-      return p;
+    return endQuantum(this.#engine, { pid, result }, {
+      seen,
+      mayWait: (actor) => this.#mayWait(actor),
     });
   }
 
@@ -1022,41 +761,12 @@ export class ProcessManager {
    * arranges for a paused one to wake when resumed. False when it does not wait on that request.
    */
   wakeHuman(pid: string, request: string): boolean {
-    const engine = this.#engine;
-    return engine.op(() => {
-      const p = engine.find(pid);
-      if (!p || p.wait?.kind !== "human" || p.wait.request !== request) return false;
-      const wake = { kind: "human", request } as const;
-      if (p.status === "waiting_human") {
-        engine.move(p, "wake", { kind: "runtime" }, { wake });
-        return true;
-      }
-      if (p.status === "paused" && p.resumeTo === "waiting_human") {
-        engine.save({
-          ...p,
-          resumeTo: "runnable",
-          wait: null,
-          wake,
-          updatedAt: engine.clock.now(),
-        });
-        return true;
-      }
-      return false;
-    });
+    return wakeHuman(this.#engine, pid, request);
   }
 
   /** Wakes a sleeper whose time has come (its timer fired); false when it was not due or not asleep. */
   wakeIfDue(pid: string): boolean {
-    const engine = this.#engine;
-    return engine.op(() => {
-      const p = engine.find(pid);
-      if (
-        !p || p.status !== "sleeping" || p.wait?.kind !== "sleep" ||
-        p.wait.until > engine.clock.now()
-      ) return false;
-      engine.move(p, "wake", { kind: "process", pid }, { wake: { kind: "timer" } });
-      return true;
-    });
+    return wakeIfDue(this.#engine, pid);
   }
 
   /**
@@ -1064,32 +774,7 @@ export class ProcessManager {
    * Returns the pids it recovered; `accept` limits it to some processes.
    */
   recoverRunning(accept: (pid: string) => boolean = () => true): string[] {
-    const engine = this.#engine;
-    return engine.op(() => {
-      const recovered: string[] = [];
-      for (const row of engine.store.listProcesses({ statuses: ["running"], limit: 10_000 })) {
-        if (!accept(row.pid)) continue;
-        const p = engine.must(row.pid);
-        engine.save({
-          ...p,
-          status: "runnable",
-          message: "recovered after the runtime stopped mid-quantum",
-          updatedAt: engine.clock.now(),
-        });
-        engine.audit.append({
-          actor: "runtime",
-          pid: p.pid,
-          action: "process.recover",
-          resource: `process:${p.pid}`,
-          decision: "none",
-          authority: "runtime",
-          detail: { from: "running", to: "runnable" },
-        });
-        engine.notify((l) => l.runnable?.(p.pid));
-        recovered.push(p.pid);
-      }
-      return recovered;
-    });
+    return recoverRunning(this.#engine, accept);
   }
 
   /** Sets or clears the action a process has in flight (the action ledger calls it inside its step). */
