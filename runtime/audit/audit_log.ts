@@ -305,6 +305,11 @@ export class AuditLog implements Disposable {
    * back with a step that failed after appending it.
    */
   holdsDecisionOf(scope: AuditScope): boolean {
+    const last = scope.decisions.at(-1);
+    if (last === undefined) return false;
+    // The usual case, answered from the chain's tail alone: the scope's last record is the tail.
+    const tail = this.#store.auditTail(this.#chain);
+    if (tail !== undefined && tail.seq === last.seq && tail.hash === last.hash) return true;
     for (let i = scope.decisions.length - 1; i >= 0; i--) {
       const { seq, hash } = scope.decisions[i]!;
       const [row] = this.#store.queryAudit({
