@@ -237,7 +237,7 @@ export class AuditLog implements Disposable {
   #dirty = false;
   #headError: unknown;
   /** The scope of the operation appending now, if any: this log's own, never shared. */
-  readonly #scope = new AsyncLocalStorage<AuditScope>();
+  readonly #scope = new AsyncLocalStorage<{ readonly scope: AuditScope; open: boolean }>();
 
   /** Binds the log to a store; the head file is rewritten after every commit that added records. */
   constructor(store: Store, options: AuditLogOptions) {
@@ -293,11 +293,26 @@ export class AuditLog implements Disposable {
   /**
    * Runs `fn` with `scope` in force: every record appended during it — in `fn`'s own async
    * continuations, not a concurrent caller's — gets `scope.detail` merged into its detail, and
-   * each decision record is listed in `scope.decisions`. Scopes do not nest: an inner one
-   * replaces the outer while it runs.
+   * each decision record is listed in `scope.decisions`, until `fn` (or the promise it returns)
+   * has settled. Scopes do not nest: an inner one replaces the outer while it runs.
    */
   within<T>(scope: AuditScope, fn: () => T): T {
-    return this.#scope.run(scope, fn);
+    // Closed once `fn` has settled: a timer or listener it left behind keeps the async context,
+    // but what it records later is not the scope's (a child's budget record is not the fork's).
+    const held = { scope, open: true };
+    const close = () => {
+      held.open = false;
+    };
+    let result: T;
+    try {
+      result = this.#scope.run(held, fn);
+    } catch (error) {
+      close();
+      throw error;
+    }
+    if (result instanceof Promise) return result.finally(close) as T;
+    close();
+    return result;
   }
 
   /**
@@ -340,7 +355,8 @@ export class AuditLog implements Disposable {
       );
     }
     const e = parsed.data;
-    const scope = this.#scope.getStore();
+    const held = this.#scope.getStore();
+    const scope = held?.open ? held.scope : undefined;
     const merged = scope === undefined ? e.detail : { ...e.detail, ...scope.detail };
     const detail = merged === undefined ? null : canonicalJson(merged as JsonValue);
     if (detail !== null && detail.length > MAX_DETAIL_CHARS) {

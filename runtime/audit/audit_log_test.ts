@@ -175,6 +175,17 @@ Deno.test("AuditLog.within() folds its scope into the detail of each record appe
   assert.deepEqual(other.decisions, []);
   assert.equal(f.audit.holdsDecisionOf(scope), true);
   assert.equal(f.audit.holdsDecisionOf(other), false);
+  // A timer the scoped call left behind records later, outside the scope: nothing is folded.
+  let later: AuditRecord | undefined;
+  await f.audit.within(scope, () => {
+    setTimeout(() => {
+      later = f.audit.append(entry(5));
+    }, 0);
+    return Promise.resolve();
+  });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(later?.detail, null);
+  assert.equal(scope.decisions.length, 1);
   f.store.flush();
   assert.equal(f.audit.verify({ head: true }).ok, true);
 });
