@@ -1,5 +1,7 @@
 /**
- * Built-in model-facing tools: thin typed wrappers over runtime primitives. Files here import only
+ * Built-in model-facing tools: thin typed wrappers over runtime primitives, each declared once
+ * with the JIT syscalls that mirror it (`syscalls`; the few syscalls no tool mirrors are declared
+ * beside their tools with the reason). {@link syscallTable} collects them. Files here import only
  * `zod` and `runtime/broker/tool.ts`; they never touch `Deno.*`, `fetch`, `node:*`, a provider or a
  * global escape hatch — `tests/architecture_test.ts` parses every file with the purity rule of
  * `tests/lint/tools_purity.ts` to prove it (DESIGN §1, §2).

@@ -8,6 +8,10 @@
  * process's capabilities. Declaring effects narrows further: a tool that declared only `fs.read`
  * gets an error if it tries to write, whatever the process may do.
  *
+ * A tool's declaration ({@link ToolSpec}) is also where the JIT syscalls that mirror it are
+ * declared (`syscalls`, built with {@link syscall}): same schema, same caps, and the primitive
+ * call made through a {@link SyscallPort}. `jit/syscall_session.ts` serves exactly those.
+ *
  * @module
  */
 import { z } from "zod";
