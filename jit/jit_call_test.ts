@@ -9,6 +9,20 @@ import { exists } from "../tests/shell_fixture.ts";
 import { JitSandbox, SandboxError } from "./sandbox.ts";
 import { allow } from "../tests/authority_fixture.ts";
 
+/**
+ * The decision records a syscall left — its primitive's, each carrying the syscall in its
+ * detail — as [action, decision, the tool named], oldest first.
+ */
+function syscallDecisions(
+  runtime: Runtime,
+  pid: string,
+  syscall: string,
+): [string, string, unknown][] {
+  return runtime.audit.query({ pid, limit: 10_000 })
+    .filter((r) => r.detail?.syscall === syscall && r.decision !== "none")
+    .map((r) => [r.action, r.decision, r.detail?.tool]);
+}
+
 async function setup(mode: string, human: HumanMode = "none", wallMs = 2_000) {
   const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-jitcall-" }));
   const runtime = await createRuntime({ workspace: root, db: ":memory:", mode, human });
@@ -41,7 +55,11 @@ Deno.test("callJitTool() runs a tool under its process's capabilities: it reads 
   });
   assert.equal(result.value, 2);
   const audit = s.runtime.audit.query({ pid: s.pid });
-  assert.ok(audit.some((r) => r.action === "syscall.fs.read_text" && r.decision === "allow"));
+  // One record for the syscall: the primitive's, carrying the syscall and the tool.
+  assert.deepEqual(syscallDecisions(s.runtime, s.pid, "fs.read_text"), [
+    ["fs.read", "allow", "line_count"],
+  ]);
+  assert.ok(!audit.some((r) => r.action === "syscall.fs.read_text"));
   assert.ok(
     audit.some((r) =>
       r.action === "jit.call" && r.decision === "allow" && r.authority === "syscalls:1"
@@ -62,10 +80,10 @@ Deno.test("callJitTool() attack: a tool cannot write what its process may not �
   });
   assert.equal(result.value, "capability_denied");
   assert.throws(() => Deno.statSync(join(s.root, "pwned.txt")), Deno.errors.NotFound);
-  const denied = s.runtime.audit.query({ pid: s.pid }).filter((r) =>
-    r.action === "syscall.fs.write_text"
-  );
-  assert.deepEqual(denied.map((r) => r.decision), ["deny"]);
+  assert.deepEqual(syscallDecisions(s.runtime, s.pid, "fs.write_text"), [
+    ["fs.write", "deny", "vandal"],
+  ]);
+  assert.deepEqual(s.runtime.audit.query({ pid: s.pid, action: "syscall.fs.write_text" }), []);
 });
 
 Deno.test("callJitTool() audits a breach with its code", async () => {
@@ -126,8 +144,13 @@ Deno.test("callJitTool() a queue-mode approval blocks inside the syscall, past t
   assert.ok(!("refused" in (result.value as object)), JSON.stringify(result.value));
   assert.ok(!exists(join(s.root, "old.txt")), "the approved delete ran");
   assert.equal(s.runtime.human.get(request.id).status, "dispatched", "handed back once");
-  const deletes = s.runtime.audit.query({ pid: s.pid, action: "syscall.fs.delete_file" });
-  assert.deepEqual(deletes.map((r) => r.decision), ["allow"]);
+  // One record per decision on the syscall path: the primitive's ask, then its allow (the delete
+  // ran once), each naming the syscall and the tool; the session adds none of its own.
+  assert.deepEqual(syscallDecisions(s.runtime, s.pid, "fs.delete_file"), [
+    ["fs.delete", "ask", "cleaner"],
+    ["fs.delete", "allow", "cleaner"],
+  ]);
+  assert.deepEqual(s.runtime.audit.query({ pid: s.pid, action: "syscall.fs.delete_file" }), []);
   const action = s.runtime.ledger.list(s.pid).find((a) => a.kind === "jit.call");
   assert.equal(action?.status, "done");
 });

@@ -276,12 +276,17 @@ Deno.test("LibOSSyscallSession.call() attack: syscalls are charged to the proces
     assert.throws(() => Deno.statSync(join(root, "c.txt")), Deno.errors.NotFound);
     assert.equal(Deno.readTextFileSync(join(root, "b.txt")), "2", "control: b.txt was written");
     assert.equal(runtime.processes.get(pid).status, "failed");
-    const writes = runtime.audit.query({ pid, action: "syscall.fs.write_text" });
-    assert.deepEqual(writes.map((r) => [r.decision, r.authority]), [
-      ["allow", "tool:writer"],
-      ["deny", "validation"],
-      ["allow", "tool:writer"],
-      ["deny", "budget_exhausted"],
+    // One record per syscall: the filesystem primitive's for the two writes (carrying the
+    // syscall), the session's for the two refused before any primitive.
+    const writes = runtime.audit.query({ pid }).filter((r) =>
+      r.action === "syscall.fs.write_text" ||
+      (r.detail?.syscall === "fs.write_text" && r.decision !== "none")
+    );
+    assert.deepEqual(writes.map((r) => [r.action, r.decision, r.detail?.tool ?? r.authority]), [
+      ["fs.write", "allow", "writer"],
+      ["syscall.fs.write_text", "deny", "validation"],
+      ["fs.write", "allow", "writer"],
+      ["syscall.fs.write_text", "deny", "budget_exhausted"],
     ]);
     assert.equal(runtime.audit.query({ pid, action: "budget.exhausted" }).length, 1);
   } finally {
@@ -301,9 +306,17 @@ Deno.test("LibOSSyscallSession.call() records a refused syscall with what refuse
       CapabilityDeniedError,
     );
     assert.throws(() => Deno.statSync(join(root, "a.txt")), Deno.errors.NotFound);
-    const [record] = runtime.audit.query({ pid, action: "syscall.fs.write_text" });
+    // The one record of the refused syscall: the primitive's deny, naming the syscall and tool.
+    const records = runtime.audit.query({ pid }).filter((r) =>
+      r.action === "syscall.fs.write_text" ||
+      (r.detail?.syscall === "fs.write_text" && r.decision !== "none")
+    );
+    assert.equal(records.length, 1);
+    const [record] = records;
+    assert.equal(record?.action, "fs.write");
     assert.equal(record?.decision, "deny");
     assert.equal(record?.authority, "mode:plan");
+    assert.deepEqual(record?.detail, { syscall: "fs.write_text", tool: "writer" });
   } finally {
     Deno.removeSync(root, { recursive: true });
   }

@@ -12,6 +12,7 @@ import { JitSandbox, type SandboxLimits } from "../jit/sandbox.ts";
 import { lifecycleFor } from "../jit/tool_lifecycle.ts";
 import { JitValidator } from "../jit/validator.ts";
 import { BudgetExhaustedError } from "../runtime/base/errors.ts";
+import type { AuditRecord } from "../runtime/audit/audit_log.ts";
 import type { HumanMode } from "../runtime/human/human_channel.ts";
 import type { Budgets } from "../runtime/process/process.ts";
 import type { Runtime } from "../runtime/runtime.ts";
@@ -96,6 +97,16 @@ function jitCalls(runtime: Runtime, pid: string, tool: string): [string, string]
 }
 
 /** The error code of a failed result (the call must have failed). */
+/**
+ * A syscall's decision records, oldest first: one per syscall — its primitive's, carrying the
+ * syscall in its detail, or the session's `syscall.<name>` when no primitive decided.
+ */
+function syscallRecords(runtime: Runtime, pid: string, syscall: string): AuditRecord[] {
+  return runtime.audit.query({ pid, limit: 10_000 }).filter((r) =>
+    r.decision !== "none" && (r.action === `syscall.${syscall}` || r.detail?.syscall === syscall)
+  );
+}
+
 function codeOf(result: ToolResult): string {
   assert.equal(result.ok, false, `expected a failure, got ${result.forModel}`);
   return result.ok ? "" : result.error.code;
@@ -201,9 +212,18 @@ Deno.test("A registered JIT tool attack: writing past the process's tool-call bu
     ["allow", "syscalls:0"],
     ["deny", "budget_exhausted"],
   ]);
-  const writes = s.runtime.audit.query({ pid: jit, action: "syscall.fs.write_text" });
-  assert.deepEqual(writes.at(-1)?.authority, "budget_exhausted");
-  assert.equal(writes.filter((r) => r.decision === "allow").length, jitWrites);
+  // One record per syscall: the filesystem primitive's allow for each write (naming the
+  // syscall), the session's refusal for the one past the budget.
+  const writes = syscallRecords(s.runtime, jit, "fs.write_text");
+  assert.deepEqual(
+    [writes.at(-1)?.action, writes.at(-1)?.authority],
+    ["syscall.fs.write_text", "budget_exhausted"],
+  );
+  assert.equal(
+    writes.filter((r) => r.action === "fs.write" && r.decision === "allow").length,
+    jitWrites,
+  );
+  assert.equal(writes.length, jitWrites + 1);
   assert.equal(s.runtime.audit.query({ pid: jit, action: "budget.exhausted" }).length, 1);
 });
 
@@ -238,9 +258,11 @@ Deno.test("A registered JIT tool attack: shell.run with an hour-long timeout is 
   });
   assert.ok(tenMinutes.ok && tenMinutes.value === "ran", tenMinutes.forModel);
   assert.ok(exists(join(s.root, "minutes.txt")), "control: ten minutes is the cap, and runs");
+  // One record per syscall: the session's refusal of the hour (before any primitive), the shell
+  // primitive's allow of ten minutes (naming the syscall).
   assert.deepEqual(
-    s.runtime.audit.query({ pid, action: "syscall.shell.run" }).map((r) => r.authority),
-    ["validation", "tool:patient_shell"],
+    syscallRecords(s.runtime, pid, "shell.run").map((r) => [r.action, r.decision]),
+    [["syscall.shell.run", "deny"], ["shell.run", "allow"]],
   );
 });
 
@@ -256,7 +278,7 @@ Deno.test("A registered JIT tool attack: keeping the host serving past the call'
   const attack = await s.invoke(pid, "sleeper", { attack: true, sleeps: 3, marker: "late.txt" });
   assert.equal(codeOf(attack), "serving_limit");
   assert.ok(!exists(join(s.root, "late.txt")), "nothing ran after the breach");
-  assert.deepEqual(s.runtime.audit.query({ pid, action: "syscall.fs.write_text" }), []);
+  assert.deepEqual(syscallRecords(s.runtime, pid, "fs.write_text"), []);
   // Control: a human takes two seconds to answer, then one sleep: well within the bound.
   const asked = s.invoke(pid, "sleeper", { attack: true, ask: true, sleeps: 1, marker: "ok.txt" });
   let request: string | undefined;

@@ -1,9 +1,8 @@
 /**
  * The bounds of the tool surface that a built-in tool and its JIT syscall share (issue 20): how
- * long a call may wait on the host, and how much it may carry. Declared once, here; the tools'
- * schemas and the syscall table (`jit/syscall_session.ts`) both use these constants, and
- * `tests/tool_syscall_parity_test.ts` compares every tool/syscall pair's derived JSON Schemas so
- * no bound can drift between them again. Primitives keep limits of their own (often wider, for
+ * long a call may wait on the host, and how much it may carry. Declared once, here, and used by
+ * the tool declarations, whose syscalls share their schemas (or, where a syscall's shape must
+ * differ, are built from the same caps: `tests/tool_syscall_parity_test.ts` checks both). Primitives keep limits of their own (often wider, for
  * the host's own callers); a model or an agent-written tool never gets more than these.
  *
  * @module

@@ -7,7 +7,12 @@
  */
 import { z } from "zod";
 import { GREP_MATCHES_MAX, LIST_LIMIT_MAX, READ_BYTES_MAX, WRITE_CHARS_MAX } from "./caps.ts";
-import { present as given, type ToolSpec } from "../runtime/broker/tool.ts";
+import {
+  present as given,
+  syscall,
+  type SyscallOnlySpec,
+  type ToolSpec,
+} from "../runtime/broker/tool.ts";
 
 const Path = z.string().min(1).max(4096).describe("A path, relative to your working directory");
 
@@ -19,12 +24,18 @@ const ReadArgs = z.object({
 }).strict();
 
 /** `read_text_file`: a UTF-8 file's content (cut at a code point boundary). */
-export const readTextFile: ToolSpec<typeof ReadArgs> = {
+export const readTextFile: ToolSpec<typeof ReadArgs, "fs.read_text"> = {
   name: "read_text_file",
   description: "Read a UTF-8 text file of the workspace.",
   args: ReadArgs,
   effects: ["fs.read"],
   run: (args, ctx) => ctx.fs.readText(args.path, given({ maxBytes: args.max_bytes })),
+  syscalls: {
+    "fs.read_text": syscall(
+      ReadArgs,
+      (a, sys) => sys.fs.readText({ path: a.path, ...given({ maxBytes: a.max_bytes }) }),
+    ),
+  },
 };
 
 const WriteArgs = z.object({
@@ -34,13 +45,24 @@ const WriteArgs = z.object({
 }).strict();
 
 /** `write_text_file`: writes a file atomically. */
-export const writeTextFile: ToolSpec<typeof WriteArgs> = {
+export const writeTextFile: ToolSpec<typeof WriteArgs, "fs.write_text"> = {
   name: "write_text_file",
   description: "Write a UTF-8 text file of the workspace (atomically).",
   args: WriteArgs,
   effects: ["fs.write"],
   run: (args, ctx) =>
     ctx.fs.writeText(args.path, args.content, given({ overwrite: args.overwrite })),
+  syscalls: {
+    "fs.write_text": syscall(
+      WriteArgs,
+      (a, sys) =>
+        sys.fs.writeText({
+          path: a.path,
+          content: a.content,
+          ...given({ overwrite: a.overwrite }),
+        }),
+    ),
+  },
 };
 
 const ListArgs = z.object({
@@ -49,12 +71,18 @@ const ListArgs = z.object({
 }).strict();
 
 /** `read_directory`: a directory's entries (not followed). */
-export const readDirectory: ToolSpec<typeof ListArgs> = {
+export const readDirectory: ToolSpec<typeof ListArgs, "fs.list"> = {
   name: "read_directory",
   description: "List a workspace directory's entries (name and type), in name order.",
   args: ListArgs,
   effects: ["fs.read"],
   run: (args, ctx) => ctx.fs.listDir(args.path, given({ limit: args.limit })),
+  syscalls: {
+    "fs.list": syscall(
+      ListArgs,
+      (a, sys) => sys.fs.listDir({ path: a.path, ...given({ limit: a.limit }) }),
+    ),
+  },
 };
 
 const MakeDirArgs = z.object({
@@ -63,12 +91,18 @@ const MakeDirArgs = z.object({
 }).strict();
 
 /** `write_directory`: creates a directory. */
-export const writeDirectory: ToolSpec<typeof MakeDirArgs> = {
+export const writeDirectory: ToolSpec<typeof MakeDirArgs, "fs.make_dir"> = {
   name: "write_directory",
   description: "Create a directory in the workspace.",
   args: MakeDirArgs,
   effects: ["fs.write"],
   run: (args, ctx) => ctx.fs.makeDir(args.path, given({ parents: args.parents })),
+  syscalls: {
+    "fs.make_dir": syscall(
+      MakeDirArgs,
+      (a, sys) => sys.fs.makeDir({ path: a.path, parents: a.parents ?? false }),
+    ),
+  },
 };
 
 const DeleteFileArgs = z.object({
@@ -77,12 +111,18 @@ const DeleteFileArgs = z.object({
 }).strict();
 
 /** `delete_file`: deletes one file (never a directory). */
-export const deleteFile: ToolSpec<typeof DeleteFileArgs> = {
+export const deleteFile: ToolSpec<typeof DeleteFileArgs, "fs.delete_file"> = {
   name: "delete_file",
   description: "Delete one file of the workspace.",
   args: DeleteFileArgs,
   effects: ["fs.delete"],
   run: (args, ctx) => ctx.fs.deleteFile(args.path, given({ missingOk: args.missing_ok })),
+  syscalls: {
+    "fs.delete_file": syscall(
+      DeleteFileArgs,
+      (a, sys) => sys.fs.deleteFile({ path: a.path, ...given({ missingOk: a.missing_ok }) }),
+    ),
+  },
 };
 
 const DeleteDirArgs = z.object({
@@ -91,12 +131,18 @@ const DeleteDirArgs = z.object({
 }).strict();
 
 /** `delete_directory`: deletes a directory (empty unless recursive). */
-export const deleteDirectory: ToolSpec<typeof DeleteDirArgs> = {
+export const deleteDirectory: ToolSpec<typeof DeleteDirArgs, "fs.delete_dir"> = {
   name: "delete_directory",
   description: "Delete a directory of the workspace (it must be empty unless recursive).",
   args: DeleteDirArgs,
   effects: ["fs.delete"],
   run: (args, ctx) => ctx.fs.deleteDir(args.path, given({ recursive: args.recursive })),
+  syscalls: {
+    "fs.delete_dir": syscall(
+      DeleteDirArgs,
+      (a, sys) => sys.fs.deleteDir({ path: a.path, ...given({ recursive: a.recursive }) }),
+    ),
+  },
 };
 
 const EditArgs = z.object({
@@ -109,7 +155,7 @@ const EditArgs = z.object({
 }).strict();
 
 /** `edit_file`: exact string replacement, refused when the file changed since it was read. */
-export const editFile: ToolSpec<typeof EditArgs> = {
+export const editFile: ToolSpec<typeof EditArgs, "fs.edit"> = {
   name: "edit_file",
   description:
     "Edit a text file by replacing an exact piece of text (unique in the file unless replace_all). An edit that needs approval shows your human its diff.",
@@ -122,6 +168,18 @@ export const editFile: ToolSpec<typeof EditArgs> = {
       args.new_string,
       given({ replaceAll: args.replace_all }),
     ),
+  syscalls: {
+    "fs.edit": syscall(
+      EditArgs,
+      (a, sys) =>
+        sys.fs.editText({
+          path: a.path,
+          oldString: a.old_string,
+          newString: a.new_string,
+          ...given({ replaceAll: a.replace_all }),
+        }),
+    ),
+  },
 };
 
 const GlobArgs = z.object({
@@ -133,13 +191,19 @@ const GlobArgs = z.object({
 }).strict();
 
 /** `glob`: files matching a pattern, among those the process may list. */
-export const globFiles: ToolSpec<typeof GlobArgs> = {
+export const globFiles: ToolSpec<typeof GlobArgs, "fs.glob"> = {
   name: "glob",
   description:
     "Find files whose workspace path matches a glob. Directories you may not read are not entered.",
   args: GlobArgs,
   effects: ["fs.read"],
   run: (args, ctx) => ctx.fs.glob(args.pattern, given({ path: args.path, limit: args.limit })),
+  syscalls: {
+    "fs.glob": syscall(
+      GlobArgs,
+      (a, sys) => sys.fs.glob({ glob: a.pattern, ...given({ path: a.path, limit: a.limit }) }),
+    ),
+  },
 };
 
 const GrepArgs = z.object({
@@ -151,7 +215,7 @@ const GrepArgs = z.object({
 }).strict();
 
 /** `grep`: lines containing a text; files the process may not read, or secrets, are skipped. */
-export const grepFiles: ToolSpec<typeof GrepArgs> = {
+export const grepFiles: ToolSpec<typeof GrepArgs, "fs.grep"> = {
   name: "grep",
   description:
     "Find the lines of workspace files that contain a text. Files you may not read, and secret-bearing files, are skipped without asking anyone.",
@@ -167,4 +231,29 @@ export const grepFiles: ToolSpec<typeof GrepArgs> = {
         maxMatches: args.max_matches,
       }),
     ),
+  syscalls: {
+    "fs.grep": syscall(
+      GrepArgs,
+      (a, sys) =>
+        sys.fs.grep({
+          text: a.text,
+          ...given({
+            path: a.path,
+            glob: a.glob,
+            ignoreCase: a.ignore_case,
+            maxMatches: a.max_matches,
+          }),
+        }),
+    ),
+  },
+};
+
+const StatArgs = z.object({ path: Path }).strict();
+
+/** File syscalls no model-facing tool mirrors. */
+export const fileSyscalls: SyscallOnlySpec<"fs.stat"> = {
+  syscalls: { "fs.stat": syscall(StatArgs, (a, sys) => sys.fs.stat({ path: a.path })) },
+  noTool: {
+    "fs.stat": "the model reads a file's facts through read_directory and read_text_file",
+  },
 };

@@ -6,7 +6,7 @@
  * @module
  */
 import { z } from "zod";
-import { present, type ToolSpec } from "../runtime/broker/tool.ts";
+import { present, syscall, type SyscallOnlySpec, type ToolSpec } from "../runtime/broker/tool.ts";
 
 const ProposeArgs = z.object({
   name: z.string().min(1).max(64).describe("snake_case; never a built-in's name"),
@@ -65,4 +65,12 @@ export const loadImageFromYaml: ToolSpec<typeof ImageArgs> = {
   args: ImageArgs,
   effects: ["image"],
   run: (args, ctx) => ctx.images.loadYaml(args.yaml, present({ replace: args.replace })),
+};
+
+/** Image syscalls no model-facing tool mirrors. */
+export const imageSyscalls: SyscallOnlySpec<"image.list"> = {
+  syscalls: { "image.list": syscall(z.object({}).strict(), (_a, sys) => sys.images.list()) },
+  noTool: {
+    "image.list": "the model is told its image; a tool may list the ids it may read",
+  },
 };

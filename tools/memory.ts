@@ -7,7 +7,7 @@
  * @module
  */
 import { z } from "zod";
-import { present, type ToolSpec } from "../runtime/broker/tool.ts";
+import { present, syscall, type SyscallOnlySpec, type ToolSpec } from "../runtime/broker/tool.ts";
 
 const Oid = z.string().min(1).max(128).describe("An object id (obj_…)");
 const Namespace = z.string().min(1).max(512).describe(
@@ -44,8 +44,20 @@ const CreateArgs = z.object({
   tags: Tags.optional(),
 }).strict();
 
+/**
+ * The syscall's object: the tool's own field schemas (in the order the syscall has always listed
+ * them, which decides the first issue reported), and a name it may give as null (no name).
+ */
+const CreateSyscallArgs = z.object({
+  namespace: CreateArgs.shape.namespace,
+  name: Name.nullable().optional(),
+  type: CreateArgs.shape.type,
+  payload: CreateArgs.shape.payload,
+  tags: CreateArgs.shape.tags,
+}).strict();
+
 /** `create_memory_object`: a new object (in the process's own namespace by default). */
-export const createMemoryObject: ToolSpec<typeof CreateArgs> = {
+export const createMemoryObject: ToolSpec<typeof CreateArgs, "memory.create"> = {
   name: "create_memory_object",
   description: "Store a typed JSON object in memory; returns its id.",
   args: CreateArgs,
@@ -57,6 +69,17 @@ export const createMemoryObject: ToolSpec<typeof CreateArgs> = {
       payload: args.payload,
       provenance: { source: "model", label: "create_memory_object", ref: null },
     })),
+  syscalls: {
+    "memory.create": syscall(
+      CreateSyscallArgs,
+      (a, sys) =>
+        sys.memory.create({
+          type: a.type,
+          payload: a.payload,
+          ...present({ namespace: a.namespace, name: a.name, tags: a.tags }),
+        }),
+    ),
+  },
 };
 
 const ReadArgs = z.object({
@@ -72,7 +95,10 @@ const ReadArgs = z.object({
 );
 
 /** `read_memory_object`: an object and its payload, by id or by name. */
-export const readMemoryObject: ToolSpec<typeof ReadArgs> = {
+export const readMemoryObject: ToolSpec<
+  typeof ReadArgs,
+  "memory.read" | "memory.read_by_name"
+> = {
   name: "read_memory_object",
   description: "Read a memory object (by oid, or by namespace and name) with its payload.",
   args: ReadArgs,
@@ -82,6 +108,14 @@ export const readMemoryObject: ToolSpec<typeof ReadArgs> = {
       ? ctx.memory.read(args.oid)
       : ctx.memory.readByName(args.namespace!, args.name!);
     return { ...described(record.info), payload: record.payload };
+  },
+  // A syscall reads by one key or the other: two syscalls, each with its half of the arguments.
+  syscalls: {
+    "memory.read": syscall(z.object({ oid: Oid }).strict(), (a, sys) => sys.memory.read(a.oid)),
+    "memory.read_by_name": syscall(
+      z.object({ namespace: Namespace, name: Name }).strict(),
+      (a, sys) => sys.memory.readByName(a.namespace, a.name),
+    ),
   },
 };
 
@@ -117,7 +151,7 @@ export const appendMemoryObject: ToolSpec<typeof AppendArgs> = {
 const NamespaceArgs = z.object({ namespace: Namespace }).strict();
 
 /** `create_memory_namespace`: a shared namespace (the creator may use it; others need grants). */
-export const createMemoryNamespace: ToolSpec<typeof NamespaceArgs> = {
+export const createMemoryNamespace: ToolSpec<typeof NamespaceArgs, "memory.create_namespace"> = {
   name: "create_memory_namespace",
   description: "Create a memory namespace (a folder of objects) others can be granted.",
   args: NamespaceArgs,
@@ -126,17 +160,39 @@ export const createMemoryNamespace: ToolSpec<typeof NamespaceArgs> = {
     ctx.memory.createNamespace(args.namespace);
     return { namespace: args.namespace, created: true };
   },
+  syscalls: {
+    "memory.create_namespace": syscall(NamespaceArgs, (a, sys) => {
+      sys.memory.createNamespace(a.namespace);
+      return { namespace: a.namespace, created: true };
+    }),
+  },
 };
 
 const ListArgs = z.object({ namespace: Namespace.optional() }).strict();
 
 /** `list_memory_namespace`: the objects of a namespace the process may read (no payloads). */
-export const listMemoryNamespace: ToolSpec<typeof ListArgs> = {
+export const listMemoryNamespace: ToolSpec<typeof ListArgs, "memory.list"> = {
   name: "list_memory_namespace",
   description: "List the objects of a memory namespace (yours by default), without payloads.",
   args: ListArgs,
   effects: ["memory.read"],
   run: (args, ctx) => ({ objects: ctx.memory.list(args.namespace).map(described) }),
+  syscalls: { "memory.list": syscall(ListArgs, (a, sys) => sys.memory.list(a.namespace)) },
+};
+
+const UpdateArgs = z.object({ oid: Oid, payload: z.json() }).strict();
+
+/** Memory syscalls no model-facing tool mirrors. */
+export const memorySyscalls: SyscallOnlySpec<"memory.update"> = {
+  syscalls: {
+    "memory.update": syscall(
+      UpdateArgs,
+      (a, sys) => sys.memory.update(a.oid, { payload: a.payload }),
+    ),
+  },
+  noTool: {
+    "memory.update": "the model appends (append_memory_object); a tool may replace its payload",
+  },
 };
 
 const FromFileArgs = z.object({

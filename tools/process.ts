@@ -7,7 +7,14 @@
  * @module
  */
 import { z } from "zod";
-import { present, type ToolSpec } from "../runtime/broker/tool.ts";
+import { CHILD_WAIT_MS_MAX } from "./caps.ts";
+import {
+  BudgetsSchema,
+  CapabilityResourceSchema,
+  present,
+  syscall,
+  type ToolSpec,
+} from "../runtime/broker/tool.ts";
 
 const Pid = z.string().min(1).max(64).describe("A process id (pid_…)");
 
@@ -17,6 +24,8 @@ const Budgets = z.object({
   maxWallTimeMs: z.number().int().min(1).optional(),
   maxModelTokens: z.number().int().min(0).optional(),
 }).strict().describe("Carved out of your own remaining budgets");
+
+const Rights = z.array(z.string().min(1).max(32)).min(1).max(16);
 
 const Inherit = z.array(
   z.object({
@@ -32,19 +41,30 @@ const Inherit = z.array(
         scope: z.enum(["exact", "prefix", "any"]),
       }).strict(),
     ]),
-    rights: z.array(z.string().min(1).max(32)).min(1).max(16),
+    rights: Rights,
   }).strict(),
 ).max(64).describe("Scopes of your authority to hand the child (nothing by default)");
+
+/**
+ * What a syscall's child is handed: the process manager's own budgets (each bounded) and any
+ * capability resource, with the tool's rights and count caps.
+ */
+const ChildSyscallArgs = {
+  budgets: BudgetsSchema.partial().strict().optional(),
+  inherit: z.array(z.object({ resource: CapabilityResourceSchema, rights: Rights }).strict())
+    .max(64).optional(),
+};
 
 const None = z.object({}).strict();
 
 /** `get_working_directory`: the process's working directory. */
-export const getWorkingDirectory: ToolSpec<typeof None> = {
+export const getWorkingDirectory: ToolSpec<typeof None, "process.cwd"> = {
   name: "get_working_directory",
   description: "Your working directory (workspace-relative).",
   args: None,
   effects: ["process"],
   run: (_args, ctx) => ({ cwd: ctx.process.cwd() }),
+  syscalls: { "process.cwd": syscall(None, (_a, sys) => sys.process.cwd()) },
 };
 
 const ChdirArgs = z.object({ path: z.string().min(1).max(4096) }).strict();
@@ -59,12 +79,13 @@ export const setWorkingDirectory: ToolSpec<typeof ChdirArgs> = {
 };
 
 /** `list_child_processes`: the process's children and their status. */
-export const listChildProcesses: ToolSpec<typeof None> = {
+export const listChildProcesses: ToolSpec<typeof None, "process.list"> = {
   name: "list_child_processes",
   description: "List your child processes with their status and result.",
   args: None,
   effects: ["process"],
   run: (_args, ctx) => ({ children: ctx.process.children() }),
+  syscalls: { "process.list": syscall(None, (_a, sys) => sys.process.children()) },
 };
 
 const ForkArgs = z.object({
@@ -74,7 +95,7 @@ const ForkArgs = z.object({
 }).strict();
 
 /** `fork_child_process`: a child with this process's image and tools. */
-export const forkChildProcess: ToolSpec<typeof ForkArgs> = {
+export const forkChildProcess: ToolSpec<typeof ForkArgs, "process.fork"> = {
   name: "fork_child_process",
   description:
     "Start a child process with your image and tools and a goal of its own; it holds only the authority you hand it.",
@@ -82,6 +103,13 @@ export const forkChildProcess: ToolSpec<typeof ForkArgs> = {
   effects: ["process"],
   run: (args, ctx) =>
     ctx.process.fork(present({ goal: args.goal, budgets: args.budgets, inherit: args.inherit })),
+  syscalls: {
+    "process.fork": syscall(
+      ForkArgs.extend(ChildSyscallArgs),
+      (a, sys) =>
+        sys.process.fork(present({ goal: a.goal, budgets: a.budgets, inherit: a.inherit })),
+    ),
+  },
 };
 
 const SpawnArgs = z.object({
@@ -95,7 +123,7 @@ const SpawnArgs = z.object({
 }).strict();
 
 /** `spawn_child_process`: a fresh child with its own image. */
-export const spawnChildProcess: ToolSpec<typeof SpawnArgs> = {
+export const spawnChildProcess: ToolSpec<typeof SpawnArgs, "process.spawn_child"> = {
   name: "spawn_child_process",
   description:
     "Start a child process from an image, with a goal; it holds only the authority you hand it.",
@@ -107,17 +135,40 @@ export const spawnChildProcess: ToolSpec<typeof SpawnArgs> = {
       goal: args.goal,
       ...present({ tools: args.tools, budgets: args.budgets, inherit: args.inherit }),
     }),
+  syscalls: {
+    "process.spawn_child": syscall(
+      SpawnArgs.extend(ChildSyscallArgs),
+      (a, sys) =>
+        sys.process.spawnChild({
+          image: a.image,
+          goal: a.goal,
+          ...present({ tools: a.tools, budgets: a.budgets, inherit: a.inherit }),
+        }),
+    ),
+  },
 };
 
 const WaitArgs = z.object({
   pid: Pid.optional().describe("The child to wait for (default: any child)"),
 }).strict();
 
+/** How long a syscall's `process.wait` blocks when the tool names no `timeout_ms`. */
+const WAIT_DEFAULT_MS = 60_000;
+
+/**
+ * A syscall's wait holds its call open (the built-in parks its process instead): a child or any
+ * (null), and how long to block, bounded by `tools/caps.ts`.
+ */
+const WaitSyscallArgs = z.object({
+  pid: Pid.nullable().default(null),
+  timeout_ms: z.number().int().min(0).max(CHILD_WAIT_MS_MAX).default(WAIT_DEFAULT_MS),
+}).strict();
+
 /**
  * `wait_child_process`: a finished child at once if there is one; otherwise the process sleeps
  * until one finishes (its quantum ends; the result comes back when it wakes).
  */
-export const waitChildProcess: ToolSpec<typeof WaitArgs> = {
+export const waitChildProcess: ToolSpec<typeof WaitArgs, "process.wait"> = {
   name: "wait_child_process",
   description:
     "Wait for a child process (or any) to finish and get its status and result. If none has finished yet, you sleep until one does.",
@@ -129,6 +180,12 @@ export const waitChildProcess: ToolSpec<typeof WaitArgs> = {
     if (finished !== null) return { child: finished };
     return ctx.process.wait(child);
   },
+  syscalls: {
+    "process.wait": syscall(
+      WaitSyscallArgs,
+      (a, sys, signal) => sys.process.wait(a.pid, a.timeout_ms, signal),
+    ),
+  },
 };
 
 const SignalArgs = z.object({
@@ -137,25 +194,29 @@ const SignalArgs = z.object({
 }).strict();
 
 /** `signal_child_process`: pause, resume, cancel, interrupt or terminate a child. */
-export const signalChildProcess: ToolSpec<typeof SignalArgs> = {
+export const signalChildProcess: ToolSpec<typeof SignalArgs, "process.signal"> = {
   name: "signal_child_process",
   description:
     "Send one of your child processes a signal (pause, resume, cancel, interrupt, terminate).",
   args: SignalArgs,
   effects: ["process"],
   run: (args, ctx) => ({ child: ctx.process.signal(args.pid, args.signal) }),
+  syscalls: {
+    "process.signal": syscall(SignalArgs, (a, sys) => sys.process.signal(a.pid, a.signal)),
+  },
 };
 
 const MergeArgs = z.object({ pid: Pid }).strict();
 
 /** `merge_child_memory`: read access to a finished child's result object. */
-export const mergeChildMemory: ToolSpec<typeof MergeArgs> = {
+export const mergeChildMemory: ToolSpec<typeof MergeArgs, "process.merge"> = {
   name: "merge_child_memory",
   description:
     "Take in the result object of a finished child process (it must be an object the child made).",
   args: MergeArgs,
   effects: ["process"],
   run: (args, ctx) => ({ merged: ctx.process.merge(args.pid) }),
+  syscalls: { "process.merge": syscall(MergeArgs, (a, sys) => sys.memory.merge(a.pid)) },
 };
 
 const ExecArgs = z.object({
@@ -165,7 +226,7 @@ const ExecArgs = z.object({
 }).strict();
 
 /** `exec_process`: replaces the process's image and tool table; its capabilities stay. */
-export const execProcess: ToolSpec<typeof ExecArgs> = {
+export const execProcess: ToolSpec<typeof ExecArgs, "process.exec"> = {
   name: "exec_process",
   description:
     "Switch yourself to another image (and its tools); your authority does not change. Your JIT tools are dropped.",
@@ -173,6 +234,14 @@ export const execProcess: ToolSpec<typeof ExecArgs> = {
   effects: ["process"],
   run: (args, ctx) =>
     ctx.process.exec({ image: args.image, ...present({ tools: args.tools, goal: args.goal }) }),
+  // Applied after the tool's result frame: a tool never replaces its process while it runs.
+  syscalls: {
+    "process.exec": syscall(
+      ExecArgs,
+      (a, sys) =>
+        sys.process.exec({ image: a.image, ...present({ tools: a.tools, goal: a.goal }) }),
+    ),
+  },
 };
 
 const ExitArgs = z.object({
@@ -183,12 +252,19 @@ const ExitArgs = z.object({
 }).strict();
 
 /** `process_exit`: ends the process with an optional result object. */
-export const processExit: ToolSpec<typeof ExitArgs> = {
+export const processExit: ToolSpec<typeof ExitArgs, "process.exit"> = {
   name: "process_exit",
   description: "Finish: end your process, naming the object that holds your result.",
   args: ExitArgs,
   effects: ["process"],
   run: (args, ctx) => ctx.process.exit(present({ result: args.result, message: args.message })),
+  // Applied after the tool's result frame: a tool never ends its process while it runs.
+  syscalls: {
+    "process.exit": syscall(
+      ExitArgs,
+      (a, sys) => sys.process.exit(present({ result: a.result, message: a.message })),
+    ),
+  },
 };
 
 const CheckpointArgs = z.object({

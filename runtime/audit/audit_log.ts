@@ -42,6 +42,7 @@
  *
  * @module
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { z } from "zod";
 import { type ChainHead, type HeadFile, readHeadFile, writeHeadFile } from "./audit_head.ts";
 import { canonicalJson, type JsonValue, sha256Hex } from "../base/canonical_json.ts";
@@ -145,6 +146,21 @@ export type AuditVerification =
   }
   | { readonly ok: false; readonly records: number; readonly problem: AuditProblem };
 
+/**
+ * The context of a caller that acts through others (a JIT syscall reaching a primitive), folded
+ * into every record appended while it runs ({@link AuditLog.within}).
+ */
+export interface AuditScope {
+  /** Merged into each record's detail (these keys win over the record's own). */
+  readonly detail: Readonly<Record<string, JsonValue>>;
+  /**
+   * The decision records (allow, ask or deny) appended inside the scope, as the log wrote them:
+   * {@link AuditLog.holdsDecisionOf} tells whether one is still there (a step that failed after
+   * appending rolls its records back).
+   */
+  readonly decisions: { readonly seq: number; readonly hash: string }[];
+}
+
 /** Options of {@link AuditLog}. */
 export interface AuditLogOptions {
   readonly clock: Clock;
@@ -220,6 +236,8 @@ export class AuditLog implements Disposable {
   #anchor: "fresh" | "active" | "off";
   #dirty = false;
   #headError: unknown;
+  /** The scope of the operation appending now, if any: this log's own, never shared. */
+  readonly #scope = new AsyncLocalStorage<{ readonly scope: AuditScope; open: boolean }>();
 
   /** Binds the log to a store; the head file is rewritten after every commit that added records. */
   constructor(store: Store, options: AuditLogOptions) {
@@ -273,7 +291,56 @@ export class AuditLog implements Disposable {
   }
 
   /**
-   * Appends one record in its own step (or inside the caller's step) and returns it.
+   * Runs `fn` with `scope` in force: every record appended during it — in `fn`'s own async
+   * continuations, not a concurrent caller's — gets `scope.detail` merged into its detail, and
+   * each decision record is listed in `scope.decisions`, until `fn` (or the promise it returns)
+   * has settled. Scopes do not nest: an inner one replaces the outer while it runs.
+   */
+  within<T>(scope: AuditScope, fn: () => T): T {
+    // Closed once `fn` has settled: a timer or listener it left behind keeps the async context,
+    // but what it records later is not the scope's (a child's budget record is not the fork's).
+    const held = { scope, open: true };
+    const close = () => {
+      held.open = false;
+    };
+    let result: T;
+    try {
+      result = this.#scope.run(held, fn);
+    } catch (error) {
+      close();
+      throw error;
+    }
+    if (result instanceof Promise) return result.finally(close) as T;
+    close();
+    return result;
+  }
+
+  /**
+   * Whether a decision record appended inside `scope` is in the log: written, and not rolled
+   * back with a step that failed after appending it.
+   */
+  holdsDecisionOf(scope: AuditScope): boolean {
+    const last = scope.decisions.at(-1);
+    if (last === undefined) return false;
+    // The usual case, answered from the chain's tail alone: the scope's last record is the tail.
+    const tail = this.#store.auditTail(this.#chain);
+    if (tail !== undefined && tail.seq === last.seq && tail.hash === last.hash) return true;
+    for (let i = scope.decisions.length - 1; i >= 0; i--) {
+      const { seq, hash } = scope.decisions[i]!;
+      const [row] = this.#store.queryAudit({
+        afterSeq: seq - 1,
+        beforeSeq: seq + 1,
+        limit: 1,
+        order: "asc",
+      });
+      if (row?.hash === hash) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Appends one record in its own step (or inside the caller's step) and returns it. Inside
+   * {@link AuditLog.within}, the scope's detail is merged into the record's.
    * @throws {ValidationError} when the entry is malformed or names a parent that does not exist.
    */
   append(entry: AuditEntry): AuditRecord {
@@ -288,7 +355,10 @@ export class AuditLog implements Disposable {
       );
     }
     const e = parsed.data;
-    const detail = e.detail === undefined ? null : canonicalJson(e.detail as JsonValue);
+    const held = this.#scope.getStore();
+    const scope = held?.open ? held.scope : undefined;
+    const merged = scope === undefined ? e.detail : { ...e.detail, ...scope.detail };
+    const detail = merged === undefined ? null : canonicalJson(merged as JsonValue);
     if (detail !== null && detail.length > MAX_DETAIL_CHARS) {
       throw new ValidationError(
         `Cannot append audit record: detail is ${detail.length} characters, over the ${MAX_DETAIL_CHARS} limit; store large data as an object and reference its digest`,
@@ -322,6 +392,9 @@ export class AuditLog implements Disposable {
       const row: AuditRow = { ...body, prev, hash: auditHash(prev, body) };
       this.#store.insertAudit(row);
       this.#dirty = true;
+      if (scope !== undefined && e.decision !== "none") {
+        scope.decisions.push({ seq, hash: row.hash });
+      }
       return toRecord(row);
     });
   }

@@ -2,7 +2,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { readHeadFile, writeHeadFile } from "./audit_head.ts";
-import { type AuditEntry, auditHash, AuditLog, GENESIS_HASH } from "./audit_log.ts";
+import {
+  type AuditEntry,
+  auditHash,
+  AuditLog,
+  type AuditRecord,
+  type AuditScope,
+  GENESIS_HASH,
+} from "./audit_log.ts";
 import { canonicalJson, digestOf, sha256Hex } from "../base/canonical_json.ts";
 import { FakeClock } from "../base/clock.ts";
 import { AuditError, ValidationError } from "../base/errors.ts";
@@ -141,6 +148,62 @@ Deno.test("AuditLog.append() inside a step that fails leaves no record and no ga
   assert.equal(next.chainSeq, 3);
   f.store.flush();
   assert.equal(f.audit.verify({ head: true }).ok, true);
+});
+
+Deno.test("AuditLog.within() folds its scope into the detail of each record appended during it, in its own async continuation only, and the chain stays valid", async () => {
+  using f = fixture(1);
+  const scope: AuditScope = { detail: { syscall: "fs.stat", tool: "t" }, decisions: [] };
+  const other: AuditScope = { detail: { syscall: "clock.now", tool: "u" }, decisions: [] };
+  let outside: AuditRecord | undefined;
+  const [inside] = await Promise.all([
+    f.audit.within(scope, async () => {
+      await Promise.resolve();
+      const made = f.audit.append(entry(2, { detail: { bytes: 3, tool: "spoofed" } }));
+      f.audit.append({ ...entry(3), decision: "none" });
+      return made;
+    }),
+    f.audit.within(other, () => Promise.resolve()),
+    Promise.resolve().then(() => {
+      outside = f.audit.append(entry(4));
+    }),
+  ]);
+  // The scope's keys win over the record's own; a concurrent caller's record gets nothing.
+  assert.deepEqual(inside.detail, { bytes: 3, syscall: "fs.stat", tool: "t" });
+  assert.equal(outside?.detail, null);
+  // Decision records are listed (not `none` ones), and only in their own scope.
+  assert.deepEqual(scope.decisions, [{ seq: inside.seq, hash: inside.hash }]);
+  assert.deepEqual(other.decisions, []);
+  assert.equal(f.audit.holdsDecisionOf(scope), true);
+  assert.equal(f.audit.holdsDecisionOf(other), false);
+  // A timer the scoped call left behind records later, outside the scope: nothing is folded.
+  let later: AuditRecord | undefined;
+  await f.audit.within(scope, () => {
+    setTimeout(() => {
+      later = f.audit.append(entry(5));
+    }, 0);
+    return Promise.resolve();
+  });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(later?.detail, null);
+  assert.equal(scope.decisions.length, 1);
+  f.store.flush();
+  assert.equal(f.audit.verify({ head: true }).ok, true);
+});
+
+Deno.test("AuditLog.holdsDecisionOf() is false for a scope whose only decision record was rolled back with its step, even once its seq is reused", () => {
+  using f = fixture(1);
+  const scope: AuditScope = { detail: { syscall: "fs.write_text", tool: "t" }, decisions: [] };
+  assert.throws(() =>
+    f.audit.within(scope, () =>
+      f.store.step(() => {
+        f.audit.append(entry(2));
+        throw new Error("the effect's step failed after its record");
+      }))
+  );
+  assert.equal(scope.decisions.length, 1, "the log saw the append");
+  // The rolled-back record's seq is taken by the next record, with another hash.
+  assert.equal(f.audit.append(entry(3)).seq, scope.decisions[0]!.seq);
+  assert.equal(f.audit.holdsDecisionOf(scope), false);
 });
 
 Deno.test("AuditLog.verify() accepts an untouched chain and its head file", () => {

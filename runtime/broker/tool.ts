@@ -8,12 +8,18 @@
  * process's capabilities. Declaring effects narrows further: a tool that declared only `fs.read`
  * gets an error if it tries to write, whatever the process may do.
  *
+ * A tool's declaration ({@link ToolSpec}) is also where the JIT syscalls that mirror it are
+ * declared (`syscalls`, built with {@link syscall}): same schema, same caps, and the primitive
+ * call made through a {@link SyscallPort}. `jit/syscall_session.ts` serves exactly those.
+ *
  * @module
  */
 import { z } from "zod";
 import type { JsonValue } from "../base/canonical_json.ts";
 import { CapabilityDeniedError, ValidationError } from "../base/errors.ts";
 import type { CapabilityResource } from "../authority/capability.ts";
+export { CapabilityResource as CapabilityResourceSchema } from "../authority/capability.ts";
+export { Budgets as BudgetsSchema, Signal as SignalSchema } from "../process/process.ts";
 import type { ClockReading } from "../primitives/clock.ts";
 import type { CreateObject, MemoryRecord } from "../memory/object_memory.ts";
 import type { ObjectInfo } from "../memory/memory_object.ts";
@@ -239,13 +245,167 @@ export interface ToolDefinition {
   run(args: unknown, ctx: ToolContext): Promise<ToolValue> | ToolValue;
 }
 
-/** What {@link defineTool} takes. */
-export interface ToolSpec<S extends z.ZodType> {
-  readonly name: string;
-  readonly description: string;
+/**
+ * The primitives a JIT tool's syscall reaches, bound to the calling process by its syscall
+ * session (`jit/syscall_session.ts`): what a syscall declaration's `call` may use. Each member is
+ * one primitive method (or one process-manager operation) with the caller's pid already given.
+ */
+export interface SyscallPort {
+  readonly fs: {
+    readText(a: { path: string; maxBytes?: number }): Promise<unknown>;
+    writeText(a: { path: string; content: string; overwrite?: boolean }): Promise<unknown>;
+    listDir(a: { path: string; limit?: number }): Promise<unknown>;
+    makeDir(a: { path: string; parents: boolean }): Promise<unknown>;
+    deleteFile(a: { path: string; missingOk?: boolean }): Promise<unknown>;
+    deleteDir(a: { path: string; recursive?: boolean }): Promise<unknown>;
+    stat(a: { path: string }): Promise<unknown>;
+    editText(
+      a: { path: string; oldString: string; newString: string; replaceAll?: boolean },
+    ): Promise<unknown>;
+    glob(a: { glob: string; path?: string; limit?: number }): Promise<unknown>;
+    grep(a: {
+      text: string;
+      path?: string;
+      glob?: string;
+      ignoreCase?: boolean;
+      maxMatches?: number;
+    }): Promise<unknown>;
+  };
+  readonly clock: {
+    now(options: { timeZone?: string }): unknown;
+    wait(ms: number, signal: AbortSignal): Promise<void>;
+  };
+  readonly memory: {
+    /** Creates an object; its provenance is the calling tool's, whatever the tool says. */
+    create(input: {
+      namespace?: string;
+      name?: string | null;
+      type: string;
+      payload: JsonValue;
+      tags?: readonly string[];
+    }): unknown;
+    read(oid: string): unknown;
+    readByName(namespace: string, name: string): unknown;
+    list(namespace?: string): unknown;
+    update(oid: string, change: { payload: JsonValue }): unknown;
+    /** Gives the caller read on a finished child's result object. */
+    merge(child: string): unknown;
+    createNamespace(key: string): unknown;
+  };
+  readonly human: {
+    output(text: string): unknown;
+    ask(question: string): Promise<string>;
+    requestPermission(permission: {
+      resource: CapabilityResource;
+      rights: string[];
+      reason: string;
+    }): Promise<string[]>;
+  };
+  readonly shell: {
+    run(
+      args: { argv: string[]; cwd?: string; timeoutMs?: number; stdin?: string },
+      signal: AbortSignal,
+    ): Promise<unknown>;
+  };
+  readonly net: {
+    fetch(
+      request: {
+        url: string;
+        method?: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
+        headers?: Record<string, string>;
+        body?: string;
+        maxBytes?: number;
+        timeoutMs?: number;
+      },
+      signal: AbortSignal,
+    ): Promise<unknown>;
+  };
+  readonly process: {
+    /** The caller's working directory, null if it no longer exists. */
+    cwd(): string | null;
+    /** The caller's children, summarised. */
+    children(): unknown;
+    fork(options: ChildRequest): unknown;
+    spawnChild(
+      options: ChildRequest & {
+        readonly image: string;
+        readonly goal: string;
+        readonly tools?: readonly string[];
+      },
+    ): unknown;
+    /** Blocks until the child (or any child) has finished; null when `timeoutMs` passes first. */
+    wait(child: string | null, timeoutMs: number, signal: AbortSignal): Promise<unknown>;
+    signal(
+      child: string,
+      signal: "pause" | "resume" | "cancel" | "interrupt" | "terminate",
+    ): unknown;
+    /** Records an exit to apply after the tool's result frame. */
+    exit(options: { readonly result?: string; readonly message?: string }): unknown;
+    /** Records an exec to apply after the tool's result frame. */
+    exec(
+      options: {
+        readonly image: string;
+        readonly tools?: readonly string[];
+        readonly goal?: string;
+      },
+    ): unknown;
+  };
+  readonly images: {
+    /** The ids of the images the caller may read. */
+    list(): string[];
+  };
+}
+
+/**
+ * One JIT syscall, declared with the tool it mirrors: its argument schema — the tool's own schema
+ * object, or one built from the same field schemas and caps where the syscall's shape must differ
+ * — and the primitive call it makes through the caller's {@link SyscallPort}.
+ */
+export interface SyscallSpec<S extends z.ZodType = z.ZodType> {
   readonly args: S;
-  readonly effects: readonly ToolEffect[];
-  run(args: z.output<S>, ctx: ToolContext): Promise<ToolValue> | ToolValue;
+  call(args: z.output<S>, sys: SyscallPort, signal: AbortSignal): unknown;
+}
+
+/** Declares a syscall (typing its call by its schema). */
+export function syscall<S extends z.ZodType>(
+  args: S,
+  call: (args: z.output<S>, sys: SyscallPort, signal: AbortSignal) => unknown,
+): SyscallSpec<S> {
+  return { args, call };
+}
+
+/** The syscalls named `N`, each declared once: exactly these names, no more, no fewer. */
+export type SyscallSpecs<N extends string = string> = {
+  readonly [
+    // Each entry keeps its own schema type; `call` is a method, so it is checked by syscall().
+    K in N
+  ]: SyscallSpec;
+};
+
+/**
+ * What {@link defineTool} takes: one declaration of a tool — name, description, arguments,
+ * effects and what it runs — and, as its field `syscalls`, the JIT syscalls `N` that mirror it
+ * (none by default). A syscall exists only as part of a declaration, so it cannot be written
+ * without one (`tools/mod.ts` collects them; `jit/syscall_session.ts` serves them).
+ */
+export type ToolSpec<S extends z.ZodType, N extends string = never> =
+  & {
+    readonly name: string;
+    readonly description: string;
+    readonly args: S;
+    readonly effects: readonly ToolEffect[];
+    run(args: z.output<S>, ctx: ToolContext): Promise<ToolValue> | ToolValue;
+  }
+  & ([N] extends [never] ? { readonly syscalls?: undefined }
+    : { readonly syscalls: SyscallSpecs<N> });
+
+/**
+ * Syscalls no model-facing tool mirrors, declared with the same {@link SyscallSpecs} and each
+ * with the reason it has no tool.
+ */
+export interface SyscallOnlySpec<N extends string> {
+  readonly syscalls: SyscallSpecs<N>;
+  readonly noTool: { readonly [K in N]: string };
 }
 
 /**
@@ -253,8 +413,8 @@ export interface ToolSpec<S extends z.ZodType> {
  * @throws {ValidationError} for a bad name, description or effect, or an argument schema that is
  *   not a JSON object schema.
  */
-export function defineTool<S extends z.ZodType>(
-  spec: ToolSpec<S>,
+export function defineTool<S extends z.ZodType, N extends string = never>(
+  spec: ToolSpec<S, N>,
   origin: ToolDefinition["origin"] = "builtin",
 ): ToolDefinition {
   const name = ToolName.safeParse(spec.name);
