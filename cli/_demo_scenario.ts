@@ -99,12 +99,12 @@ async function scenario(
     "from src.mathlib import add\n\ndef test_add():\n    assert add(2, 2) == 4\n",
   );
   Deno.writeTextFileSync(join(workspace, "pytest.log"), PYTEST_LOG);
-  // Sized to the work: the parser and one sandbox process start now, on the other core, while
-  // the runtime opens; each JIT call then finds its process started (see the validation step).
+  // Sized to the work: the parser and the two sandbox processes the demo's two JIT runs take
+  // (the candidate's test, the call) start now, on the other core, while the runtime opens.
   await using sandbox = new JitSandbox({ limits: { wallMs: 10_000 } });
   await using validator = new JitValidator();
   validator.warm();
-  sandbox.warm(1);
+  sandbox.warm(2);
   await using runtime = await createRuntime({
     workspace,
     db: join(root, "demo.db"),
@@ -265,8 +265,6 @@ async function scenario(
       oid: proposed,
     },
   );
-  // The call's own process starts while the tool is registered.
-  sandbox.warm(1);
   runtime.authority.capabilities.grant({
     subject: agent,
     resource: { type: "tool", key: "extract_failed_tests", scope: "exact" },

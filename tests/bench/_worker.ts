@@ -14,6 +14,9 @@ if (import.meta.main) {
   const found = module.CASES.find((c) => c.name === name);
   if (!found) throw new Error(`no case ${JSON.stringify(name)} in ${file}`);
   const result = await found.run();
-  const line = JSON.stringify({ ...result, peakRssKiB: process.resourceUsage().maxRSS });
+  const line = JSON.stringify({
+    ...result,
+    peakRssKiB: result.peakRssKiB ?? process.resourceUsage().maxRSS,
+  });
   Deno.stdout.writeSync(new TextEncoder().encode(line + "\n"));
 }
