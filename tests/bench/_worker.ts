@@ -1,6 +1,7 @@
 /**
  * Runs one benchmark case in this process and prints its result as one JSON line, with this
- * process's peak resident set size (getrusage's ru_maxrss, the same figure as VmHWM).
+ * process's peak resident set size (getrusage's ru_maxrss, the same figure as VmHWM) unless the
+ * case reports the peak of what it measured (a process tree it runs).
  *
  * @module
  */
