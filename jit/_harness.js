@@ -114,91 +114,91 @@ if (resident) await serveResident();
 else await serveOnce();
 
 async function serveOnce() {
-const run = await nextFrame();
-nonce = typeof run.nonce === "string" ? run.nonce : "";
-if (run.type !== "run" || run.v !== 1) {
-  write({ type: "error", name: "ProtocolError", message: "the first frame is not a v1 run frame" });
-} else {
-  let next = 0;
-  // Frames go out when the tool makes the call (the host serves them in order, and a call's wall
-  // time pauses from then); one reader takes the replies and hands each to the call with its id,
-  // so a tool that awaits several at once (Promise.all over libos.call) cannot have two readers
-  // of stdin take each other's replies.
-  const waiting = new Map();
-  let reading = false;
-  const failAll = (error) => {
-    for (const { reject } of waiting.values()) reject(error);
-    waiting.clear();
-  };
-  const pump = async () => {
-    reading = true;
-    try {
-      while (waiting.size > 0) {
-        const reply = await nextFrame();
-        const call = reply.type === "syscall_result" ? waiting.get(reply.id) : undefined;
-        if (!call) {
-          failAll(new Error("the host answered out of order"));
-          break;
+  const run = await nextFrame();
+  nonce = typeof run.nonce === "string" ? run.nonce : "";
+  if (run.type !== "run" || run.v !== 1) {
+    write({ type: "error", name: "ProtocolError", message: "the first frame is not a v1 run frame" });
+  } else {
+    let next = 0;
+    // Frames go out when the tool makes the call (the host serves them in order, and a call's wall
+    // time pauses from then); one reader takes the replies and hands each to the call with its id,
+    // so a tool that awaits several at once (Promise.all over libos.call) cannot have two readers
+    // of stdin take each other's replies.
+    const waiting = new Map();
+    let reading = false;
+    const failAll = (error) => {
+      for (const { reject } of waiting.values()) reject(error);
+      waiting.clear();
+    };
+    const pump = async () => {
+      reading = true;
+      try {
+        while (waiting.size > 0) {
+          const reply = await nextFrame();
+          const call = reply.type === "syscall_result" ? waiting.get(reply.id) : undefined;
+          if (!call) {
+            failAll(new Error("the host answered out of order"));
+            break;
+          }
+          waiting.delete(reply.id);
+          call.resolve(reply);
         }
-        waiting.delete(reply.id);
-        call.resolve(reply);
+      } catch (error) {
+        failAll(error);
+      } finally {
+        reading = false;
       }
-    } catch (error) {
-      failAll(error);
-    } finally {
-      reading = false;
-    }
-  };
-  const libos = Object.freeze({
-    async call(name, args = {}) {
-      const id = next++;
-      const reply = await new Promise((resolve, reject) => {
-        write({ type: "syscall", id, name: String(name), args });
-        waiting.set(id, { resolve, reject });
-        if (!reading) pump();
-      });
-      if (!reply.ok) {
-        const error = new Error(reply.error?.message ?? "the syscall failed");
-        error.name = "SyscallError";
-        error.code = reply.error?.code ?? "failed";
-        throw error;
-      }
-      return reply.value;
-    },
-  });
-  try {
-    const bytes = encoder.encode(run.source);
-    let binary = "";
-    for (let i = 0; i < bytes.length; i += 0x8000) {
-      binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-    }
-    // JavaScript the host transpiled skips Deno's own transpile (about 1 ms per call).
-    const media = run.lang === "javascript" ? "application/javascript" : "application/typescript";
-    const tool = await import(`data:${media};base64,${btoa(binary)}`);
-    // The entry point as the validator reads it (jit/_run_export.ts): the export named run when
-    // there is one, otherwise the default export.
-    const entry = "run" in tool ? "run" : "default";
-    if (typeof tool[entry] !== "function") {
-      throw new TypeError(
-        "the tool exports no run function; write export async function run(args, libos) { … }",
-      );
-    }
-    const value = await tool[entry](run.args, libos);
-    write({ type: "result", value: value === undefined ? null : value });
-  } catch (error) {
-    // Out of memory is the harness's finding, not the tool's claim: a RangeError counts only
-    // when the process really holds most of its budget.
-    const usage = memoryUsage();
-    const oom = error instanceof RangeError && typeof run.memoryBytes === "number" &&
-      Math.max(usage.rss, usage.heapTotal + usage.external) > run.memoryBytes / 2;
-    write({
-      type: "error",
-      name: String(error?.name ?? "Error").slice(0, 128),
-      message: String(error?.message ?? error).slice(0, 4096),
-      oom,
+    };
+    const libos = Object.freeze({
+      async call(name, args = {}) {
+        const id = next++;
+        const reply = await new Promise((resolve, reject) => {
+          write({ type: "syscall", id, name: String(name), args });
+          waiting.set(id, { resolve, reject });
+          if (!reading) pump();
+        });
+        if (!reply.ok) {
+          const error = new Error(reply.error?.message ?? "the syscall failed");
+          error.name = "SyscallError";
+          error.code = reply.error?.code ?? "failed";
+          throw error;
+        }
+        return reply.value;
+      },
     });
+    try {
+      const bytes = encoder.encode(run.source);
+      let binary = "";
+      for (let i = 0; i < bytes.length; i += 0x8000) {
+        binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+      }
+      // JavaScript the host transpiled skips Deno's own transpile (about 1 ms per call).
+      const media = run.lang === "javascript" ? "application/javascript" : "application/typescript";
+      const tool = await import(`data:${media};base64,${btoa(binary)}`);
+      // The entry point as the validator reads it (jit/_run_export.ts): the export named run when
+      // there is one, otherwise the default export.
+      const entry = "run" in tool ? "run" : "default";
+      if (typeof tool[entry] !== "function") {
+        throw new TypeError(
+          "the tool exports no run function; write export async function run(args, libos) { … }",
+        );
+      }
+      const value = await tool[entry](run.args, libos);
+      write({ type: "result", value: value === undefined ? null : value });
+    } catch (error) {
+      // Out of memory is the harness's finding, not the tool's claim: a RangeError counts only
+      // when the process really holds most of its budget.
+      const usage = memoryUsage();
+      const oom = error instanceof RangeError && typeof run.memoryBytes === "number" &&
+        Math.max(usage.rss, usage.heapTotal + usage.external) > run.memoryBytes / 2;
+      write({
+        type: "error",
+        name: String(error?.name ?? "Error").slice(0, 128),
+        message: String(error?.message ?? error).slice(0, 4096),
+        oom,
+      });
+    }
   }
-}
 }
 
 /** Whether a RangeError a tool met was the process running out of its memory budget. */
