@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { JitSandbox, SandboxError, type SyscallHandler } from "./sandbox.ts";
-import { failure as failed } from "../tests/shell_fixture.ts";
+import { failure as failed, processesWith } from "../tests/shell_fixture.ts";
 
 const echo: SyscallHandler = (name, args) => Promise.resolve({ name, args });
 
@@ -137,7 +137,7 @@ Deno.test("JitSandbox reuse: each limit breach fails its call and retires the pr
   await using sandbox = new JitSandbox({
     reuse: true,
     limits: {
-      wallMs: 3_000,
+      wallMs: 8_000,
       cpuSeconds: 1,
       memoryMiB: 64,
       maxSyscalls: 5,
@@ -203,4 +203,33 @@ Deno.test("JitSandbox reuse: a call of an agent process whose process is busy ge
   assert.equal(a.value, 300);
   assert.equal(b.value, 1);
   assert.deepEqual(sandbox.residents().map((r) => r.calls), [1]);
+});
+
+Deno.test("JitSandbox reuse leaves no process and no temporary directory behind (resident processes, a retired one)", async () => {
+  // Its sandboxes live under a TMPDIR of their own: others' are neither counted nor waited for.
+  const temp = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-jit-leak-" }));
+  const saved = Deno.env.get("TMPDIR");
+  Deno.env.set("TMPDIR", temp);
+  try {
+    {
+      await using sandbox = new JitSandbox({ reuse: true, limits: { wallMs: 2_000 } });
+      const ok = "export function run() { return 1; }";
+      await sandbox.call(ok, {}, echo, undefined, { reuseFor: "pid_a" });
+      await sandbox.call(ok, {}, echo, undefined, { reuseFor: "pid_b" });
+      const error = await failure(
+        sandbox.call("export function run() { for (;;) {} }", {}, echo, undefined, {
+          reuseFor: "pid_a",
+        }),
+      );
+      assert.equal(error.code, "timeout");
+      assert.equal(sandbox.residents().length, 2, "control: two resident processes are up");
+      assert.ok(processesWith(temp).length >= 2, "control: they run under it");
+    }
+    assert.deepEqual(processesWith(temp), []);
+    assert.deepEqual([...Deno.readDirSync(temp)].map((e) => e.name), []);
+  } finally {
+    if (saved === undefined) Deno.env.delete("TMPDIR");
+    else Deno.env.set("TMPDIR", saved);
+    Deno.removeSync(temp, { recursive: true });
+  }
 });
