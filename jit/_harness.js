@@ -224,7 +224,7 @@ async function serveResident() {
   const source = `(${workerMain.toString()})();`;
   const url = `data:application/javascript,${encodeURIComponent(source)}`;
   const start = () => new WorkerConstructor(url, { type: "module" });
-  // Workers started ahead: each boots (about 20 ms of CPU) while earlier calls run.
+  // Workers started ahead, so that a call finds its Worker up.
   const spares = [start(), start()];
   for (;;) {
     let run;
@@ -241,10 +241,12 @@ async function serveResident() {
       for (const spare of spares) spare.terminate();
       D.exit(0);
     }
-    const worker = spares.shift();
-    spares.push(start());
+    const worker = spares.shift() ?? start();
     await callIn(worker, run, cpuMs);
     worker.terminate();
+    // Starting a Worker blocks this thread until its isolate exists (tens of milliseconds):
+    // done once the result is out, between calls, never in a call's way.
+    while (spares.length < 2) spares.push(start());
   }
 }
 

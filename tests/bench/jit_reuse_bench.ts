@@ -5,7 +5,8 @@
  * started ahead, one call each: it cannot refill faster than processes start), and resident
  * processes (`reuse`: one walled process bound to the agent process and the tool, each call in a
  * fresh Worker inside it, the next Worker started while the call runs). Target for the resident
- * row: ≥ 5× the new-process row's calls/s.
+ * row: ≥ 5× the new-process row's calls/s. The same designs at one call every 100 ms show each
+ * call's own latency when the work ahead of it (a process, a Worker) has time to be done.
  *
  * @module
  */
@@ -21,7 +22,10 @@ const answer: SyscallHandler = () => Promise.resolve("/ws");
 
 const CALLS = 60;
 
-async function backToBack(design: "process" | "pool" | "resident"): Promise<BenchResult> {
+async function backToBack(
+  design: "process" | "pool" | "resident",
+  gapMs = 0,
+): Promise<BenchResult> {
   await using sandbox = new JitSandbox({
     poolSize: design === "pool" ? 2 : 0,
     reuse: design === "resident",
@@ -41,14 +45,15 @@ async function backToBack(design: "process" | "pool" | "resident"): Promise<Benc
     const t = performance.now();
     await sandbox.call(TOOL, { n: i }, answer, undefined, options);
     latencies.push(performance.now() - t);
+    if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
   }
   return {
     ops: CALLS,
     seconds: (performance.now() - start) / 1000,
     latenciesMs: latencies,
-    note: `back to back, one agent process, a registered tool${
-      walled ? ", inside the OS wall" : ", no OS wall"
-    }`,
+    note: `${
+      gapMs > 0 ? `one call every ${gapMs} ms` : "back to back"
+    }, one agent process, a registered tool${walled ? ", inside the OS wall" : ", no OS wall"}`,
   };
 }
 
@@ -68,5 +73,20 @@ export const CASES: readonly BenchCase[] = [
     group: "jit calls back to back: designs",
     name: "resident process per agent process and tool, a fresh Worker per call",
     run: () => backToBack("resident"),
+  },
+  {
+    group: "jit calls one every 100 ms: designs",
+    name: "new walled process per call, paced",
+    run: () => backToBack("process", 100),
+  },
+  {
+    group: "jit calls one every 100 ms: designs",
+    name: "warm pool of 2, paced",
+    run: () => backToBack("pool", 100),
+  },
+  {
+    group: "jit calls one every 100 ms: designs",
+    name: "resident process, a fresh Worker per call, paced",
+    run: () => backToBack("resident", 100),
   },
 ];
