@@ -7,7 +7,7 @@
  *
  * Peak RSS is reported two ways: the table's column is the largest single process of the tree
  * (`/usr/bin/time`'s `%M`: getrusage's maxrss over every waited-for descendant — libos itself,
- * in practice), and the note adds the largest sum over the tree's processes alive at once
+ * in practice), and the note adds the largest sum of PSS over the tree's processes alive at once
  * (polled from `/proc` every 5 ms in two unmeasured runs, so it can miss a shorter spike).
  *
  * @module
@@ -81,7 +81,7 @@ async function runs(argv: readonly string[], cwd: string, what: string): Promise
     latenciesMs: latencies,
     peakRssKiB: maxKiB,
     note: `${what}; peak RSS of the largest process ${(maxKiB / 1024).toFixed(1)} MiB, of the ` +
-      `whole tree at once ${(treeKiB / 1024).toFixed(1)} MiB (p95 ${
+      `whole tree at once (PSS) ${(treeKiB / 1024).toFixed(1)} MiB (p95 ${
         percentile(latencies, 95).toFixed(0)
       } ms)`,
   };
