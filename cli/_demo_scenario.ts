@@ -99,6 +99,12 @@ async function scenario(
     "from src.mathlib import add\n\ndef test_add():\n    assert add(2, 2) == 4\n",
   );
   Deno.writeTextFileSync(join(workspace, "pytest.log"), PYTEST_LOG);
+  // Sized to the work: the parser and the sandbox process of the candidate's test start now, on
+  // the other core, while the runtime opens; the call's process starts once that test has run.
+  await using sandbox = new JitSandbox({ limits: { wallMs: 10_000 } });
+  await using validator = new JitValidator();
+  validator.warm();
+  sandbox.warm(1);
   await using runtime = await createRuntime({
     workspace,
     db: join(root, "demo.db"),
@@ -109,8 +115,6 @@ async function scenario(
     ...(options.seed === undefined ? {} : { clock: new FakeClock(Date.UTC(2026, 0, 1)) }),
     wall: false,
   });
-  await using sandbox = new JitSandbox({ limits: { wallMs: 10_000 } });
-  await using validator = new JitValidator();
   lifecycleFor(runtime, { sandbox, validator });
   const steps: DemoReport["steps"] = [];
   const note = (
@@ -261,6 +265,9 @@ async function scenario(
       oid: proposed,
     },
   );
+  // The call's process starts while the tool is registered (not earlier: two idle processes
+  // beside the parser would add their memory to the demo's peak).
+  sandbox.warm(1);
   runtime.authority.capabilities.grant({
     subject: agent,
     resource: { type: "tool", key: "extract_failed_tests", scope: "exact" },

@@ -7,6 +7,12 @@
 import "jsr:@libos/std@0.1.0";
 
 const D = globalThis.Deno;
+// Resident (a walled process bound to one agent process and one tool, serving its calls one after
+// another): each call runs in a fresh Worker — its own isolate, globals, module instance and
+// timers — ended when the call ends; this module never runs tool code itself.
+const resident = D.args[0] === "resident";
+const WorkerConstructor = globalThis.Worker;
+
 const memoryUsage = () => D.memoryUsage();
 const input = D.stdin.readable.getReader();
 const output = D.stdout;
@@ -104,48 +110,329 @@ async function nextFrame() {
   }
 }
 
-const run = await nextFrame();
-nonce = typeof run.nonce === "string" ? run.nonce : "";
-if (run.type !== "run" || run.v !== 1) {
-  write({ type: "error", name: "ProtocolError", message: "the first frame is not a v1 run frame" });
-} else {
-  let next = 0;
-  // Frames go out when the tool makes the call (the host serves them in order, and a call's wall
-  // time pauses from then); one reader takes the replies and hands each to the call with its id,
-  // so a tool that awaits several at once (Promise.all over libos.call) cannot have two readers
-  // of stdin take each other's replies.
-  const waiting = new Map();
-  let reading = false;
-  const failAll = (error) => {
-    for (const { reject } of waiting.values()) reject(error);
-    waiting.clear();
-  };
-  const pump = async () => {
-    reading = true;
-    try {
-      while (waiting.size > 0) {
-        const reply = await nextFrame();
-        const call = reply.type === "syscall_result" ? waiting.get(reply.id) : undefined;
-        if (!call) {
-          failAll(new Error("the host answered out of order"));
-          break;
+if (resident) await serveResident();
+else await serveOnce();
+
+async function serveOnce() {
+  const run = await nextFrame();
+  nonce = typeof run.nonce === "string" ? run.nonce : "";
+  if (run.type !== "run" || run.v !== 1) {
+    write({ type: "error", name: "ProtocolError", message: "the first frame is not a v1 run frame" });
+  } else {
+    let next = 0;
+    // Frames go out when the tool makes the call (the host serves them in order, and a call's wall
+    // time pauses from then); one reader takes the replies and hands each to the call with its id,
+    // so a tool that awaits several at once (Promise.all over libos.call) cannot have two readers
+    // of stdin take each other's replies.
+    const waiting = new Map();
+    let reading = false;
+    const failAll = (error) => {
+      for (const { reject } of waiting.values()) reject(error);
+      waiting.clear();
+    };
+    const pump = async () => {
+      reading = true;
+      try {
+        while (waiting.size > 0) {
+          const reply = await nextFrame();
+          const call = reply.type === "syscall_result" ? waiting.get(reply.id) : undefined;
+          if (!call) {
+            failAll(new Error("the host answered out of order"));
+            break;
+          }
+          waiting.delete(reply.id);
+          call.resolve(reply);
         }
-        waiting.delete(reply.id);
-        call.resolve(reply);
+      } catch (error) {
+        failAll(error);
+      } finally {
+        reading = false;
       }
+    };
+    const libos = Object.freeze({
+      async call(name, args = {}) {
+        const id = next++;
+        const reply = await new Promise((resolve, reject) => {
+          write({ type: "syscall", id, name: String(name), args });
+          waiting.set(id, { resolve, reject });
+          if (!reading) pump();
+        });
+        if (!reply.ok) {
+          const error = new Error(reply.error?.message ?? "the syscall failed");
+          error.name = "SyscallError";
+          error.code = reply.error?.code ?? "failed";
+          throw error;
+        }
+        return reply.value;
+      },
+    });
+    try {
+      const bytes = encoder.encode(run.source);
+      let binary = "";
+      for (let i = 0; i < bytes.length; i += 0x8000) {
+        binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+      }
+      // JavaScript the host transpiled skips Deno's own transpile (about 1 ms per call).
+      const media = run.lang === "javascript" ? "application/javascript" : "application/typescript";
+      const tool = await import(`data:${media};base64,${btoa(binary)}`);
+      // The entry point as the validator reads it (jit/_run_export.ts): the export named run when
+      // there is one, otherwise the default export.
+      const entry = "run" in tool ? "run" : "default";
+      if (typeof tool[entry] !== "function") {
+        throw new TypeError(
+          "the tool exports no run function; write export async function run(args, libos) { … }",
+        );
+      }
+      const value = await tool[entry](run.args, libos);
+      write({ type: "result", value: value === undefined ? null : value });
     } catch (error) {
-      failAll(error);
-    } finally {
-      reading = false;
+      // Out of memory is the harness's finding, not the tool's claim: a RangeError counts only
+      // when the process really holds most of its budget.
+      const usage = memoryUsage();
+      const oom = error instanceof RangeError && typeof run.memoryBytes === "number" &&
+        Math.max(usage.rss, usage.heapTotal + usage.external) > run.memoryBytes / 2;
+      write({
+        type: "error",
+        name: String(error?.name ?? "Error").slice(0, 128),
+        message: String(error?.message ?? error).slice(0, 4096),
+        oom,
+      });
     }
+  }
+}
+
+/** Whether a RangeError a tool met was the process running out of its memory budget. */
+function outOfMemory(isRangeError, budget) {
+  const usage = memoryUsage();
+  return isRangeError && typeof budget === "number" &&
+    Math.max(usage.rss, usage.heapTotal + usage.external) > budget / 2;
+}
+
+/**
+ * Serves run frames until the host closes stdin, each call in a Worker of its own started ahead
+ * (while the previous call runs). The Worker inherits this process's lack of permissions; the
+ * vetted module reaches it as a data: URL through the import map (it may read no file). Its
+ * messages become frames here, with the nonce only this module holds, from plain data the Worker
+ * sent (never its objects); the call's CPU time is measured here and ends it past its budget.
+ */
+async function serveResident() {
+  // CPU time of this process (one-shot processes have the kernel's limit per call instead).
+  const cpuMs = () => {
+    const used = D.cpuUsage();
+    return (used.user + used.system) / 1000;
   };
+  const source = `(${workerMain.toString()})();`;
+  const url = `data:application/javascript,${encodeURIComponent(source)}`;
+  const start = () => new WorkerConstructor(url, { type: "module" });
+  // Workers started ahead, so that a call finds its Worker up.
+  const spares = [start(), start()];
+  for (;;) {
+    let run;
+    try {
+      run = await nextFrame();
+    } catch {
+      // The host closed the protocol: the process is retired.
+      for (const spare of spares) spare.terminate();
+      D.exit(0);
+    }
+    nonce = typeof run.nonce === "string" ? run.nonce : "";
+    if (run.type !== "run" || run.v !== 1) {
+      write({ type: "error", name: "ProtocolError", message: "the frame is not a v1 run frame" });
+      for (const spare of spares) spare.terminate();
+      D.exit(0);
+    }
+    const worker = spares.shift() ?? start();
+    await callIn(worker, run, cpuMs);
+    worker.terminate();
+    // Starting a Worker blocks this thread until its isolate exists (tens of milliseconds):
+    // done once the result is out, between calls, never in a call's way.
+    while (spares.length < 2) spares.push(start());
+  }
+}
+
+/** Runs one call in `worker`; resolves once its result or error frame is written. */
+function callIn(worker, run, cpuMs) {
+  return new Promise((resolve) => {
+    const started = cpuMs();
+    const budget = typeof run.cpuMs === "number" ? run.cpuMs : Infinity;
+    let outstanding = 0;
+    let reading = false;
+    let finished = false;
+    let pumping = Promise.resolve();
+    const finish = (frame) => {
+      if (finished) return;
+      finished = true;
+      clearInterval(meter);
+      write({ ...frame, cpu: Math.round(cpuMs()) });
+      // Replies to syscalls the tool made before it finished are read before the next run.
+      pumping.then(() => resolve());
+    };
+    const pump = async () => {
+      reading = true;
+      try {
+        while (outstanding > 0) {
+          const reply = await nextFrame();
+          outstanding--;
+          if (!finished) worker.postMessage({ t: "reply", reply });
+        }
+      } catch (error) {
+        finish({ type: "error", name: "ProtocolError", message: String(error), oom: false });
+      } finally {
+        reading = false;
+      }
+    };
+    // The process's kernel limits are its backstop; each call is held to its own budgets here.
+    const memoryBefore = memoryUsage().rss;
+    const meter = setInterval(() => {
+      if (memoryUsage().rss - memoryBefore > run.memoryBytes) {
+        worker.terminate();
+        finish({
+          type: "error",
+          name: "RangeError",
+          message: `the call used more than ${run.memoryBytes} bytes of memory`,
+          oom: true,
+        });
+        return;
+      }
+      if (cpuMs() - started <= budget) return;
+      worker.terminate();
+      finish({
+        type: "error",
+        name: "CpuLimit",
+        message: `the call used more than ${budget} ms of CPU`,
+        oom: false,
+        limit: "cpu",
+      });
+    }, 20);
+    worker.onmessage = (event) => {
+      if (finished) return;
+      const m = event.data;
+      if (typeof m !== "object" || m === null) return;
+      if (m.t === "log") {
+        const level = LEVELS.includes(m.level) ? m.level : "log";
+        write({ type: "log", level, text: String(m.text).slice(0, 16384) });
+      } else if (m.t === "syscall") {
+        write({ type: "syscall", id: m.id, name: String(m.name), args: m.args });
+        outstanding++;
+        if (!reading) pumping = pump();
+      } else if (m.t === "result") {
+        finish({ type: "result", value: m.value === undefined ? null : m.value });
+      } else if (m.t === "error") {
+        finish({
+          type: "error",
+          name: String(m.name).slice(0, 128),
+          message: String(m.message).slice(0, 4096),
+          oom: m.range === true && typeof run.memoryBytes === "number" &&
+            (Number(m.memory) > run.memoryBytes / 2 || outOfMemory(true, run.memoryBytes)),
+        });
+      }
+    };
+    // An error the tool left uncaught (a throwing timer, a rejected promise nobody awaited).
+    worker.onerror = (event) => {
+      event.preventDefault();
+      finish({
+        type: "error",
+        name: "Error",
+        message: String(event.message ?? "uncaught error").slice(0, 4096),
+        oom: false,
+      });
+    };
+    worker.postMessage({
+      t: "run",
+      source: run.source,
+      lang: run.lang === "javascript" ? "javascript" : "typescript",
+      args: run.args,
+    });
+  });
+}
+
+/**
+ * The Worker's own harness, started as the Worker's source: the same doors closed as in a
+ * one-shot process, plus the Worker's own (postMessage, close); console and libos.call become
+ * messages to the process's harness.
+ */
+function workerMain() {
+  const post = globalThis.postMessage.bind(globalThis);
+  const listen = globalThis.addEventListener.bind(globalThis);
+  const D = globalThis.Deno;
+  // This isolate's own use (its ArrayBuffers count in external), which the process's harness
+  // cannot see from its isolate.
+  const memoryUsed = () => {
+    const usage = D.memoryUsage();
+    return Math.max(usage.rss, usage.heapTotal + usage.external);
+  };
+  const names = ["Deno", "Worker", "caches", "localStorage", "sessionStorage", "process"];
+  for (const name of [...names, "postMessage", "close", "onmessage"]) {
+    try {
+      Object.defineProperty(globalThis, name, {
+        get() {
+          throw new ReferenceError(`${name} is not available to tools`);
+        },
+        set() {
+          throw new ReferenceError(`${name} is not available to tools`);
+        },
+        configurable: false,
+        enumerable: false,
+      });
+    } catch {
+      // A non-configurable global stays; the process has no permission to use it anyway.
+    }
+  }
+  try {
+    Object.defineProperty(navigator, "gpu", {
+      get() {
+        throw new ReferenceError("navigator.gpu is not available to tools");
+      },
+      configurable: false,
+      enumerable: false,
+    });
+  } catch {
+    // Already fixed in place: nothing to do.
+  }
+  try {
+    Object.defineProperty(URL, "createObjectURL", {
+      value() {
+        throw new TypeError("blob: URLs are not available to tools");
+      },
+      writable: false,
+      configurable: false,
+    });
+  } catch {
+    // Already fixed in place: nothing to do.
+  }
+  const plain = (value) => JSON.parse(JSON.stringify(value === undefined ? null : value));
+  const text = (values) =>
+    values.map((v) => {
+      if (typeof v === "string") return v;
+      try {
+        return JSON.stringify(v);
+      } catch {
+        return String(v);
+      }
+    }).join(" ").slice(0, 16384);
+  const LEVELS = ["debug", "info", "log", "warn", "error"];
+  const consoleObject = globalThis["console"];
+  for (const key of Object.keys(consoleObject)) {
+    if (typeof consoleObject[key] !== "function") continue;
+    const level = LEVELS.includes(key)
+      ? key
+      : key === "trace" || key === "assert"
+      ? "error"
+      : "log";
+    consoleObject[key] = key === "assert"
+      ? (condition, ...values) => {
+        if (!condition) post({ t: "log", level, text: text(["Assertion failed", ...values]) });
+      }
+      : (...values) => post({ t: "log", level, text: text(values) });
+  }
+  let next = 0;
+  const waiting = new Map();
   const libos = Object.freeze({
     async call(name, args = {}) {
       const id = next++;
-      const reply = await new Promise((resolve, reject) => {
-        write({ type: "syscall", id, name: String(name), args });
-        waiting.set(id, { resolve, reject });
-        if (!reading) pump();
+      const reply = await new Promise((resolve) => {
+        waiting.set(id, resolve);
+        post({ t: "syscall", id, name: String(name), args: plain(args) });
       });
       if (!reply.ok) {
         const error = new Error(reply.error?.message ?? "the syscall failed");
@@ -156,36 +443,41 @@ if (run.type !== "run" || run.v !== 1) {
       return reply.value;
     },
   });
-  try {
-    const bytes = encoder.encode(run.source);
-    let binary = "";
-    for (let i = 0; i < bytes.length; i += 0x8000) {
-      binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  let started = false;
+  listen("message", async (event) => {
+    const m = event.data;
+    if (m?.t === "reply") {
+      const resolve = waiting.get(m.reply?.id);
+      waiting.delete(m.reply?.id);
+      resolve?.(m.reply);
+      return;
     }
-    // JavaScript the host transpiled skips Deno's own transpile (about 1 ms per call).
-    const media = run.lang === "javascript" ? "application/javascript" : "application/typescript";
-    const tool = await import(`data:${media};base64,${btoa(binary)}`);
-    // The entry point as the validator reads it (jit/_run_export.ts): the export named run when
-    // there is one, otherwise the default export.
-    const entry = "run" in tool ? "run" : "default";
-    if (typeof tool[entry] !== "function") {
-      throw new TypeError(
-        "the tool exports no run function; write export async function run(args, libos) { … }",
-      );
+    if (m?.t !== "run" || started) return;
+    started = true;
+    try {
+      const bytes = new TextEncoder().encode(m.source);
+      let binary = "";
+      for (let i = 0; i < bytes.length; i += 0x8000) {
+        binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+      }
+      const media = m.lang === "javascript" ? "application/javascript" : "application/typescript";
+      const tool = await import(`data:${media};base64,${btoa(binary)}`);
+      const entry = "run" in tool ? "run" : "default";
+      if (typeof tool[entry] !== "function") {
+        throw new TypeError(
+          "the tool exports no run function; write export async function run(args, libos) { … }",
+        );
+      }
+      const value = await tool[entry](m.args, libos);
+      post({ t: "result", value: plain(value) });
+    } catch (error) {
+      post({
+        t: "error",
+        range: error instanceof RangeError,
+        memory: memoryUsed(),
+        name: String(error?.name ?? "Error"),
+        message: String(error?.message ?? error),
+      });
     }
-    const value = await tool[entry](run.args, libos);
-    write({ type: "result", value: value === undefined ? null : value });
-  } catch (error) {
-    // Out of memory is the harness's finding, not the tool's claim: a RangeError counts only
-    // when the process really holds most of its budget.
-    const usage = memoryUsage();
-    const oom = error instanceof RangeError && typeof run.memoryBytes === "number" &&
-      Math.max(usage.rss, usage.heapTotal + usage.external) > run.memoryBytes / 2;
-    write({
-      type: "error",
-      name: String(error?.name ?? "Error").slice(0, 128),
-      message: String(error?.message ?? error).slice(0, 4096),
-      oom,
-    });
-  }
+  });
 }

@@ -92,12 +92,24 @@ export class SwcParser implements AsyncDisposable {
     }
   }
 
+  /**
+   * Starts the worker now, so its start (swc's 18 MB Wasm module loading, on another thread)
+   * overlaps the caller's own work instead of the first parse's wait. Idempotent.
+   */
+  warm(): void {
+    this.#started();
+  }
+
+  #started(): Worker {
+    return this.#worker ??= new Worker(new URL("./_swc_worker.ts", import.meta.url), {
+      type: "module",
+    });
+  }
+
   #ask(request: ParseRequest): Promise<ParseReply | "timeout"> {
     if (this.#parses >= this.#recycleAfter) this.#recycle();
     this.#parses++;
-    const worker = this.#worker ??= new Worker(new URL("./_swc_worker.ts", import.meta.url), {
-      type: "module",
-    });
+    const worker = this.#started();
     const id = request.id;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {

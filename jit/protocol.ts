@@ -1,7 +1,8 @@
 /**
  * The JIT sandbox protocol (DESIGN §7): one JSON object per line over the sandbox process's
  * stdin and stdout, validated with zod on the host; stdout carries frames only. Host → tool:
- * `run` (once, first; it carries a fresh nonce), `syscall_result`. Tool → host: `syscall`, `log`,
+ * `run` (first, carrying a fresh nonce; a resident process gets one per call, each after the
+ * previous call's result), `syscall_result`. Tool → host: `syscall`, `log`,
  * then one `result` or `error`, each carrying the nonce as `n`. A frame that does not parse, is
  * too large, comes out of order or lacks the nonce (a tool writing fd 1 itself) kills the tool.
  *
@@ -27,6 +28,12 @@ export const HostFrame = z.discriminatedUnion("type", [
     source: z.string(),
     /** What `source` is written in: TypeScript (default), or JavaScript the host transpiled. */
     lang: z.enum(["typescript", "javascript"]).optional(),
+    /**
+     * The call's CPU budget in milliseconds, sent to a resident process (one serving several
+     * calls, each in its own Worker), whose harness measures each call; a one-shot process has
+     * the kernel's limit instead.
+     */
+    cpuMs: z.number().int().positive().optional(),
     args: Json,
   }).strict(),
   z.object({
@@ -56,13 +63,22 @@ export const ToolFrame = z.discriminatedUnion("type", [
     text: z.string().max(16 * 1024),
     n: z.string(),
   }).strict(),
-  z.object({ type: z.literal("result"), value: Json, n: z.string() }).strict(),
+  z.object({
+    type: z.literal("result"),
+    value: Json,
+    /** A resident process's CPU time so far, milliseconds (its harness's measure). */
+    cpu: z.number().nonnegative().optional(),
+    n: z.string(),
+  }).strict(),
   z.object({
     type: z.literal("error"),
     name: z.string().max(128),
     message: z.string().max(4096),
     /** Set by the harness from the process's own memory use, not by the tool. */
     oom: z.boolean(),
+    /** Set by a resident process's harness when the call outran its CPU budget. */
+    limit: z.literal("cpu").optional(),
+    cpu: z.number().nonnegative().optional(),
     n: z.string(),
   }).strict(),
 ]);

@@ -30,11 +30,24 @@
  *   {@link SandboxError} — or with the error the syscall handler says ends the call (a budget
  *   the process has exhausted).
  *
+ * Resident processes (`reuse`, opt-in): a process per call costs a Deno start, bubblewrap and a
+ * reap, so back to back a warm pool cannot refill faster than processes start. With `reuse`, a
+ * call that names its agent process (`reuseFor`) is served by a walled process bound to that
+ * agent process and that exact source, which runs each call in a fresh Worker started ahead
+ * (a new isolate: globals, prototypes, module instance, `Error.prepareStackTrace`, timers —
+ * all new, and ended with the call) with the same doors closed, the Worker's own included
+ * (`postMessage`, `close`). Another agent process's calls never reach it. The process's
+ * harness holds each call to its CPU and memory budgets (it measures the process, and the
+ * Worker's own ArrayBuffers), the kernel's limits of the process being the backstop (larger:
+ * each Worker's isolate reserves about 0.5 GiB of address space); wall time, frames, syscalls
+ * and output are counted per call by the host as for any call. A breach or a death retires
+ * the process; so do {@link RESIDENT_MAX_CALLS} calls or its CPU time nearing its limit.
+ *
  * @module
  */
 import { join } from "node:path";
 import { LibosError, type LibosErrorOptions } from "../runtime/base/errors.ts";
-import { frameLines } from "./_frames.ts";
+import { type FrameLine, frameLines } from "./_frames.ts";
 import { ServingClock } from "./_serving_clock.ts";
 import { PROTOCOL_VERSION, type ToolFrame, ToolFrame as ToolFrameSchema } from "./protocol.ts";
 import { VETTED_IMPORTS } from "./validator.ts";
@@ -153,6 +166,13 @@ export interface CallOptions {
    * that very error.
    */
   readonly endsCall?: (error: unknown) => boolean;
+  /**
+   * The agent process the call is for. With {@link JitSandboxOptions.reuse}, its calls of this
+   * same source are served one after another by one walled process bound to it (each call in a
+   * fresh Worker there); another process's calls never reach that process. Without it, or when
+   * its process is busy with another call, the call gets a process of its own.
+   */
+  readonly reuseFor?: string;
 }
 
 /** Host programs the sandbox launches through. */
@@ -180,6 +200,47 @@ export interface JitSandboxOptions {
    * `false` turns it off, `"auto"` (the default) uses it when bubblewrap works here.
    */
   readonly wall?: boolean | "auto";
+  /**
+   * Serve the calls that name their agent process ({@link CallOptions.reuseFor}) with resident
+   * processes: one walled, permission-less process per agent process and tool source, which
+   * runs each call in a fresh Worker (its own isolate: globals, module instance, timers, stack
+   * trace hooks all new, and ended with the call). A call that breaches a limit or dies retires
+   * the process; so do {@link RESIDENT_MAX_CALLS} calls, or its CPU time nearing the process's
+   * limit. Default false: one process per call.
+   */
+  readonly reuse?: boolean;
+}
+
+/** Calls one resident process serves before it is retired. */
+export const RESIDENT_MAX_CALLS = 1_000;
+
+/** Resident processes kept at once; the least recently used idle one is retired past that. */
+export const RESIDENT_MAX_PROCESSES = 16;
+
+/**
+ * A resident process's kernel CPU limit, in calls' budgets: a backstop behind its harness's
+ * per-call measure; the process is retired before a call could meet it.
+ */
+const RESIDENT_CPU_BUDGETS = 4;
+
+/**
+ * `RLIMIT_DATA` one Worker's isolate reserves when it starts (about 523 MiB with Deno 2.9.6,
+ * measured as VmData), with a margin. A resident process holds up to four (the call's, two
+ * started ahead, and a finished one until it is released), so its kernel limit is that much
+ * above a one-shot process's; its harness holds each call to the memory budget itself.
+ */
+const WORKER_DATA_MIB = 560;
+
+/** A resident process: bound to one agent process and one source. */
+interface Resident {
+  readonly owner: string;
+  readonly spawned: Promise<Spawned>;
+  /** Its frame lines, read across calls. */
+  lines?: AsyncGenerator<FrameLine | undefined>;
+  busy: boolean;
+  calls: number;
+  /** Its CPU time so far as its harness reported it, milliseconds. */
+  cpuMs: number;
 }
 
 /** A started sandbox process waiting for its one call. */
@@ -202,6 +263,9 @@ export class JitSandbox implements AsyncDisposable {
   readonly #pool: Promise<Spawned>[] = [];
   readonly #reaping = new Set<Promise<void>>();
   readonly #wallSetting: boolean | "auto";
+  readonly #reuse: boolean;
+  /** Resident processes by agent process and source, least recently used first. */
+  readonly #residents = new Map<string, Resident>();
   #wall: Promise<boolean> | undefined;
   #disposed = false;
 
@@ -218,6 +282,17 @@ export class JitSandbox implements AsyncDisposable {
       ...options.tools,
     };
     this.#wallSetting = options.wall ?? "auto";
+    this.#reuse = options.reuse ?? false;
+  }
+
+  /** The resident processes now: the agent process each serves, its host pid, its calls. */
+  residents(): { readonly owner: string; readonly pid: number; readonly calls: number }[] {
+    const out: { owner: string; pid: number; calls: number }[] = [];
+    for (const resident of this.#residents.values()) {
+      const pid = resident.lines === undefined ? undefined : this.#pids.get(resident);
+      if (pid !== undefined) out.push({ owner: resident.owner, pid, calls: resident.calls });
+    }
+    return out;
   }
 
   /**
@@ -265,9 +340,15 @@ export class JitSandbox implements AsyncDisposable {
     }
   }
 
-  /** Starts pooled processes up to {@link poolSize} (calls do this too). */
-  warm(): void {
-    while (!this.#disposed && this.#pool.length < this.poolSize) {
+  /**
+   * Starts processes ahead of calls until `count` wait unused (default {@link poolSize}; calls
+   * refill to that). A caller that knows a call is coming starts its process now, so that the
+   * start (and the wall's probe, the first time) overlaps its other work; each process still
+   * serves exactly one call.
+   */
+  warm(count: number = this.poolSize): void {
+    const wanted = Math.max(0, Math.min(count, 64));
+    while (!this.#disposed && this.#pool.length < wanted) {
       const spawned = this.#spawn();
       // A pooled process that failed to start is noticed by the call that takes it.
       spawned.catch(() => {});
@@ -291,6 +372,13 @@ export class JitSandbox implements AsyncDisposable {
   ): Promise<SandboxResult> {
     signal?.throwIfAborted();
     if (this.#disposed) throw new SandboxError("sandbox_failed", "The sandbox was disposed");
+    if (this.#reuse && options.reuseFor !== undefined) {
+      const key = residentKey(options.reuseFor, source, options.language);
+      const resident = this.#residents.get(key);
+      if (resident === undefined || !resident.busy) {
+        return this.#callResident(key, resident, source, args, onSyscall, signal, options);
+      }
+    }
     const taken = this.#pool.shift() ?? this.#spawn();
     let spawned: Spawned;
     try {
@@ -309,9 +397,92 @@ export class JitSandbox implements AsyncDisposable {
     }
   }
 
+  /** One call in the resident process of `key`, started now if there is none. */
+  async #callResident(
+    key: string,
+    found: Resident | undefined,
+    source: string,
+    args: unknown,
+    onSyscall: SyscallHandler,
+    signal: AbortSignal | undefined,
+    options: CallOptions,
+  ): Promise<SandboxResult> {
+    let resident = found;
+    if (resident === undefined) {
+      this.#evictResidents();
+      const spawned = this.#spawn(true);
+      spawned.catch(() => {});
+      resident = { owner: options.reuseFor!, spawned, busy: false, calls: 0, cpuMs: 0 };
+    }
+    // Most recently used last.
+    this.#residents.delete(key);
+    this.#residents.set(key, resident);
+    resident.busy = true;
+    let spawned: Spawned;
+    try {
+      spawned = await resident.spawned;
+    } catch (error) {
+      this.#residents.delete(key);
+      throw new SandboxError("sandbox_failed", `The sandbox process did not start: ${error}`, {
+        cause: error,
+      });
+    }
+    this.#pids.set(resident, spawned.child.pid);
+    resident.lines ??= frameLines(spawned.child.stdout, this.limits.maxFrameBytes);
+    const usage = { cpuMs: resident.cpuMs };
+    let healthy = false;
+    try {
+      const result = await this.#drive(spawned, source, args, onSyscall, signal, options, {
+        lines: resident.lines,
+        usage,
+      });
+      healthy = true;
+      return result;
+    } catch (error) {
+      // A tool that threw leaves its process as it found it; anything else retires it.
+      healthy = error instanceof SandboxError && error.code === "tool_error";
+      throw error;
+    } finally {
+      resident.busy = false;
+      resident.calls++;
+      resident.cpuMs = usage.cpuMs;
+      const cpuLimitMs = this.limits.cpuSeconds * 1000 * RESIDENT_CPU_BUDGETS;
+      if (
+        !healthy || this.#disposed || resident.calls >= RESIDENT_MAX_CALLS ||
+        resident.cpuMs + this.limits.cpuSeconds * 1000 > cpuLimitMs
+      ) {
+        this.#retire(key, resident, spawned, healthy);
+      }
+    }
+  }
+
+  /** Host pids of resident processes, for {@link residents}. */
+  readonly #pids = new WeakMap<Resident, number>();
+
+  /** Retires idle resident processes beyond the most kept (the least recently used first). */
+  #evictResidents(): void {
+    for (const [key, resident] of this.#residents) {
+      if (this.#residents.size < RESIDENT_MAX_PROCESSES) return;
+      if (resident.busy) continue;
+      this.#residents.delete(key);
+      resident.spawned.then((spawned) => this.#reap(spawned, { unused: true }), () => {});
+    }
+  }
+
+  /** Ends a resident process: the ordinary way when it is well, killed otherwise. */
+  #retire(key: string, resident: Resident, spawned: Spawned, healthy: boolean): void {
+    if (this.#residents.get(key) === resident) this.#residents.delete(key);
+    this.#reap(spawned, { unused: healthy });
+  }
+
   /** Kills pooled processes and waits until every process and directory is gone. */
   async [Symbol.asyncDispose](): Promise<void> {
     this.#disposed = true;
+    for (const resident of this.#residents.values()) {
+      if (resident.busy) continue;
+      await resident.spawned.then((spawned) => this.#reap(spawned, { unused: true }), () => {});
+    }
+    this.#residents.clear();
     for (const pending of this.#pool.splice(0)) {
       await pending.then((spawned) => this.#reap(spawned, { unused: true }), () => {});
     }
@@ -346,27 +517,34 @@ export class JitSandbox implements AsyncDisposable {
     done.finally(() => this.#reaping.delete(done));
   }
 
-  async #spawn(): Promise<Spawned> {
+  /**
+   * Starts one sandbox process: for one call, or `resident` (for several, each in a Worker).
+   */
+  async #spawn(resident = false): Promise<Spawned> {
     const limits = this.limits;
     const dir = await Deno.makeTempDir({ prefix: "libos-jit-" });
     const harness = join(dir, "harness.js");
     await Deno.copyFile(new URL("./_harness.js", import.meta.url), harness);
-    // The vetted module and an import map sending its allowlisted specifiers there.
-    await Deno.mkdir(join(dir, "vendor"));
-    await Deno.copyFile(
-      new URL("./vendor/libos_std.js", import.meta.url),
-      join(dir, "vendor", "libos_std.js"),
-    );
+    // The vetted module and an import map sending its allowlisted specifiers there; a resident
+    // process's Workers may read no file, so there it is a data: URL.
+    const vendor = new URL("./vendor/libos_std.js", import.meta.url);
+    let target = "./vendor/libos_std.js";
+    if (resident) {
+      target = `data:application/javascript;base64,${base64(await Deno.readFile(vendor))}`;
+    } else {
+      await Deno.mkdir(join(dir, "vendor"));
+      await Deno.copyFile(vendor, join(dir, "vendor", "libos_std.js"));
+    }
     const importMap = join(dir, "import_map.json");
     await Deno.writeTextFile(
       importMap,
-      JSON.stringify({
-        imports: Object.fromEntries(VETTED_IMPORTS.map((key) => [key, "./vendor/libos_std.js"])),
-      }),
+      JSON.stringify({ imports: Object.fromEntries(VETTED_IMPORTS.map((key) => [key, target])) }),
     );
     await Deno.mkdir(join(dir, "cache"));
     await Deno.mkdir(join(dir, "cwd"));
     const heapMiB = Math.max(16, Math.min(limits.memoryMiB, 4096));
+    const cpuLimit = limits.cpuSeconds * (resident ? RESIDENT_CPU_BUDGETS : 1);
+    const dataMiB = DENO_BASE_DATA_MIB + limits.memoryMiB + (resident ? 4 * WORKER_DATA_MIB : 0);
     const walled = await this.wall();
     // Inside the wall the process sees its directory at a neutral path, and Deno at another.
     const inside = walled ? SANDBOX_DIR : dir;
@@ -381,6 +559,7 @@ export class JitSandbox implements AsyncDisposable {
       `--import-map=${join(inside, "import_map.json")}`,
       `--v8-flags=--max-old-space-size=${heapMiB},--disallow-code-generation-from-strings`,
       join(inside, "harness.js"),
+      ...(resident ? ["resident"] : []),
     ];
     let command = deno;
     if (walled) {
@@ -399,9 +578,10 @@ export class JitSandbox implements AsyncDisposable {
         "SIGKILL",
         "--",
         this.#tools.prlimit,
-        `--data=${(DENO_BASE_DATA_MIB + limits.memoryMiB) * 1024 * 1024}`,
-        // SIGXCPU at the soft limit (reported as cpu_limit), SIGKILL a second later.
-        `--cpu=${limits.cpuSeconds}:${limits.cpuSeconds + 1}`,
+        `--data=${dataMiB * 1024 * 1024}`,
+        // SIGXCPU at the soft limit (reported as cpu_limit), SIGKILL a second later; a resident
+        // process's harness measures each call, this limit being its backstop.
+        `--cpu=${cpuLimit}:${cpuLimit + 1}`,
         `--fsize=${16 * 1024 * 1024}`,
         "--",
         ...command,
@@ -423,6 +603,12 @@ export class JitSandbox implements AsyncDisposable {
     onSyscall: SyscallHandler,
     signal: AbortSignal | undefined,
     options: CallOptions,
+    resident?: {
+      /** The process's frame lines, read on by its next call. */
+      readonly lines: AsyncGenerator<FrameLine | undefined>;
+      /** Set to the process's CPU time its harness reports. */
+      readonly usage: { cpuMs: number };
+    },
   ): Promise<SandboxResult> {
     const limits = this.limits;
     const { child } = spawned;
@@ -481,6 +667,7 @@ export class JitSandbox implements AsyncDisposable {
     let syscalls = 0;
     let outcome: { value: unknown } | SandboxError | undefined;
     const death = child.status.then((exited) => ({ exited }));
+    const lines = resident?.lines ?? frameLines(child.stdout, limits.maxFrameBytes);
     try {
       await send({
         type: "run",
@@ -489,10 +676,14 @@ export class JitSandbox implements AsyncDisposable {
         memoryBytes: limits.memoryMiB * 1024 * 1024,
         source,
         ...(options.language === "javascript" ? { lang: options.language } : {}),
+        ...(resident ? { cpuMs: limits.cpuSeconds * 1000 } : {}),
         args,
       });
       resume();
-      for await (const line of frameLines(child.stdout, limits.maxFrameBytes)) {
+      for (;;) {
+        const next = await lines.next();
+        if (next.done) break;
+        const line = next.value;
         if (line === undefined) {
           stop(
             new SandboxError(
@@ -533,10 +724,19 @@ export class JitSandbox implements AsyncDisposable {
           continue;
         }
         if (frame.type === "result") {
+          if (resident && frame.cpu !== undefined) resident.usage.cpuMs = frame.cpu;
           outcome = { value: frame.value };
           break;
         }
         if (frame.type === "error") {
+          if (resident && frame.cpu !== undefined) resident.usage.cpuMs = frame.cpu;
+          if (resident && frame.limit === "cpu") {
+            outcome = new SandboxError(
+              "cpu_limit",
+              `The tool used more than ${limits.cpuSeconds} s of CPU`,
+            );
+            break;
+          }
           // An allocation the data limit refused surfaces in the tool as a RangeError; the
           // harness marks it out of memory only when the process really nears its budget.
           outcome = frame.oom
@@ -593,6 +793,8 @@ export class JitSandbox implements AsyncDisposable {
       signal?.removeEventListener("abort", onAbort);
       writer.releaseLock();
     }
+    // A one-shot process's output is read no further (as a for-await's break would end it).
+    if (!resident) await lines.return(undefined);
     if (breach) throw breach;
     if (outcome instanceof SandboxError) throw outcome;
     if (outcome) {
@@ -689,4 +891,21 @@ async function readCapped(stream: ReadableStream<Uint8Array>, max: number): Prom
     if (text.length < max) text += decoder.decode(chunk, { stream: true });
   }
   return text.slice(0, max);
+}
+
+/**
+ * The resident process key of an agent process's calls of one source: the source itself (a map
+ * key hashes it; a digest here would cost each call a trip to the thread pool).
+ */
+function residentKey(owner: string, source: string, language: CallOptions["language"]): string {
+  return `${owner}\u0000${language ?? "typescript"}\u0000${source}`;
+}
+
+/** Standard base64 of some bytes. */
+function base64(bytes: Uint8Array): string {
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(binary);
 }

@@ -85,6 +85,14 @@ export class JitValidator implements AsyncDisposable {
   }
 
   /**
+   * Starts the parser now (it otherwise starts with the first validation), so that its start
+   * overlaps the caller's other work. Validates nothing.
+   */
+  warm(): void {
+    this.#parser.warm();
+  }
+
+  /**
    * The source as JavaScript (types stripped by the same swc that validates), or undefined when
    * it cannot be transpiled; what a registered tool runs, so that each call spares Deno's own
    * transpile. It checks nothing: validate first.

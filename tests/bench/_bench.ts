@@ -15,6 +15,11 @@ export interface BenchResult {
   readonly latenciesMs: readonly number[];
   /** Free text: batch size, arrival pattern, target. */
   readonly note?: string;
+  /**
+   * Peak RSS of what the case measured when that is not its own process (a process tree it
+   * runs), in KiB; otherwise the case process's own peak is reported.
+   */
+  readonly peakRssKiB?: number;
 }
 
 /** One benchmark row. */

@@ -1,0 +1,235 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { JitSandbox, SandboxError, type SyscallHandler } from "./sandbox.ts";
+import { failure as failed, processesWith } from "../tests/shell_fixture.ts";
+
+const echo: SyscallHandler = (name, args) => Promise.resolve({ name, args });
+
+/** The sandbox error a call fails with. */
+const failure = (promise: Promise<unknown>) => failed(promise, SandboxError);
+
+/**
+ * A tool that first reports what it finds of an earlier call's doings, then does them all: a
+ * global, a module variable, a prototype, `Error.prepareStackTrace`, a timer left running that
+ * logs and sets a global, a message listener.
+ */
+const POLLUTER = `let calls = 0;
+export async function run(args, libos) {
+  calls++;
+  let trace = "";
+  try { throw new Error("x"); } catch (e) { trace = typeof e.stack === "string" ? "string" : String(e.stack); }
+  const seen = {
+    calls,
+    leak: globalThis.leak ?? null,
+    fromTimer: globalThis.fromTimer ?? null,
+    proto: ({}).polluted ?? null,
+    map: [1].map((x) => x + 1)[0],
+    prepare: typeof Error.prepareStackTrace,
+    trace,
+  };
+  globalThis.leak = "LEAKED-" + args.who;
+  Object.prototype.polluted = "POLLUTED";
+  Error.prepareStackTrace = () => "HIJACKED-TRACE";
+  setInterval(() => { globalThis.fromTimer = "TIMER"; console.log("TIMER-" + args.who); }, 1);
+  addEventListener("message", () => { globalThis.leak = "LISTENER"; });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  Array.prototype.map = function () { return ["HIJACKED"]; };
+  return seen;
+}`;
+
+const FRESH = {
+  calls: 1,
+  leak: null,
+  fromTimer: null,
+  proto: null,
+  map: 2,
+  prepare: "undefined",
+  trace: "string",
+};
+
+Deno.test("JitSandbox reuse attack: an agent process's next call sees nothing its last call left (global, module variable, prototype, Error.prepareStackTrace, timers), in the same walled process", async () => {
+  await using sandbox = new JitSandbox({ reuse: true, limits: { wallMs: 10_000 } });
+  const first = await sandbox.call(POLLUTER, { who: "a1" }, echo, undefined, { reuseFor: "pid_a" });
+  const [bound] = sandbox.residents();
+  assert.deepEqual(first.value, FRESH);
+  const second = await sandbox.call(POLLUTER, { who: "a2" }, echo, undefined, {
+    reuseFor: "pid_a",
+  });
+  assert.deepEqual(second.value, FRESH, "the second call starts from a fresh realm");
+  assert.ok(
+    second.logs.every((log) => log.text !== "TIMER-a1"),
+    `no timer of the first call ran into the second: ${JSON.stringify(second.logs)}`,
+  );
+  assert.ok(first.logs.some((log) => log.text === "TIMER-a1"), "control: the timer did run");
+  assert.ok(second.logs.some((log) => log.text === "TIMER-a2"), "control: its own timer ran");
+  // Control: both calls were served by one process, bound to pid_a.
+  assert.deepEqual(sandbox.residents(), [{ owner: "pid_a", pid: bound!.pid, calls: 2 }]);
+});
+
+Deno.test("JitSandbox reuse attack: another agent process never gets the same OS process, nor sees what a call left", async () => {
+  await using sandbox = new JitSandbox({ reuse: true, limits: { wallMs: 10_000 } });
+  await sandbox.call(POLLUTER, { who: "a" }, echo, undefined, { reuseFor: "pid_a" });
+  const other = await sandbox.call(POLLUTER, { who: "b" }, echo, undefined, { reuseFor: "pid_b" });
+  assert.deepEqual(other.value, FRESH);
+  await sandbox.call(POLLUTER, { who: "a" }, echo, undefined, { reuseFor: "pid_a" });
+  const bound = sandbox.residents();
+  assert.deepEqual(bound.map((r) => r.owner).sort(), ["pid_a", "pid_b"]);
+  const [a, b] = [bound.find((r) => r.owner === "pid_a")!, bound.find((r) => r.owner === "pid_b")!];
+  assert.notEqual(a.pid, b.pid, "each agent process has a process of its own");
+  assert.equal(a.calls, 2);
+  assert.equal(b.calls, 1);
+  // A call without an owner never lands in either.
+  await sandbox.call(POLLUTER, { who: "c" }, echo);
+  assert.deepEqual(sandbox.residents().map((r) => r.pid).sort(), [a.pid, b.pid].sort());
+  // Nor does the same owner's call of another source.
+  await sandbox.call("export function run() { return 1; }", {}, echo, undefined, {
+    reuseFor: "pid_a",
+  });
+  const after = sandbox.residents().filter((r) => r.owner === "pid_a");
+  assert.equal(after.length, 2);
+  assert.notEqual(after[1]!.pid, a.pid);
+});
+
+Deno.test("JitSandbox reuse attack: host files, Deno, workers and the Worker's own doors (postMessage, close, onmessage) are out of reach in a resident's Worker", async () => {
+  const secretDir = Deno.makeTempDirSync({ prefix: "libos-jit-secret-" });
+  const secret = join(secretDir, "secret.txt");
+  Deno.writeTextFileSync(secret, "TOP-SECRET-7d2e");
+  try {
+    await using sandbox = new JitSandbox({ reuse: true, limits: { wallMs: 10_000 } });
+    const attempts: [string, string][] = [
+      ["Deno global", `return Deno.readTextFileSync(${JSON.stringify(secret)});`],
+      ["internal ops", `return Object.keys(globalThis.Deno[globalThis.Deno.internal].core.ops);`],
+      ["import of a file", `return (await import(${JSON.stringify(`file://${secret}`)})).default;`],
+      [
+        "fetch of a file",
+        `return await (await fetch(${JSON.stringify(`file://${secret}`)})).text();`,
+      ],
+      [
+        "node:fs",
+        `return (await import("node:fs")).readFileSync(${JSON.stringify(secret)}, "utf8");`,
+      ],
+      ["eval", `return eval("1 + 1");`],
+      ["Worker", `return typeof new Worker("data:,");`],
+      ["forged result message", `postMessage({ t: "result", value: "FORGED" }); return "posted";`],
+      ["forged via self", `self.postMessage({ t: "result", value: "FORGED" }); return "posted";`],
+      ["close the Worker", `close(); return "closed";`],
+      ["take the run messages", `onmessage = () => {}; return "took";`],
+    ];
+    for (const [name, body] of attempts) {
+      const source = `export async function run(args, libos) { ${body} }`;
+      const outcome = await sandbox.call(source, {}, echo, undefined, { reuseFor: "pid_x" }).then(
+        (r) => JSON.stringify(r.value),
+        (e: unknown) => e instanceof SandboxError ? `refused: ${e.code}` : `threw: ${e}`,
+      );
+      assert.ok(!outcome.includes("TOP-SECRET"), `${name} read the secret: ${outcome}`);
+      assert.ok(!outcome.includes("FORGED"), `${name} forged a result: ${outcome}`);
+      assert.ok(!outcome.includes("op_"), `${name} listed Deno's ops: ${outcome}`);
+      assert.equal(outcome, "refused: tool_error", name);
+    }
+    // Control: the process served every one of them (a tool that throws does not retire it).
+    assert.equal(sandbox.residents().length, attempts.length);
+  } finally {
+    Deno.removeSync(secretDir, { recursive: true });
+  }
+});
+
+Deno.test("JitSandbox reuse: each limit breach fails its call and retires the process; the next call gets a new one", async () => {
+  await using sandbox = new JitSandbox({
+    reuse: true,
+    limits: {
+      wallMs: 8_000,
+      cpuSeconds: 1,
+      memoryMiB: 64,
+      maxSyscalls: 5,
+      maxOutputBytes: 64 * 1024,
+    },
+  });
+  const cases: [string, string, string][] = [
+    ["infinite loop past its CPU budget", "while (true) {}", "cpu_limit"],
+    [
+      "ArrayBuffer bomb",
+      "const a = []; for (;;) a.push(new Uint8Array(16 * 1024 * 1024).fill(1));",
+      "memory_limit",
+    ],
+    [
+      "ArrayBuffer bomb, never touched",
+      "const a = []; for (;;) a.push(new ArrayBuffer(16 * 1024 * 1024));",
+      "memory_limit",
+    ],
+    [
+      "Wasm memory bomb",
+      "const m = new WebAssembly.Memory({ initial: 1 }); for (;;) m.grow(256);",
+      "memory_limit",
+    ],
+    [
+      "heap bomb",
+      "const a = []; for (;;) a.push({ x: Math.random(), y: [1, 2, 3] });",
+      "memory_limit",
+    ],
+    ["log flood", `for (;;) console.log("x".repeat(4096));`, "output_limit"],
+    ["syscall flood", `for (;;) await libos.call("clock.now", {});`, "syscall_limit"],
+    ["never answers", "await new Promise(() => {});", "timeout"],
+  ];
+  for (const [name, body, code] of cases) {
+    const source = `export async function run(args, libos) { ${body} }`;
+    const owner = `pid_${code}`;
+    const error = await failure(sandbox.call(source, {}, echo, undefined, { reuseFor: owner }));
+    assert.equal(error.code, code, `${name}: ${error.message}`);
+    assert.deepEqual(sandbox.residents().filter((r) => r.owner === owner), [], `${name} retired`);
+  }
+  const after = await sandbox.call(
+    "export function run() { return 'still serving'; }",
+    {},
+    echo,
+    undefined,
+    {
+      reuseFor: "pid_after",
+    },
+  );
+  assert.equal(after.value, "still serving");
+});
+
+Deno.test("JitSandbox reuse: a call of an agent process whose process is busy gets a process of its own", async () => {
+  await using sandbox = new JitSandbox({ reuse: true, limits: { wallMs: 10_000 } });
+  const slow = `export async function run(args) {
+    await new Promise((resolve) => setTimeout(resolve, args.ms));
+    return args.ms;
+  }`;
+  const options = { reuseFor: "pid_a" };
+  const [a, b] = await Promise.all([
+    sandbox.call(slow, { ms: 300 }, echo, undefined, options),
+    sandbox.call(slow, { ms: 1 }, echo, undefined, options),
+  ]);
+  assert.equal(a.value, 300);
+  assert.equal(b.value, 1);
+  assert.deepEqual(sandbox.residents().map((r) => r.calls), [1]);
+});
+
+Deno.test("JitSandbox reuse leaves no process and no temporary directory behind (resident processes, a retired one)", async () => {
+  // Its sandboxes live under a TMPDIR of their own: others' are neither counted nor waited for.
+  const temp = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-jit-leak-" }));
+  const saved = Deno.env.get("TMPDIR");
+  Deno.env.set("TMPDIR", temp);
+  try {
+    {
+      await using sandbox = new JitSandbox({ reuse: true, limits: { wallMs: 2_000 } });
+      const ok = "export function run() { return 1; }";
+      await sandbox.call(ok, {}, echo, undefined, { reuseFor: "pid_a" });
+      await sandbox.call(ok, {}, echo, undefined, { reuseFor: "pid_b" });
+      const error = await failure(
+        sandbox.call("export function run() { for (;;) {} }", {}, echo, undefined, {
+          reuseFor: "pid_a",
+        }),
+      );
+      assert.equal(error.code, "timeout");
+      assert.equal(sandbox.residents().length, 2, "control: two resident processes are up");
+      assert.ok(processesWith(temp).length >= 2, "control: they run under it");
+    }
+    assert.deepEqual(processesWith(temp), []);
+    assert.deepEqual([...Deno.readDirSync(temp)].map((e) => e.name), []);
+  } finally {
+    if (saved === undefined) Deno.env.delete("TMPDIR");
+    else Deno.env.set("TMPDIR", saved);
+    Deno.removeSync(temp, { recursive: true });
+  }
+});
