@@ -340,6 +340,8 @@ export class JitToolLifecycle {
     const allowed = await gate.pass(pid, {
       operation: "tool.register",
       args: { oid, name: candidate.name, content: candidate.source },
+      // That tool name; the digest binds the exact source.
+      grant: () => ({ type: "tool", key: candidate.name, scope: "exact" }),
       attempt: (): Promise<Attempt<string>> => {
         const decision = this.#o.authority.decide(pid, action);
         if (decision.effect === "allow") {

@@ -27,6 +27,7 @@ import { isFinal } from "../process/process.ts";
 import type { ProcessManager } from "../process/process_manager.ts";
 import type { HumanRequestRow } from "../store/store.ts";
 import {
+  type ApprovalDetails,
   type GrantScope,
   HumanRequest,
   type HumanRequestKind,
@@ -322,25 +323,12 @@ export class RequestBook {
       const now = Math.trunc(this.#core.clock.now());
       if (request.kind === "approval" && request.approval) {
         const a = request.approval;
-        // Bound to the digest, so it covers this action only; the whole workspace as its resource
-        // so the action's path as written and as resolved both meet it.
+        // Bound to the digest, so it covers this action only, on the resource the primitive that
+        // asked named (requests parked before approvals named it: derived from their primitive).
         caps.push(
           this.#authority.capabilities.grant({
             subject: request.pid,
-            // The exact file the human was shown, or for a shell run any command (the digest
-            // binds the executable, argv, cwd and environment), or for a request any host (the
-            // digest binds the method, URL, headers and body; it meets the host and endpoint
-            // decisions alike).
-            resource: a.primitive === "shell"
-              ? { type: "shell", argv: [], scope: "any" }
-              : a.primitive === "tool"
-              // A tool registration: that tool name (the digest binds the exact source).
-              ? { type: "tool", key: a.resource.replace(/^tool:/, ""), scope: "exact" }
-              : a.primitive === "network"
-              ? { type: "net", key: "*", scope: "any" }
-              : a.path === null
-              ? { type: "fs", path: ".", scope: "subtree" }
-              : { type: "fs", path: a.path, scope: "exact" },
+            resource: a.grant ?? storedGrant(a),
             rights: [a.right],
             effect: "allow",
             oneShot: true,
@@ -589,5 +577,26 @@ export class RequestBook {
         return { status: "expired", response: { by: "human:expired", at: now } };
       }, ["approval", "permission", "question"])
     );
+  }
+}
+
+/**
+ * The one-shot grant's resource for an approval parked before approval details named it (they
+ * name it since the approval gate, `grant`): the exact file shown, the workspace for an action
+ * without a path, any command for a shell run and any host for a request (their digests bind the
+ * rest), the tool's name for a registration. New primitives name their grant; none is added here.
+ */
+function storedGrant(a: ApprovalDetails): CapabilityResource {
+  switch (a.primitive) {
+    case "shell":
+      return { type: "shell", argv: [], scope: "any" };
+    case "tool":
+      return { type: "tool", key: a.resource.replace(/^tool:/, ""), scope: "exact" };
+    case "network":
+      return { type: "net", key: "*", scope: "any" };
+    default:
+      return a.path === null
+        ? { type: "fs", path: ".", scope: "subtree" }
+        : { type: "fs", path: a.path, scope: "exact" };
   }
 }

@@ -106,6 +106,12 @@ export const ApprovalDetails = z.object({
       rights: z.array(z.string()).min(1).max(16),
     }).strict(),
   ).optional(),
+  /**
+   * The resource of the one-shot capability approving mints, as the primitive that asked names it
+   * (bound to {@link digest}, so a wide resource lets nothing else through). Requests parked by
+   * earlier versions lack it; the request book derives it from {@link primitive} for those.
+   */
+  grant: CapabilityResource.optional(),
   action: PendingAction,
 }).strict();
 /** What a human is shown before approving one action. */

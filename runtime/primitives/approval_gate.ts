@@ -40,7 +40,7 @@
  */
 import type { JsonValue } from "../base/canonical_json.ts";
 import type { Authority } from "../authority/authority.ts";
-import type { ActionResource, Capability } from "../authority/capability.ts";
+import type { ActionResource, Capability, CapabilityResource } from "../authority/capability.ts";
 import type { Decision } from "../authority/decide.ts";
 import { ApprovalRequiredError } from "../base/errors.ts";
 import type { HumanChannel } from "../human/human_channel.ts";
@@ -72,6 +72,12 @@ export interface GatedAction<T> {
    * before the effect), or records its ask and returns it.
    */
   attempt(n: number): Promise<Attempt<T>>;
+  /**
+   * The resource of the one-shot capability a human's approval of `ask` mints — the primitive's
+   * own kind (`fs`, `shell`, `net`, `tool`, …), met by its decisions on the retried action. It is
+   * bound to the action's digest, so a wide resource widens nothing.
+   */
+  grant(ask: Ask): CapabilityResource;
   /** The refusal when this ask must not reach a human; undefined: ask. */
   unasked?(ask: Ask, n: number): Error | undefined;
   /** Asks allowed: the ask of attempt `attempts` (or later) fails with {@link exhausted}. Default 3. */
@@ -164,7 +170,11 @@ export class ApprovalGate {
       };
       // Interactive approval resolves (and the action is attempted again with the one-shot
       // grant); queue mode throws HumanPendingError (the process parks); none rejects.
-      await this.#human!.escalate(pid, { ...ask.details, action: parked });
+      await this.#human!.escalate(pid, {
+        ...ask.details,
+        grant: action.grant(ask),
+        action: parked,
+      });
     }
   }
 }

@@ -142,6 +142,38 @@ Deno.test("ApprovalGate: an approved action is re-dispatched exactly once — a 
   assert.equal(writesDone(f.runtime, f.pid), 1);
 });
 
+Deno.test("ApprovalGate: a parked request names the grant its approval mints; one parked before requests named it (no grant stored) still resumes exactly once", async () => {
+  await using f = await fixture();
+  const fs = f.runtime.primitives.fs;
+  const request = await parkOn(
+    f.runtime,
+    () => fs.writeText(f.pid, { path: TARGET, content: "legacy\n" }),
+  );
+  assert.deepEqual(request.approval?.grant, { type: "fs", path: TARGET, scope: "exact" });
+  // As an earlier version stored it: the same request without the grant.
+  const row = f.runtime.store.getHumanRequest(request.id);
+  assert.ok(row);
+  const data = JSON.parse(row.data);
+  delete data.approval.grant;
+  f.runtime.store.step(() =>
+    f.runtime.store.putHumanRequest({ ...row, data: JSON.stringify(data) })
+  );
+  assert.equal(f.runtime.human.get(request.id).approval?.grant, undefined);
+  const approved = f.runtime.human.approve(request.id, { by: "operator" });
+  const [capId] = approved.response?.capabilities ?? [];
+  assert.ok(capId);
+  assert.deepEqual(f.runtime.authority.capabilities.get(capId).resource, {
+    type: "fs",
+    path: TARGET,
+    scope: "exact",
+  });
+  const signal = new AbortController().signal;
+  const first = outcomeOf(await f.runtime.human.resume(f.pid, request.id, signal));
+  assert.equal(first?.ok, true);
+  assert.equal(fileText(f.ws), "legacy\n");
+  assert.equal(writesDone(f.runtime, f.pid), 1);
+});
+
 Deno.test("ApprovalGate: the one-shot grant is used up before the effect, and cannot be used a second time", async () => {
   await using f = await fixture();
   const fs = f.runtime.primitives.fs;
@@ -234,13 +266,16 @@ Deno.test("ApprovalGate: a new primitive is a few lines and a registration — a
     gate.pass(pid, {
       operation: "demo.ring",
       args,
+      grant: () => ({ type: "tool", key: "bell", scope: "exact" }),
       exhausted: () => new ValidationError("the bell keeps changing"),
       attempt: (): Promise<Attempt<string>> => {
         const digest = digestOf({ primitive: "demo.ring", bell: args.bell });
         const approved = gate.approval(pid, { type: "tool", key: "bell" }, "register", digest);
         if (!approved) {
           const details = actionApproval({
-            primitive: "tool",
+            // A kind of primitive the request book has never heard of: the grant it names is
+            // what the approval mints.
+            primitive: "bell",
             operation: "demo.ring",
             resource: "tool:bell",
             right: "register",

@@ -352,6 +352,11 @@ export class FilesystemPrimitive {
     return await this.#gate.pass(pid, {
       operation: op,
       args,
+      // The exact file the human was shown; the workspace when the action names none.
+      grant: ({ details }) =>
+        details.path === null
+          ? { type: "fs", path: ".", scope: "subtree" }
+          : { type: "fs", path: details.path, scope: "exact" },
       attempt: async (): Promise<Attempt<T>> => {
         const lexical = this.#lexical(pid, op, String(args.path ?? "."));
         before?.(lexical.relative);

@@ -587,6 +587,9 @@ export class NetPrimitive {
     return await this.#gate.pass(pid, {
       operation: "net.fetch",
       args: context.call.args,
+      // Any host: the digest binds the method, URL, headers and body, so it meets the host and
+      // endpoint decisions alike.
+      grant: () => ({ type: "net", key: "*", scope: "any" }),
       attempt: (): Promise<Attempt<Decision>> => {
         const { decision, action } = this.#decide(pid, target, digest);
         const key = action.resource.type === "net" ? action.resource.key : target.host;

@@ -588,6 +588,8 @@ export class ShellPrimitive implements AsyncDisposable {
     return await this.#gate.pass(pid, {
       operation: "shell.run",
       args: callArgs,
+      // Any command: the digest binds the executable, argv, cwd and environment.
+      grant: () => ({ type: "shell", argv: [], scope: "any" }),
       exhausted: (_, n) =>
         new ValidationError(
           `${quoted} still needs approval after ${
