@@ -7,6 +7,58 @@
 import "jsr:@libos/std@0.1.0";
 
 const D = globalThis.Deno;
+// The globals through which a tool could reach the host.
+const HOST_DOORS = ["Deno", "Worker", "caches", "localStorage", "sessionStorage", "process"];
+
+/**
+ * Closes the host's doors in this isolate (the process's harness and each resident Worker run it):
+ * each global in `names` becomes a getter that throws and cannot be redefined — deleting them was
+ * not enough, since Deno's Node polyfills (node:fs, node:vm, node:worker_threads, …) look the
+ * global Deno up when called, and a tool could plant a fake one to revive them. WebGPU (the
+ * machine's GPU without any permission) and blob: URLs (code built at run time, imported) go too;
+ * data: URLs stay (the tool itself arrives as one), so code from strings runs with exactly the
+ * tool's own (lack of) authority. Self-contained: a Worker gets its source as text.
+ */
+function closeDoors(names) {
+  for (const name of names) {
+    try {
+      Object.defineProperty(globalThis, name, {
+        get() {
+          throw new ReferenceError(`${name} is not available to tools`);
+        },
+        set() {
+          throw new ReferenceError(`${name} is not available to tools`);
+        },
+        configurable: false,
+        enumerable: false,
+      });
+    } catch {
+      // A non-configurable global stays; the process has no permission to use it anyway.
+    }
+  }
+  try {
+    Object.defineProperty(navigator, "gpu", {
+      get() {
+        throw new ReferenceError("navigator.gpu is not available to tools");
+      },
+      configurable: false,
+      enumerable: false,
+    });
+  } catch {
+    // Already fixed in place: nothing to do.
+  }
+  try {
+    Object.defineProperty(URL, "createObjectURL", {
+      value() {
+        throw new TypeError("blob: URLs are not available to tools");
+      },
+      writable: false,
+      configurable: false,
+    });
+  } catch {
+    // Already fixed in place: nothing to do.
+  }
+}
 // Resident (a walled process bound to one agent process and one tool, serving its calls one after
 // another): each call runs in a fresh Worker — its own isolate, globals, module instance and
 // timers — ended when the call ends; this module never runs tool code itself.
@@ -25,51 +77,7 @@ const write = (frame) => {
   const bytes = encoder.encode(JSON.stringify({ ...frame, n: nonce }) + "\n");
   for (let at = 0; at < bytes.length;) at += output.writeSync(bytes.subarray(at));
 };
-// The host's doors are replaced by getters that throw and cannot be redefined: deleting them was
-// not enough, since Deno's Node polyfills (node:fs, node:vm, node:worker_threads, …) look the
-// global Deno up when called, and a tool could plant a fake one to revive them.
-for (const name of ["Deno", "Worker", "caches", "localStorage", "sessionStorage", "process"]) {
-  try {
-    Object.defineProperty(globalThis, name, {
-      get() {
-        throw new ReferenceError(`${name} is not available to tools`);
-      },
-      set() {
-        throw new ReferenceError(`${name} is not available to tools`);
-      },
-      configurable: false,
-      enumerable: false,
-    });
-  } catch {
-    // A non-configurable global stays; the process has no permission to use it anyway.
-  }
-}
-// WebGPU reaches the machine's GPU without any permission (its adapter, driver and memory): gone
-// (inside the OS wall there is no device to reach either; this holds where the wall is off).
-try {
-  Object.defineProperty(navigator, "gpu", {
-    get() {
-      throw new ReferenceError("navigator.gpu is not available to tools");
-    },
-    configurable: false,
-    enumerable: false,
-  });
-} catch {
-  // Already fixed in place: nothing to do.
-}
-// A blob: URL would let a tool import code it built at run time; data: URLs stay (the tool itself
-// arrives as one), so code from strings can run — with exactly the tool's own (lack of) authority.
-try {
-  Object.defineProperty(URL, "createObjectURL", {
-    value() {
-      throw new TypeError("blob: URLs are not available to tools");
-    },
-    writable: false,
-    configurable: false,
-  });
-} catch {
-  // Already fixed in place: nothing to do.
-}
+closeDoors(HOST_DOORS);
 
 const text = (values) =>
   values.map((v) => {
@@ -221,7 +229,7 @@ async function serveResident() {
     const used = D.cpuUsage();
     return (used.user + used.system) / 1000;
   };
-  const source = `(${workerMain.toString()})();`;
+  const source = `const HOST_DOORS = ${JSON.stringify(HOST_DOORS)};\n${closeDoors.toString()}\n(${workerMain.toString()})();`;
   const url = `data:application/javascript,${encodeURIComponent(source)}`;
   const start = () => new WorkerConstructor(url, { type: "module" });
   // Workers started ahead, so that a call finds its Worker up.
@@ -361,45 +369,8 @@ function workerMain() {
     const usage = D.memoryUsage();
     return Math.max(usage.rss, usage.heapTotal + usage.external);
   };
-  const names = ["Deno", "Worker", "caches", "localStorage", "sessionStorage", "process"];
-  for (const name of [...names, "postMessage", "close", "onmessage"]) {
-    try {
-      Object.defineProperty(globalThis, name, {
-        get() {
-          throw new ReferenceError(`${name} is not available to tools`);
-        },
-        set() {
-          throw new ReferenceError(`${name} is not available to tools`);
-        },
-        configurable: false,
-        enumerable: false,
-      });
-    } catch {
-      // A non-configurable global stays; the process has no permission to use it anyway.
-    }
-  }
-  try {
-    Object.defineProperty(navigator, "gpu", {
-      get() {
-        throw new ReferenceError("navigator.gpu is not available to tools");
-      },
-      configurable: false,
-      enumerable: false,
-    });
-  } catch {
-    // Already fixed in place: nothing to do.
-  }
-  try {
-    Object.defineProperty(URL, "createObjectURL", {
-      value() {
-        throw new TypeError("blob: URLs are not available to tools");
-      },
-      writable: false,
-      configurable: false,
-    });
-  } catch {
-    // Already fixed in place: nothing to do.
-  }
+  // The Worker's own doors too: a tool must not post frames past this isolate's harness.
+  closeDoors([...HOST_DOORS, "postMessage", "close", "onmessage"]);
   const plain = (value) => JSON.parse(JSON.stringify(value === undefined ? null : value));
   const text = (values) =>
     values.map((v) => {
