@@ -238,179 +238,171 @@ Deno.test("isLive() rejects revoked, expired and used one-shot capabilities and 
 });
 
 Deno.test("CapabilityTable.grant() refuses a right the resource type does not know, and stores nothing", async () => {
-  {
-    await using t = await testRuntime({
-      prefix: "libos-cap-",
-      clock: new FakeClock(),
-      ids: seededIds(3),
-    });
-    const { runtime } = t;
-    const table = runtime.authority.capabilities;
-    const bad: { resource: CapabilityResource; rights: string[] }[] = [
-      { resource: { type: "fs", path: ".", scope: "subtree" }, rights: ["execute"] },
-      { resource: { type: "shell", argv: ["ls"], scope: "exact" }, rights: ["read"] },
-      { resource: { type: "net", key: "example.com", scope: "exact" }, rights: ["write"] },
-      // Not a canonical workspace-relative path.
-      { resource: { type: "fs", path: "../etc", scope: "subtree" }, rights: ["read"] },
-    ];
-    for (const request of bad) {
-      assert.throws(
-        () =>
-          table.grant({
-            subject: "pid_000000000001",
-            resource: request.resource,
-            rights: request.rights,
-            effect: "allow",
-            issuer: "operator",
-          }),
-        (error: unknown) => {
-          assert.ok(error instanceof ValidationError, String(error));
-          assert.equal(error.code, "validation_failed");
-          assert.match(error.message, /^Cannot grant/);
-          return true;
-        },
-        JSON.stringify(request),
-      );
-    }
-    assert.deepEqual(table.list("pid_000000000001"), []);
-    assert.equal(runtime.audit.query({ action: "capability.grant" }).length, 0);
-    assert.equal(
-      runtime.authority.decide("pid_000000000001", {
-        resource: { type: "fs", path: "a" },
-        right: "read",
-      }).reason,
-      "default",
+  await using t = await testRuntime({
+    prefix: "libos-cap-",
+    clock: new FakeClock(),
+    ids: seededIds(3),
+  });
+  const { runtime } = t;
+  const table = runtime.authority.capabilities;
+  const bad: { resource: CapabilityResource; rights: string[] }[] = [
+    { resource: { type: "fs", path: ".", scope: "subtree" }, rights: ["execute"] },
+    { resource: { type: "shell", argv: ["ls"], scope: "exact" }, rights: ["read"] },
+    { resource: { type: "net", key: "example.com", scope: "exact" }, rights: ["write"] },
+    // Not a canonical workspace-relative path.
+    { resource: { type: "fs", path: "../etc", scope: "subtree" }, rights: ["read"] },
+  ];
+  for (const request of bad) {
+    assert.throws(
+      () =>
+        table.grant({
+          subject: "pid_000000000001",
+          resource: request.resource,
+          rights: request.rights,
+          effect: "allow",
+          issuer: "operator",
+        }),
+      (error: unknown) => {
+        assert.ok(error instanceof ValidationError, String(error));
+        assert.equal(error.code, "validation_failed");
+        assert.match(error.message, /^Cannot grant/);
+        return true;
+      },
+      JSON.stringify(request),
     );
   }
+  assert.deepEqual(table.list("pid_000000000001"), []);
+  assert.equal(runtime.audit.query({ action: "capability.grant" }).length, 0);
+  assert.equal(
+    runtime.authority.decide("pid_000000000001", {
+      resource: { type: "fs", path: "a" },
+      right: "read",
+    }).reason,
+    "default",
+  );
 });
 
 Deno.test("CapabilityTable.revoke() revokes everything derived from a capability, transitively, and audits each", async () => {
-  {
-    const clock = new FakeClock();
-    await using t = await testRuntime({
-      prefix: "libos-cap-",
-      clock,
-      ids: seededIds(5),
-    });
-    const { runtime } = t;
-    const table = runtime.authority.capabilities;
-    const grant = (subject: string, derivedFrom?: string) =>
-      table.grant({
-        subject,
-        resource: { type: "fs", path: ".", scope: "subtree" },
-        rights: ["read"],
-        effect: "allow",
-        issuer: "operator",
-        ...(derivedFrom === undefined ? {} : { derivedFrom }),
-      });
-    const a = grant("pid_00000000000a");
-    const b = grant("pid_00000000000b", a.id);
-    const c = grant("pid_00000000000c", b.id);
-    const unrelated = grant("pid_00000000000d");
-    const readA = { resource: { type: "fs", path: "src/a.ts" }, right: "read" } as const;
-    assert.equal(runtime.authority.decide("pid_00000000000c", readA).effect, "allow");
-    clock.advance(1000);
-    const revoked = table.revoke(a.id);
-    assert.deepEqual(revoked.map((r) => r.id).sort(), [a.id, b.id, c.id].sort());
-    for (const capability of [a, b, c]) {
-      assert.equal(table.get(capability.id).revokedAt, clock.now());
-      assert.deepEqual(
-        runtime.authority.decide(capability.subject, readA),
-        { effect: "deny", reason: "default", layer: "default" },
-        capability.subject,
-      );
-    }
-    assert.equal(table.get(unrelated.id).revokedAt, null);
-    assert.equal(runtime.authority.decide(unrelated.subject, readA).effect, "allow");
-    const records = runtime.audit.query({ action: "capability.revoke" });
-    assert.deepEqual(
-      records.map((r) => [r.correlation, r.authority]).sort(),
-      [[a.id, "operator"], [b.id, `derived:${a.id}`], [c.id, `derived:${b.id}`]].sort(),
-    );
-    // Revoking again changes nothing and audits nothing.
-    assert.deepEqual(table.revoke(a.id), []);
-    assert.equal(runtime.audit.query({ action: "capability.revoke" }).length, 3);
-  }
-});
-
-Deno.test("Authority.require() consumes a one-shot capability once; it matches nothing afterwards (attack: replay an allow_once)", async () => {
-  {
-    const clock = new FakeClock();
-    await using t = await testRuntime({
-      prefix: "libos-cap-",
-      clock,
-      ids: seededIds(7),
-    });
-    const { runtime } = t;
-    const pid = "pid_000000000001";
-    const once = runtime.authority.capabilities.grant({
-      subject: pid,
-      resource: { type: "fs", path: "notes.txt", scope: "exact" },
-      rights: ["read"],
-      effect: "allow",
-      oneShot: true,
-      issuer: "human:hreq_1",
-    });
-    const action = { resource: { type: "fs", path: "notes.txt" }, right: "read" } as const;
-    // check() leaves it unconsumed.
-    assert.equal(runtime.authority.check(pid, action, "read notes.txt").capability, once.id);
-    assert.equal(runtime.authority.capabilities.get(once.id).usedAt, null);
-    const first = runtime.authority.require(pid, action, "read notes.txt");
-    assert.equal(first.effect, "allow");
-    assert.equal(first.reason, `cap:${once.id}`);
-    assert.equal(runtime.authority.capabilities.get(once.id).usedAt, clock.now());
-    assert.throws(
-      () => runtime.authority.require(pid, action, "read notes.txt"),
-      (error: unknown) => {
-        assert.ok(error instanceof CapabilityDeniedError, String(error));
-        assert.equal(error.code, "capability_denied");
-        assert.equal(error.reason, "default");
-        assert.match(error.message, /^Cannot read notes\.txt: process pid_000000000001 lacks read/);
-        return true;
-      },
-    );
-    assert.equal(runtime.authority.decide(pid, action).reason, "default");
-  }
-});
-
-Deno.test("CapabilityTable: a revocation made from a second connection takes effect on the next check", async () => {
-  {
-    const pid = "pid_000000000001";
-    const action = { resource: { type: "fs", path: "src/a.ts" }, right: "read" } as const;
-    await using t = await testRuntime({
-      prefix: "libos-cap-",
-      workspaceDir: "workspace",
-      fromRoot: (dir) => ({
-        db: join(dir, "state.db"),
-        env: { get: (name) => (name === "XDG_STATE_HOME" ? join(dir, "xdg") : undefined) },
-      }),
-      clock: new FakeClock(),
-      ids: seededIds(1),
-    });
-    const first = t.runtime;
-    const granted = first.authority.capabilities.grant({
-      subject: pid,
+  const clock = new FakeClock();
+  await using t = await testRuntime({
+    prefix: "libos-cap-",
+    clock,
+    ids: seededIds(5),
+  });
+  const { runtime } = t;
+  const table = runtime.authority.capabilities;
+  const grant = (subject: string, derivedFrom?: string) =>
+    table.grant({
+      subject,
       resource: { type: "fs", path: ".", scope: "subtree" },
       rights: ["read"],
       effect: "allow",
       issuer: "operator",
+      ...(derivedFrom === undefined ? {} : { derivedFrom }),
     });
-    assert.equal(first.authority.decide(pid, action).reason, `cap:${granted.id}`);
-    // Commit, so the second connection can take the write lock.
-    first.store.flush();
-    {
-      await using second = await t.reopen({ clock: new FakeClock(), ids: seededIds(2) });
-      assert.equal(second.authority.decide(pid, action).effect, "allow");
-      const revoked = second.authority.capabilities.revoke(granted.id);
-      assert.deepEqual(revoked.map((r) => r.id), [granted.id]);
-      second.store.flush();
-    }
-    // The first runtime's index was built before the revocation; the very next check sees it.
-    assert.deepEqual(first.authority.decide(pid, action), {
-      effect: "deny",
-      reason: "default",
-      layer: "default",
-    });
-    assert.notEqual(first.authority.capabilities.get(granted.id).revokedAt, null);
+  const a = grant("pid_00000000000a");
+  const b = grant("pid_00000000000b", a.id);
+  const c = grant("pid_00000000000c", b.id);
+  const unrelated = grant("pid_00000000000d");
+  const readA = { resource: { type: "fs", path: "src/a.ts" }, right: "read" } as const;
+  assert.equal(runtime.authority.decide("pid_00000000000c", readA).effect, "allow");
+  clock.advance(1000);
+  const revoked = table.revoke(a.id);
+  assert.deepEqual(revoked.map((r) => r.id).sort(), [a.id, b.id, c.id].sort());
+  for (const capability of [a, b, c]) {
+    assert.equal(table.get(capability.id).revokedAt, clock.now());
+    assert.deepEqual(
+      runtime.authority.decide(capability.subject, readA),
+      { effect: "deny", reason: "default", layer: "default" },
+      capability.subject,
+    );
   }
+  assert.equal(table.get(unrelated.id).revokedAt, null);
+  assert.equal(runtime.authority.decide(unrelated.subject, readA).effect, "allow");
+  const records = runtime.audit.query({ action: "capability.revoke" });
+  assert.deepEqual(
+    records.map((r) => [r.correlation, r.authority]).sort(),
+    [[a.id, "operator"], [b.id, `derived:${a.id}`], [c.id, `derived:${b.id}`]].sort(),
+  );
+  // Revoking again changes nothing and audits nothing.
+  assert.deepEqual(table.revoke(a.id), []);
+  assert.equal(runtime.audit.query({ action: "capability.revoke" }).length, 3);
+});
+
+Deno.test("Authority.require() consumes a one-shot capability once; it matches nothing afterwards (attack: replay an allow_once)", async () => {
+  const clock = new FakeClock();
+  await using t = await testRuntime({
+    prefix: "libos-cap-",
+    clock,
+    ids: seededIds(7),
+  });
+  const { runtime } = t;
+  const pid = "pid_000000000001";
+  const once = runtime.authority.capabilities.grant({
+    subject: pid,
+    resource: { type: "fs", path: "notes.txt", scope: "exact" },
+    rights: ["read"],
+    effect: "allow",
+    oneShot: true,
+    issuer: "human:hreq_1",
+  });
+  const action = { resource: { type: "fs", path: "notes.txt" }, right: "read" } as const;
+  // check() leaves it unconsumed.
+  assert.equal(runtime.authority.check(pid, action, "read notes.txt").capability, once.id);
+  assert.equal(runtime.authority.capabilities.get(once.id).usedAt, null);
+  const first = runtime.authority.require(pid, action, "read notes.txt");
+  assert.equal(first.effect, "allow");
+  assert.equal(first.reason, `cap:${once.id}`);
+  assert.equal(runtime.authority.capabilities.get(once.id).usedAt, clock.now());
+  assert.throws(
+    () => runtime.authority.require(pid, action, "read notes.txt"),
+    (error: unknown) => {
+      assert.ok(error instanceof CapabilityDeniedError, String(error));
+      assert.equal(error.code, "capability_denied");
+      assert.equal(error.reason, "default");
+      assert.match(error.message, /^Cannot read notes\.txt: process pid_000000000001 lacks read/);
+      return true;
+    },
+  );
+  assert.equal(runtime.authority.decide(pid, action).reason, "default");
+});
+
+Deno.test("CapabilityTable: a revocation made from a second connection takes effect on the next check", async () => {
+  const pid = "pid_000000000001";
+  const action = { resource: { type: "fs", path: "src/a.ts" }, right: "read" } as const;
+  await using t = await testRuntime({
+    prefix: "libos-cap-",
+    workspaceDir: "workspace",
+    fromRoot: (dir) => ({
+      db: join(dir, "state.db"),
+      env: { get: (name) => (name === "XDG_STATE_HOME" ? join(dir, "xdg") : undefined) },
+    }),
+    clock: new FakeClock(),
+    ids: seededIds(1),
+  });
+  const first = t.runtime;
+  const granted = first.authority.capabilities.grant({
+    subject: pid,
+    resource: { type: "fs", path: ".", scope: "subtree" },
+    rights: ["read"],
+    effect: "allow",
+    issuer: "operator",
+  });
+  assert.equal(first.authority.decide(pid, action).reason, `cap:${granted.id}`);
+  // Commit, so the second connection can take the write lock.
+  first.store.flush();
+  {
+    await using second = await t.reopen({ clock: new FakeClock(), ids: seededIds(2) });
+    assert.equal(second.authority.decide(pid, action).effect, "allow");
+    const revoked = second.authority.capabilities.revoke(granted.id);
+    assert.deepEqual(revoked.map((r) => r.id), [granted.id]);
+    second.store.flush();
+  }
+  // The first runtime's index was built before the revocation; the very next check sees it.
+  assert.deepEqual(first.authority.decide(pid, action), {
+    effect: "deny",
+    reason: "default",
+    layer: "default",
+  });
+  assert.notEqual(first.authority.capabilities.get(granted.id).revokedAt, null);
 });
