@@ -222,6 +222,10 @@ function outOfMemory(isRangeError, budget) {
  * vetted module reaches it as a data: URL through the import map (it may read no file). Its
  * messages become frames here, with the nonce only this module holds, from plain data the Worker
  * sent (never its objects); the call's CPU time is measured here and ends it past its budget.
+ * A run frame with `keep` (the host's `reuse: "worker"`) may be served by the Worker that served
+ * this process's last call of the same source, when that call succeeded and left nothing running
+ * (no syscall unanswered, no timer pending): the agent process's own calls of its own tool then
+ * share the module's state, and skip a Worker's start.
  */
 async function serveResident() {
   // CPU time of this process (one-shot processes have the kernel's limit per call instead).
@@ -234,31 +238,47 @@ async function serveResident() {
   const start = () => new WorkerConstructor(url, { type: "module" });
   // Workers started ahead, so that a call finds its Worker up.
   const spares = [start(), start()];
+  // The Worker of the last call, kept for the next one of the same source (keep only).
+  let kept;
+  const retire = () => {
+    for (const spare of spares) spare.terminate();
+    kept?.worker.terminate();
+    D.exit(0);
+  };
   for (;;) {
     let run;
     try {
       run = await nextFrame();
     } catch {
       // The host closed the protocol: the process is retired.
-      for (const spare of spares) spare.terminate();
-      D.exit(0);
+      retire();
     }
     nonce = typeof run.nonce === "string" ? run.nonce : "";
     if (run.type !== "run" || run.v !== 1) {
       write({ type: "error", name: "ProtocolError", message: "the frame is not a v1 run frame" });
-      for (const spare of spares) spare.terminate();
-      D.exit(0);
+      retire();
     }
-    const worker = spares.shift() ?? start();
-    await callIn(worker, run, cpuMs);
-    worker.terminate();
+    const keep = run.keep === true;
+    let worker;
+    if (keep && kept !== undefined && kept.source === run.source) worker = kept.worker;
+    else {
+      kept?.worker.terminate();
+      worker = spares.shift() ?? start();
+    }
+    kept = undefined;
+    const clean = await callIn(worker, run, cpuMs);
+    if (keep && clean) kept = { worker, source: run.source };
+    else worker.terminate();
     // Starting a Worker blocks this thread until its isolate exists (tens of milliseconds):
     // done once the result is out, between calls, never in a call's way.
-    while (spares.length < 2) spares.push(start());
+    while (spares.length < (kept === undefined ? 2 : 1)) spares.push(start());
   }
 }
 
-/** Runs one call in `worker`; resolves once its result or error frame is written. */
+/**
+ * Runs one call in `worker`; resolves once its result or error frame is written, with whether
+ * the Worker may serve another call (it succeeded, and left no syscall and no timer behind).
+ */
 function callIn(worker, run, cpuMs) {
   return new Promise((resolve) => {
     const started = cpuMs();
@@ -267,13 +287,14 @@ function callIn(worker, run, cpuMs) {
     let reading = false;
     let finished = false;
     let pumping = Promise.resolve();
-    const finish = (frame) => {
+    const finish = (frame, idle = false) => {
       if (finished) return;
       finished = true;
       clearInterval(meter);
       write({ ...frame, cpu: Math.round(cpuMs()) });
+      const clean = frame.type === "result" && idle && outstanding === 0;
       // Replies to syscalls the tool made before it finished are read before the next run.
-      pumping.then(() => resolve());
+      pumping.then(() => resolve(clean));
     };
     const pump = async () => {
       reading = true;
@@ -324,7 +345,7 @@ function callIn(worker, run, cpuMs) {
         outstanding++;
         if (!reading) pumping = pump();
       } else if (m.t === "result") {
-        finish({ type: "result", value: m.value === undefined ? null : m.value });
+        finish({ type: "result", value: m.value === undefined ? null : m.value }, m.idle === true);
       } else if (m.t === "error") {
         finish({
           type: "error",
@@ -396,25 +417,77 @@ function workerMain() {
       }
       : (...values) => post({ t: "log", level, text: text(values) });
   }
+  // Timers the tool's code has pending: a Worker that still has one when its call ends is not
+  // kept for the next call (what the timer would run belongs to the call that set it).
+  const timers = new Set();
+  let untracked = false;
+  const realSetTimeout = globalThis.setTimeout;
+  const realSetInterval = globalThis.setInterval;
+  const realClearTimeout = globalThis.clearTimeout;
+  const realClearInterval = globalThis.clearInterval;
+  globalThis.setTimeout = (fn, ...rest) => {
+    if (typeof fn !== "function") untracked = true;
+    const id = realSetTimeout((...values) => {
+      timers.delete(id);
+      if (typeof fn === "function") fn(...values);
+    }, ...rest);
+    timers.add(id);
+    return id;
+  };
+  globalThis.setInterval = (fn, ...rest) => {
+    if (typeof fn !== "function") untracked = true;
+    const id = realSetInterval(fn, ...rest);
+    timers.add(id);
+    return id;
+  };
+  globalThis.clearTimeout = (id) => {
+    timers.delete(id);
+    realClearTimeout(id);
+  };
+  globalThis.clearInterval = (id) => {
+    timers.delete(id);
+    realClearInterval(id);
+  };
+  // Message channels deliver later, outside any timer: a call that opened one is not kept.
+  for (const name of ["MessageChannel", "BroadcastChannel"]) {
+    const Real = globalThis[name];
+    if (typeof Real !== "function") continue;
+    globalThis[name] = function (...values) {
+      untracked = true;
+      return new.target ? Reflect.construct(Real, values) : Real(...values);
+    };
+  }
   let next = 0;
   const waiting = new Map();
-  const libos = Object.freeze({
-    async call(name, args = {}) {
-      const id = next++;
-      const reply = await new Promise((resolve) => {
-        waiting.set(id, resolve);
-        post({ t: "syscall", id, name: String(name), args: plain(args) });
-      });
-      if (!reply.ok) {
-        const error = new Error(reply.error?.message ?? "the syscall failed");
-        error.name = "SyscallError";
-        error.code = reply.error?.code ?? "failed";
-        throw error;
-      }
-      return reply.value;
-    },
-  });
-  let started = false;
+  // The run in progress: each run gets its own libos, which refuses once its run has ended (code a
+  // call left behind cannot make syscalls that a later call of a kept Worker would answer for).
+  let current = 0;
+  const libosFor = (run) =>
+    Object.freeze({
+      async call(name, args = {}) {
+        if (run !== current) {
+          const error = new Error("the tool call that made this syscall has ended");
+          error.name = "SyscallError";
+          error.code = "call_ended";
+          throw error;
+        }
+        const id = next++;
+        const reply = await new Promise((resolve) => {
+          waiting.set(id, resolve);
+          post({ t: "syscall", id, name: String(name), args: plain(args) });
+        });
+        if (!reply.ok) {
+          const error = new Error(reply.error?.message ?? "the syscall failed");
+          error.name = "SyscallError";
+          error.code = reply.error?.code ?? "failed";
+          throw error;
+        }
+        return reply.value;
+      },
+    });
+  let busy = false;
+  // The module of the source this Worker last ran (a kept Worker runs the same source again).
+  let loaded;
   listen("message", async (event) => {
     const m = event.data;
     if (m?.t === "reply") {
@@ -423,25 +496,32 @@ function workerMain() {
       resolve?.(m.reply);
       return;
     }
-    if (m?.t !== "run" || started) return;
-    started = true;
+    if (m?.t !== "run" || busy) return;
+    busy = true;
+    const run = ++current;
     try {
-      const bytes = new TextEncoder().encode(m.source);
-      let binary = "";
-      for (let i = 0; i < bytes.length; i += 0x8000) {
-        binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+      let tool = loaded?.source === m.source ? loaded.tool : undefined;
+      if (tool === undefined) {
+        const bytes = new TextEncoder().encode(m.source);
+        let binary = "";
+        for (let i = 0; i < bytes.length; i += 0x8000) {
+          binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+        }
+        const media = m.lang === "javascript" ? "application/javascript" : "application/typescript";
+        tool = await import(`data:${media};base64,${btoa(binary)}`);
+        loaded = { source: m.source, tool };
       }
-      const media = m.lang === "javascript" ? "application/javascript" : "application/typescript";
-      const tool = await import(`data:${media};base64,${btoa(binary)}`);
       const entry = "run" in tool ? "run" : "default";
       if (typeof tool[entry] !== "function") {
         throw new TypeError(
           "the tool exports no run function; write export async function run(args, libos) { … }",
         );
       }
-      const value = await tool[entry](m.args, libos);
-      post({ t: "result", value: plain(value) });
+      const value = await tool[entry](m.args, libosFor(run));
+      current++;
+      post({ t: "result", value: plain(value), idle: timers.size === 0 && !untracked });
     } catch (error) {
+      current++;
       post({
         t: "error",
         range: error instanceof RangeError,
@@ -449,6 +529,8 @@ function workerMain() {
         name: String(error?.name ?? "Error"),
         message: String(error?.message ?? error),
       });
+    } finally {
+      busy = false;
     }
   });
 }

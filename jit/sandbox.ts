@@ -42,6 +42,11 @@
  * each Worker's isolate reserves about 0.5 GiB of address space); wall time, frames, syscalls
  * and output are counted per call by the host as for any call. A breach or a death retires
  * the process; so do {@link RESIDENT_MAX_CALLS} calls or its CPU time nearing its limit.
+ * With `reuse: "worker"`, the Worker itself serves the agent process's next call of the tool
+ * when its last call succeeded and left nothing running (no unanswered syscall, no timer, no
+ * message channel): the module is imported once and its state carries between that agent
+ * process's calls, as between one program's calls, at the cost of a message round trip instead
+ * of a Worker's start; a `libos` handle refuses once the call it was given to has ended.
  *
  * @module
  */
@@ -202,13 +207,18 @@ export interface JitSandboxOptions {
   readonly wall?: boolean | "auto";
   /**
    * Serve the calls that name their agent process ({@link CallOptions.reuseFor}) with resident
-   * processes: one walled, permission-less process per agent process and tool source, which
-   * runs each call in a fresh Worker (its own isolate: globals, module instance, timers, stack
-   * trace hooks all new, and ended with the call). A call that breaches a limit or dies retires
-   * the process; so do {@link RESIDENT_MAX_CALLS} calls, or its CPU time nearing the process's
-   * limit. Default false: one process per call.
+   * processes: one walled, permission-less process per agent process and tool source. `true`
+   * runs each call in a fresh Worker there (its own isolate: globals, module instance, timers,
+   * stack trace hooks all new, and ended with the call). `"worker"` also keeps the Worker for
+   * the agent process's next call of the tool when the last one succeeded and left nothing
+   * running (no unanswered syscall, no pending timer, no message channel): that agent process's
+   * calls then share the module's state, as one program's calls would, and a libos handle a
+   * call kept refuses once its call has ended; another agent process's calls never reach it, and a
+   * failed call's Worker is never kept. A call that breaches a limit or dies retires the process;
+   * so do {@link RESIDENT_MAX_CALLS} calls, or its CPU time nearing the process's limit. Default
+   * false: one process per call.
    */
-  readonly reuse?: boolean;
+  readonly reuse?: boolean | "worker";
 }
 
 /** Calls one resident process serves before it is retired. */
@@ -263,7 +273,7 @@ export class JitSandbox implements AsyncDisposable {
   readonly #pool: Promise<Spawned>[] = [];
   readonly #reaping = new Set<Promise<void>>();
   readonly #wallSetting: boolean | "auto";
-  readonly #reuse: boolean;
+  readonly #reuse: boolean | "worker";
   /** Resident processes by agent process and source, least recently used first. */
   readonly #residents = new Map<string, Resident>();
   #wall: Promise<boolean> | undefined;
@@ -372,7 +382,7 @@ export class JitSandbox implements AsyncDisposable {
   ): Promise<SandboxResult> {
     signal?.throwIfAborted();
     if (this.#disposed) throw new SandboxError("sandbox_failed", "The sandbox was disposed");
-    if (this.#reuse && options.reuseFor !== undefined) {
+    if (this.#reuse !== false && options.reuseFor !== undefined) {
       const key = residentKey(options.reuseFor, source, options.language);
       const resident = this.#residents.get(key);
       if (resident === undefined || !resident.busy) {
@@ -677,6 +687,7 @@ export class JitSandbox implements AsyncDisposable {
         source,
         ...(options.language === "javascript" ? { lang: options.language } : {}),
         ...(resident ? { cpuMs: limits.cpuSeconds * 1000 } : {}),
+        ...(resident && this.#reuse === "worker" ? { keep: true } : {}),
         args,
       });
       resume();

@@ -233,3 +233,90 @@ Deno.test("JitSandbox reuse leaves no process and no temporary directory behind 
     Deno.removeSync(temp, { recursive: true });
   }
 });
+
+/** A tool that counts its calls in its module and in a global, and leaves behind what it is told. */
+const COUNTER = `let calls = 0;
+export async function run(args, libos) {
+  calls++;
+  globalThis.seen = (globalThis.seen ?? 0) + 1;
+  if (args.leave === "timer") setTimeout(() => {}, 60_000);
+  if (args.leave === "interval") setInterval(() => console.log("LEFT BEHIND"), 5);
+  if (args.leave === "string timer") clearTimeout(setTimeout("1", 1));
+  if (args.leave === "channel") {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => { globalThis.seen = 100; };
+    channel.port2.postMessage(1);
+  }
+  if (args.leave === "unanswered syscall") libos.call("slow", {}).catch(() => {});
+  if (args.leave === "error") throw new Error("failed on purpose");
+  return { calls, seen: globalThis.seen };
+}`;
+
+const slowEcho: SyscallHandler = (name, args) =>
+  name === "slow"
+    ? new Promise((resolve) => setTimeout(() => resolve(null), 100))
+    : echo(name, args, new AbortController().signal);
+
+Deno.test("JitSandbox reuse \"worker\": an agent process's calls of its tool share the module's state in one kept Worker; another agent process's calls never see it", async () => {
+  await using sandbox = new JitSandbox({ reuse: "worker", limits: { wallMs: 10_000 } });
+  const call = (owner: string) =>
+    sandbox.call(COUNTER, {}, echo, undefined, { reuseFor: owner }).then((r) => r.value);
+  assert.deepEqual(await call("pid_a"), { calls: 1, seen: 1 });
+  assert.deepEqual(await call("pid_a"), { calls: 2, seen: 2 }, "the same agent's Worker was kept");
+  assert.deepEqual(await call("pid_b"), { calls: 1, seen: 1 }, "another agent starts fresh");
+  assert.deepEqual(await call("pid_a"), { calls: 3, seen: 3 });
+  const owners = sandbox.residents();
+  assert.equal(new Set(owners.map((r) => r.pid)).size, 2, "one process per agent process");
+  // A call without an owner never lands in a kept Worker.
+  assert.deepEqual(
+    (await sandbox.call(COUNTER, {}, echo)).value,
+    { calls: 1, seen: 1 },
+  );
+});
+
+Deno.test('JitSandbox reuse "worker" attack: a call that leaves work behind or fails does not pass its Worker on; the next call starts fresh', async () => {
+  await using sandbox = new JitSandbox({ reuse: "worker", limits: { wallMs: 10_000 } });
+  for (
+    const leave of ["timer", "interval", "string timer", "channel", "unanswered syscall", "error"]
+  ) {
+    const owner = `pid_${leave.replaceAll(" ", "_")}`;
+    const call = (args: Record<string, unknown>) =>
+      sandbox.call(COUNTER, args, slowEcho, undefined, { reuseFor: owner });
+    if (leave === "error") {
+      assert.equal((await failure(call({ leave }))).code, "tool_error");
+    } else assert.deepEqual((await call({ leave })).value, { calls: 1, seen: 1 }, leave);
+    const next = await call({});
+    assert.deepEqual(next.value, { calls: 1, seen: 1 }, `${leave}: the next call got a new Worker`);
+    assert.ok(
+      next.logs.every((log) => log.text !== "LEFT BEHIND"),
+      `${leave}: nothing ran into it`,
+    );
+    // Control: a clean call's Worker is kept.
+    assert.deepEqual((await call({})).value, { calls: 2, seen: 2 }, `${leave}: control`);
+  }
+});
+
+Deno.test('JitSandbox reuse "worker" attack: a libos handle an earlier call kept refuses in a later call, and the host hears nothing', async () => {
+  await using sandbox = new JitSandbox({ reuse: "worker", limits: { wallMs: 10_000 } });
+  const source = `let kept;
+export async function run(args, libos) {
+  if (args.first) { kept = libos; return "kept"; }
+  try { await kept.call("fs.write", { path: "x", content: "y" }); return "ANSWERED"; }
+  catch (error) { return error.code; }
+}`;
+  const heard: string[] = [];
+  const record: SyscallHandler = (name) => {
+    heard.push(name);
+    return Promise.resolve(null);
+  };
+  const options = { reuseFor: "pid_a" };
+  assert.equal(
+    (await sandbox.call(source, { first: true }, record, undefined, options)).value,
+    "kept",
+  );
+  const second = await sandbox.call(source, {}, record, undefined, options);
+  assert.equal(second.value, "call_ended");
+  assert.equal(second.syscalls, 0);
+  assert.deepEqual(heard, []);
+  assert.equal(sandbox.residents()[0]?.calls, 2, "control: one process served both");
+});

@@ -33,6 +33,8 @@ export interface BenchCase {
     readonly maxP50Ms?: number;
     readonly maxP95Ms?: number;
     readonly maxP99Ms?: number;
+    /** Throughput at least this many times the group's first row's, measured in the same run. */
+    readonly minRatio?: number;
   };
   run(): Promise<BenchResult> | BenchResult;
 }

@@ -23,17 +23,17 @@ const answer: SyscallHandler = () => Promise.resolve("/ws");
 const CALLS = 60;
 
 async function backToBack(
-  design: "process" | "pool" | "resident",
+  design: "process" | "pool" | "resident" | "kept",
   gapMs = 0,
 ): Promise<BenchResult> {
   await using sandbox = new JitSandbox({
     poolSize: design === "pool" ? 2 : 0,
-    reuse: design === "resident",
+    reuse: design === "kept" ? "worker" : design === "resident",
   });
   const walled = await sandbox.wall();
   const options = {
     language: "javascript" as const,
-    ...(design === "resident" ? { reuseFor: "pid_bench" } : {}),
+    ...(design === "resident" || design === "kept" ? { reuseFor: "pid_bench" } : {}),
   };
   // Started ahead and unmeasured: the pool's processes, or the resident process.
   sandbox.warm();
@@ -73,6 +73,12 @@ export const CASES: readonly BenchCase[] = [
     group: "jit calls back to back: designs",
     name: "resident process per agent process and tool, a fresh Worker per call",
     run: () => backToBack("resident"),
+  },
+  {
+    group: "jit calls back to back: designs",
+    name: "resident process per agent process and tool, its Worker kept across the agent's calls",
+    target: { minRatio: 5 },
+    run: () => backToBack("kept"),
   },
   {
     group: "jit calls one every 100 ms: designs",

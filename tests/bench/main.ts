@@ -90,6 +90,11 @@ function table(rows: readonly Row[]): string {
         opsPerSecond >= bench.target.minOpsPerSecond ? "MET" : "MISSED"
       } >= ${bench.target.minOpsPerSecond} ops/s`;
     }
+    if (bench.target?.minRatio !== undefined) {
+      target += `${target ? "; " : ""}${
+        ratio >= bench.target.minRatio ? "MET" : "MISSED"
+      } >= ${bench.target.minRatio}x the group's first row`;
+    }
     if (bench.target?.maxP99Ms !== undefined) {
       const p99 = percentile(result.latenciesMs, 99);
       target += `${target ? "; " : ""}${p99 <= bench.target.maxP99Ms ? "MET" : "MISSED"} p99 <= ${
