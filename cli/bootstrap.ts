@@ -11,8 +11,7 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { configEnvFile, endpointHost, MODEL_ENV, parseEnvFile } from "./model_config.ts";
 import { SYSTEM_PATH } from "../runtime/base/system_path.ts";
-import { loadUserConfig } from "./user_config.ts";
-import { defaultDatabasePath } from "../runtime/base/state_paths.ts";
+import { defaultDatabasePath, userConfigPath } from "../runtime/base/state_paths.ts";
 import { DatabaseSync } from "node:sqlite";
 
 /** Environment variables the runtime reads. */
@@ -339,8 +338,12 @@ if (import.meta.main) {
     // refuses the run with the reason.
     let toolchains: readonly string[] = [];
     try {
-      if (!Deno.args.includes("--no-user-config")) toolchains = loadUserConfig(Deno.env).toolchains;
-    } catch { /* reported by libos itself */ }
+      const file = Deno.args.includes("--no-user-config") ? undefined : userConfigPath(Deno.env);
+      // Its parser (zod, jsonc) is loaded only when there is a file to parse.
+      if (file !== undefined && Deno.statSync(file).isFile) {
+        toolchains = (await import("./user_config.ts")).loadUserConfig(Deno.env).toolchains;
+      }
+    } catch { /* missing: nothing to grant; unreadable or invalid: reported by libos itself */ }
     const command = Deno.args.find((a) => !a.startsWith("-"));
     const resume = command === "agent" ? optionValue(Deno.args, "resume") : undefined;
     const database = resume === undefined

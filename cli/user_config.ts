@@ -16,7 +16,9 @@
 import { isAbsolute, join } from "node:path";
 import { z } from "zod";
 import { ValidationError } from "../runtime/base/errors.ts";
-import { configDirectory, type EnvReader } from "../runtime/base/state_paths.ts";
+import { type EnvReader, userConfigPath } from "../runtime/base/state_paths.ts";
+
+export { userConfigPath };
 import { parseStrictJsonc } from "../runtime/base/strict_jsonc.ts";
 
 /** The largest `config.jsonc` read. */
@@ -29,12 +31,6 @@ export const UserConfig = z.object({
 }).strict();
 /** The settings file, as written. */
 export type UserConfig = z.infer<typeof UserConfig>;
-
-/** Where the user's settings live, or undefined when no home is known. */
-export function userConfigPath(env: EnvReader): string | undefined {
-  const dir = configDirectory(env);
-  return dir === undefined ? undefined : join(dir, "config.jsonc");
-}
 
 /**
  * `~/…` under the user's home; other paths as given.

@@ -1936,6 +1936,17 @@ Deno.test("builtinToolSpecs() names exactly the tools this table covers, and the
   assert.deepEqual(f.runtime.tools.builtins().map((t) => t.name), table);
 });
 
+Deno.test("every built-in tool's arguments convert to an object JSON Schema a model can be shown (converted on first use, not at definition)", async () => {
+  await using f = await fixture({ tool: "echo" });
+  const builtins = f.runtime.tools.builtins();
+  assert.ok(builtins.length > 30, "control: the built-ins are there");
+  for (const tool of builtins) {
+    assert.equal(tool.parameters.type, "object", tool.name);
+    assert.equal(tool.parameters, tool.parameters, `${tool.name}: converted once, then kept`);
+    assert.ok(Object.isFrozen(tool.parameters), tool.name);
+  }
+});
+
 for (const row of ROWS) {
   const ignore = row.loopback === true && !loopbackAllowed();
   Deno.test({

@@ -44,6 +44,12 @@ export function configDirectory(env: EnvReader): string | undefined {
   return undefined;
 }
 
+/** The user's `config.jsonc` (in {@link configDirectory}), or undefined when no home is known. */
+export function userConfigPath(env: EnvReader): string | undefined {
+  const dir = configDirectory(env);
+  return dir === undefined ? undefined : join(dir, "config.jsonc");
+}
+
 /** The default database of a workspace: `<state>/<sha256 of the workspace's real path>.db`. */
 export function defaultDatabasePath(stateDir: string, workspaceRealPath: string): string {
   return join(stateDir, `${sha256Hex(workspaceRealPath)}.db`);

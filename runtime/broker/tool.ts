@@ -435,23 +435,34 @@ export function defineTool<S extends z.ZodType, N extends string = never>(
       `Tool ${spec.name} declares an unknown effect; use ${ToolEffect.options.join(", ")}`,
     );
   }
-  let parameters: Record<string, unknown>;
-  try {
-    parameters = z.toJSONSchema(spec.args, { io: "input" }) as Record<string, unknown>;
-  } catch (error) {
-    throw new ValidationError(
-      `Tool ${spec.name}'s argument schema cannot be shown to a model as JSON Schema`,
-      { cause: error },
-    );
-  }
-  if (parameters.type !== "object") {
-    throw new ValidationError(`Tool ${spec.name}'s arguments must be an object schema (z.object)`);
-  }
+  const convert = (): Readonly<Record<string, unknown>> => {
+    let converted: Record<string, unknown>;
+    try {
+      converted = z.toJSONSchema(spec.args, { io: "input" }) as Record<string, unknown>;
+    } catch (error) {
+      throw new ValidationError(
+        `Tool ${spec.name}'s argument schema cannot be shown to a model as JSON Schema`,
+        { cause: error },
+      );
+    }
+    if (converted.type !== "object") {
+      throw new ValidationError(
+        `Tool ${spec.name}'s arguments must be an object schema (z.object)`,
+      );
+    }
+    return Object.freeze(converted);
+  };
+  // A built-in tool's plain object schema is converted when a model is first shown it (every
+  // built-in's conversion is tested): a runtime that never calls a model (a CLI command, the
+  // demo) does not pay for forty conversions. Anything else is converted, and refused, now.
+  let parameters = origin === "builtin" && spec.args instanceof z.ZodObject ? undefined : convert();
   return Object.freeze({
     name: name.data,
     description: spec.description,
     args: spec.args,
-    parameters: Object.freeze(parameters),
+    get parameters() {
+      return parameters ??= convert();
+    },
     effects: Object.freeze([...effects.data]),
     origin,
     run: (args: unknown, ctx: ToolContext) => spec.run(args as z.output<S>, ctx),

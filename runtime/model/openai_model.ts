@@ -11,7 +11,7 @@
  *
  * @module
  */
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import { type Redactor, redactor } from "../base/redaction.ts";
 import {
   type ChatMessage,
@@ -91,24 +91,44 @@ function argumentText(args: unknown): string {
   return typeof args === "string" ? args : JSON.stringify(args ?? {});
 }
 
+/** The SDK's client class (its error classes hang off it). */
+type Sdk = typeof OpenAI;
+
+/**
+ * The SDK, loaded on a model's first request: a run on another model (the scripted one, the
+ * demo, every command but `agent`) never pays for loading it (about 100 ms and 12 MiB).
+ */
+async function loadSdk(): Promise<Sdk> {
+  return (await import("openai")).default;
+}
+
 /** What a rejected request's error says, for the fallbacks. */
-function rejects(error: unknown, parameter: string): boolean {
-  return error instanceof OpenAI.APIError && error.status === 400 &&
+function rejects(Sdk: Sdk, error: unknown, parameter: string): boolean {
+  return error instanceof Sdk.APIError && error.status === 400 &&
     String(error.message).includes(parameter);
 }
 
-/** A typed failure for whatever the SDK threw. */
-function failure(error: unknown, name: string): ModelError {
+/** A typed failure for whatever the SDK (when it loaded) threw. */
+function failure(Sdk: Sdk | undefined, error: unknown, name: string): ModelError {
   if (error instanceof ModelError) return error;
-  if (error instanceof OpenAI.APIConnectionTimeoutError) {
+  if (Sdk === undefined) {
+    return new ModelError(
+      "model_unavailable",
+      `The openai package could not be loaded for ${name} (${
+        error instanceof Error ? error.message : String(error)
+      }); run "deno install" in the libos checkout`,
+      { cause: error },
+    );
+  }
+  if (error instanceof Sdk.APIConnectionTimeoutError) {
     return new ModelError("model_timeout", `${name} did not answer in time`, { cause: error });
   }
-  if (error instanceof OpenAI.APIUserAbortError) {
+  if (error instanceof Sdk.APIUserAbortError) {
     return new ModelError("model_unavailable", `The request to ${name} was cancelled`, {
       cause: error,
     });
   }
-  if (error instanceof OpenAI.APIError && error.status !== undefined) {
+  if (error instanceof Sdk.APIError && error.status !== undefined) {
     const code = error.status >= 400 && error.status < 500 && error.status !== 429
       ? "model_refused"
       : "model_unavailable";
@@ -128,7 +148,10 @@ function failure(error: unknown, name: string): ModelError {
 /** An OpenAI-compatible endpoint. */
 export class OpenAIModel implements ModelClient {
   readonly name: string;
-  readonly #client: OpenAI;
+  /** The SDK's client, made on the first request. */
+  #client: Promise<OpenAI> | undefined;
+  /** The SDK once it has loaded. */
+  #sdk: Sdk | undefined;
   readonly #o: OpenAIModelOptions;
   readonly #api: "chat" | "responses";
   /** Fallbacks learnt from this endpoint's refusals, kept for the rest of the run. */
@@ -140,16 +163,6 @@ export class OpenAIModel implements ModelClient {
     this.#o = options;
     this.#redactor = redactor([options.apiKey]);
     this.name = `openai:${options.model}`;
-    this.#client = new OpenAI({
-      apiKey: options.apiKey,
-      ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
-      timeout: options.timeoutMs ?? 120_000,
-      maxRetries: options.maxRetries ?? 2,
-      // Nothing from the environment: the configuration is explicit.
-      organization: null,
-      project: null,
-      ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
-    });
     const official = options.baseURL === undefined ||
       new URL(options.baseURL).hostname === OPENAI_HOST;
     this.#api = options.api === "chat" || options.api === "responses"
@@ -159,6 +172,30 @@ export class OpenAIModel implements ModelClient {
       : "chat";
   }
 
+  /** The SDK's client, loading the SDK the first time. */
+  #connect(): Promise<OpenAI> {
+    const options = this.#o;
+    this.#client ??= loadSdk().then((Sdk) => {
+      this.#sdk = Sdk;
+      return new Sdk({
+        apiKey: options.apiKey,
+        ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
+        timeout: options.timeoutMs ?? 120_000,
+        maxRetries: options.maxRetries ?? 2,
+        // Nothing from the environment: the configuration is explicit.
+        organization: null,
+        project: null,
+        ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+      });
+    });
+    return this.#client;
+  }
+
+  /** Whether the endpoint refused a request for `parameter` (a fallback may drop it). */
+  #rejects(error: unknown, parameter: string): boolean {
+    return this.#sdk !== undefined && rejects(this.#sdk, error, parameter);
+  }
+
   async complete(request: ModelRequest, signal: AbortSignal): Promise<ModelReply> {
     try {
       return this.#api === "responses"
@@ -166,7 +203,7 @@ export class OpenAIModel implements ModelClient {
         : await this.#chat(request, signal);
     } catch (error) {
       // A server may echo the key in its error ("Incorrect API key provided: sk-…").
-      const typed = failure(error, this.name);
+      const typed = failure(this.#sdk, error, this.name);
       const hidden = this.#redactor.text(typed.message);
       return Promise.reject(
         hidden === typed.message ? typed : new ModelError(typed.code as ModelErrorCode, hidden),
@@ -200,14 +237,18 @@ export class OpenAIModel implements ModelClient {
       };
       try {
         return this.#o.onText ? await this.#chatStreamed(body, signal) : this.#chatReply(
-          await this.#client.chat.completions.create({ ...body, stream: false }, { signal }),
+          await (await this.#connect()).chat.completions.create({ ...body, stream: false }, {
+            signal,
+          }),
         );
       } catch (error) {
-        if (attempt < 2 && !this.#noParallel && rejects(error, "parallel_tool_calls")) {
+        if (attempt < 2 && !this.#noParallel && this.#rejects(error, "parallel_tool_calls")) {
           this.#noParallel = true;
           continue;
         }
-        if (attempt < 2 && !this.#legacyMaxTokens && rejects(error, "max_completion_tokens")) {
+        if (
+          attempt < 2 && !this.#legacyMaxTokens && this.#rejects(error, "max_completion_tokens")
+        ) {
           this.#legacyMaxTokens = true;
           continue;
         }
@@ -249,7 +290,8 @@ export class OpenAIModel implements ModelClient {
     const idleMs = this.#o.timeoutMs ?? 120_000;
     const idle = new AbortController();
     let timer = setTimeout(() => idle.abort(), idleMs);
-    const stream = await this.#client.chat.completions.create(
+    const client = await this.#connect();
+    const stream = await client.chat.completions.create(
       { ...body, stream: true, stream_options: { include_usage: true } },
       { signal: AbortSignal.any([signal, idle.signal]) },
     );
@@ -341,7 +383,7 @@ export class OpenAIModel implements ModelClient {
         }
       }
     }
-    const response = await this.#client.responses.create({
+    const response = await (await this.#connect()).responses.create({
       model: this.#o.model,
       instructions: request.system,
       input,

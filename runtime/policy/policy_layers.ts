@@ -26,8 +26,11 @@ export class HardlineLayer implements DecisionLayer {
     this.#scripts = scripts;
   }
 
-  /** The programs-that-run-programs table, built once. */
-  readonly #programs = new ProgramTable();
+  /** The programs-that-run-programs table, built on the first command (about 15 ms). */
+  #table: ProgramTable | undefined;
+  get #programs(): ProgramTable {
+    return this.#table ??= new ProgramTable();
+  }
 
   /** Denies a shell action any of whose commands breaks the floor; passes everything else. */
   decide(_subject: Subject, action: Action, _context: DecisionContext): Decision | undefined {

@@ -224,8 +224,11 @@ export class ShellPrimitive implements AsyncDisposable {
   readonly #lock: WorkspaceLock;
   readonly #rules: PolicyRules;
   readonly #parser: ShellParser;
-  /** The programs-that-run-programs table, built once. */
-  readonly #programs = new ProgramTable();
+  /** The programs-that-run-programs table, built on the first command (about 15 ms). */
+  #table: ProgramTable | undefined;
+  get #programs(): ProgramTable {
+    return this.#table ??= new ProgramTable();
+  }
   readonly #redactor: Redactor;
   readonly #scanner = new SecretScanner();
   readonly level: ShellPolicyLevel;
