@@ -629,11 +629,14 @@ export class JitSandbox implements AsyncDisposable {
     const send = (frame: unknown) =>
       writer.write(ENCODER.encode(JSON.stringify(frame) + "\n")).catch(() => {});
 
-    // Wall time runs only while the tool runs: paused while the host serves a syscall.
+    // Wall time runs only while the tool runs: paused while the host serves a syscall. One
+    // timer at a time, armed for the earliest moment the budget could run out; when it fires
+    // during a pause, or before the budget is spent (pauses pushed it back), it is armed again
+    // for what is left — instead of a timer set and cleared around every syscall.
     let breach: LibosError | undefined;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let spent = 0;
-    let resumedAt = performance.now();
+    let resumedAt: number | undefined;
     // Aborted when the call ends or breaches: a syscall blocked on the host (a human, a child)
     // is cut off with it.
     const serving = new AbortController();
@@ -642,22 +645,30 @@ export class JitSandbox implements AsyncDisposable {
       kill();
       serving.abort(error);
     };
-    const resume = () => {
-      resumedAt = performance.now();
-      timer = setTimeout(
-        () =>
+    const used = () => spent + (resumedAt === undefined ? 0 : performance.now() - resumedAt);
+    const arm = () => {
+      timer = setTimeout(() => {
+        timer = undefined;
+        if (serving.signal.aborted) return;
+        // Paused: the next resume arms it again.
+        if (resumedAt === undefined) return;
+        if (used() >= limits.wallMs) {
           stop(
             new SandboxError(
               "timeout",
               `The tool ran for more than ${limits.wallMs} ms (time serving syscalls not counted)`,
             ),
-          ),
-        Math.max(0, limits.wallMs - spent),
-      );
+          );
+        } else arm();
+      }, Math.max(0, limits.wallMs - used()));
+    };
+    const resume = () => {
+      resumedAt = performance.now();
+      if (timer === undefined) arm();
     };
     const pause = () => {
-      clearTimeout(timer);
-      spent += performance.now() - resumedAt;
+      if (resumedAt !== undefined) spent += performance.now() - resumedAt;
+      resumedAt = undefined;
     };
     const onAbort = () => stop(new SandboxError("aborted", "The call was cancelled"));
     signal?.addEventListener("abort", onAbort, { once: true });

@@ -44,7 +44,13 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { z } from "zod";
-import { type ChainHead, type HeadFile, readHeadFile, writeHeadFile } from "./audit_head.ts";
+import {
+  type ChainHead,
+  type HeadFile,
+  overwriteHeadFile,
+  readHeadFile,
+  writeHeadFile,
+} from "./audit_head.ts";
 import { canonicalJson, type JsonValue, sha256Hex } from "../base/canonical_json.ts";
 import type { Clock } from "../base/clock.ts";
 import { AuditError, ValidationError } from "../base/errors.ts";
@@ -224,6 +230,8 @@ export class AuditLog implements Disposable {
       readonly mtime: number | null;
     }
     | undefined;
+  /** The head file, held open to be rewritten in place, and its inode. */
+  #open: { readonly file: Deno.FsFile; readonly ino: number } | undefined;
   readonly #database: string;
   readonly #chain: string;
   readonly #unsubscribe: () => void;
@@ -568,16 +576,39 @@ export class AuditLog implements Disposable {
   }
 
   #write(chains: Record<string, ChainHead>): void {
+    const path = this.#headPath!;
     const head: HeadFile = {
       version: 1,
       database: this.#database,
       time: Math.trunc(this.#clock.now()),
       chains,
     };
-    writeHeadFile(this.#headPath!, head, { ensureDir: this.#written === undefined });
+    // In place when the file at the path is still the one this log holds open (the usual case:
+    // every commit after the first); a new file, renamed over, otherwise.
+    let onPath: Deno.FileInfo | undefined;
+    try {
+      onPath = Deno.statSync(path);
+    } catch {
+      onPath = undefined;
+    }
+    const open = this.#open;
+    if (open !== undefined && onPath?.isFile && onPath.ino !== null && onPath.ino === open.ino) {
+      overwriteHeadFile(open.file, head, onPath.size);
+    } else {
+      this.#closeHead();
+      writeHeadFile(path, head, { ensureDir: this.#written === undefined });
+      try {
+        const file = Deno.openSync(path, { read: true, write: true });
+        const ino = file.statSync().ino;
+        if (ino === null) file.close();
+        else this.#open = { file, ino };
+      } catch {
+        // Not kept open: the next commit renames a new file over it again.
+      }
+    }
     this.#dirty = false;
     try {
-      const info = Deno.statSync(this.#headPath!);
+      const info = Deno.statSync(path);
       this.#written = {
         head,
         ino: info.ino,
@@ -587,6 +618,14 @@ export class AuditLog implements Disposable {
     } catch {
       this.#written = undefined;
     }
+  }
+
+  /** Closes the head file this log holds open, if any. */
+  #closeHead(): void {
+    try {
+      this.#open?.file.close();
+    } catch { /* already closed */ }
+    this.#open = undefined;
   }
 
   /**
@@ -647,6 +686,7 @@ export class AuditLog implements Disposable {
   /** Stops following commits. */
   [Symbol.dispose](): void {
     this.#unsubscribe();
+    this.#closeHead();
   }
 }
 

@@ -37,6 +37,8 @@ export class WorkspaceLock implements Disposable {
   /** The pending release of a shared lock nobody in this runtime holds any more. */
   #linger: ReturnType<typeof setTimeout> | undefined;
   #lingerDue = false;
+  /** Whether the shared lock was used since the linger timer was armed. */
+  #touched = false;
 
   /** `lockFile` is the cross-process lock file, or `null` for an in-process lock only. */
   constructor(lockFile: string | null) {
@@ -54,19 +56,16 @@ export class WorkspaceLock implements Disposable {
     const step = this.#chain.catch(() => {}).then(async () => {
       if (this.#path === null) return;
       const want = this.#writer ? "exclusive" : this.#readers > 0 ? "shared" : "none";
-      if (want !== "none") this.#cancelLinger();
+      if (this.#held === "shared") this.#touched = true;
+      if (want === "exclusive") this.#cancelLinger();
       if (want === this.#held) return;
       if (want === "none" && this.#held === "shared") {
         // Back-to-back primitives would lock and unlock the file for each operation (two
-        // round trips through the event loop each): the shared lock lingers a moment instead,
-        // so another runtime's shell run waits at most LINGER_MS longer.
+        // round trips through the event loop each): the shared lock lingers instead, until a
+        // LINGER_MS passes in which nobody used it — so another runtime's shell run waits at
+        // most twice LINGER_MS longer. One timer serves a whole burst of operations.
         if (!this.#lingerDue) {
-          this.#linger ??= setTimeout(() => {
-            this.#linger = undefined;
-            this.#lingerDue = true;
-            void this.#sync();
-          }, LINGER_MS);
-          Deno.unrefTimer(this.#linger);
+          this.#armLinger();
           return;
         }
         this.#lingerDue = false;
@@ -83,6 +82,23 @@ export class WorkspaceLock implements Disposable {
     });
     this.#chain = step;
     return step;
+  }
+
+  /** Arms the linger timer, unless it is armed already. */
+  #armLinger(): void {
+    if (this.#linger !== undefined) return;
+    this.#touched = false;
+    this.#linger = setTimeout(() => {
+      this.#linger = undefined;
+      // Held again: the release that ends this use arms it anew.
+      if (this.#readers > 0 || this.#writer) return;
+      if (this.#touched) this.#armLinger();
+      else {
+        this.#lingerDue = true;
+        void this.#sync();
+      }
+    }, LINGER_MS);
+    Deno.unrefTimer(this.#linger);
   }
 
   #cancelLinger(): void {

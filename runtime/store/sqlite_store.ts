@@ -97,6 +97,12 @@ export class SqliteStore implements Store {
   #failure: StoreError | undefined;
   #deferred: unknown;
   #closed = false;
+  /**
+   * The audit tails and the last audit seq, as this connection's own open write transaction has
+   * left them: no other connection can append while it holds the write lock, so within it they
+   * need no query. Forgotten at every begin, commit and rollback.
+   */
+  #auditMemo: { readonly tails: Map<string, AuditTail | undefined>; lastSeq?: number } | undefined;
 
   private constructor(
     db: DatabaseSync,
@@ -174,6 +180,7 @@ export class SqliteStore implements Store {
    * last commit are gone, so the store stops rather than carry on as if they were saved.
    */
   #lost(error: unknown): StoreError {
+    this.#auditMemo = undefined;
     const cause = this.#fail(error);
     this.#inBatch = false;
     this.#depth = 0;
@@ -200,6 +207,7 @@ export class SqliteStore implements Store {
       throw this.#fail(error);
     }
     this.#inBatch = true;
+    this.#auditMemo = { tails: new Map() };
     this.#timer = setTimeout(() => this.#timedFlush(), this.#batchMs);
   }
 
@@ -237,6 +245,8 @@ export class SqliteStore implements Store {
       this.#depth--;
       if (!this.#db.isTransaction) throw this.#lost(error);
       try {
+        // What the step appended is undone: the memo starts over (the transaction goes on).
+        this.#auditMemo = { tails: new Map() };
         this.#stmt(`ROLLBACK TO ${savepoint}`).run();
         this.#stmt(`RELEASE ${savepoint}`).run();
       } catch (rollbackError) {
@@ -266,6 +276,7 @@ export class SqliteStore implements Store {
       this.#timer = undefined;
     }
     if (!this.#inBatch) return;
+    this.#auditMemo = undefined;
     try {
       this.#stmt("COMMIT").run();
     } catch (error) {
@@ -370,11 +381,16 @@ export class SqliteStore implements Store {
 
   auditTail(chain: string): AuditTail | undefined {
     this.#usable();
+    const memo = this.#inBatch ? this.#auditMemo : undefined;
+    if (memo?.tails.has(chain)) return memo.tails.get(chain);
     const row = this.#stmt(
       "SELECT seq, chain_seq, hash FROM audit WHERE chain = ? ORDER BY chain_seq DESC LIMIT 1",
     ).get(chain);
-    if (row === undefined) return undefined;
-    return { seq: Number(row.seq), chainSeq: Number(row.chain_seq), hash: String(row.hash) };
+    const tail = row === undefined
+      ? undefined
+      : { seq: Number(row.seq), chainSeq: Number(row.chain_seq), hash: String(row.hash) };
+    memo?.tails.set(chain, tail);
+    return tail;
   }
 
   insertAudit(row: AuditRow): void {
@@ -401,7 +417,13 @@ export class SqliteStore implements Store {
         row.hash,
       ],
     );
+    const memo = this.#inBatch ? this.#auditMemo : undefined;
+    if (memo !== undefined) {
+      memo.tails.set(row.chain, { seq: row.seq, chainSeq: row.chainSeq, hash: row.hash });
+      memo.lastSeq = Math.max(memo.lastSeq ?? 0, row.seq);
+    }
     if (changes !== 1) {
+      this.#auditMemo = undefined;
       // Only something planted in the database (a trigger ending in RAISE(IGNORE)) does this.
       throw new StoreError(
         "store_corrupt",
@@ -698,7 +720,11 @@ export class SqliteStore implements Store {
 
   lastAuditSeq(): number {
     this.#usable();
-    return Number(this.#stmt("SELECT coalesce(max(seq), 0) AS n FROM audit").get()?.n ?? 0);
+    const memo = this.#inBatch ? this.#auditMemo : undefined;
+    if (memo?.lastSeq !== undefined) return memo.lastSeq;
+    const seq = Number(this.#stmt("SELECT coalesce(max(seq), 0) AS n FROM audit").get()?.n ?? 0);
+    if (memo !== undefined) memo.lastSeq = seq;
+    return seq;
   }
 
   insertEvent(row: Omit<EventRow, "seq">): number {
