@@ -566,3 +566,42 @@ Deno.test("AuditLog reads a head file replaced while it runs (attack: swap in a 
   assert.ok(f.audit.headError instanceof AuditError);
   assert.deepEqual(readHeadFile(f.headPath), forged, "the evidence is left as it was");
 });
+
+Deno.test("AuditLog rewrites its head file in place at each commit (one inode, whole pages, valid at every commit), and follows a file put in its place instead of writing through its old handle", () => {
+  using f = fixture(2);
+  const first = Deno.statSync(f.headPath);
+  for (let i = 3; i <= 6; i++) {
+    f.audit.append(entry(i));
+    f.store.flush();
+    const info = Deno.statSync(f.headPath);
+    assert.equal(info.ino, first.ino, "the same file, rewritten");
+    assert.equal(info.size % 4096, 0, "padded to whole pages: never truncated");
+    assert.equal(readHeadFile(f.headPath)!.chains.main!.chainSeq, i);
+  }
+  // Another file (an identical copy) renamed over the path: the old inode is kept by a link.
+  const oldLink = join(f.dir, "old.head");
+  Deno.linkSync(f.headPath, oldLink);
+  const copy = join(f.dir, "state", "heads", "copy.head");
+  Deno.copyFileSync(f.headPath, copy);
+  Deno.renameSync(copy, f.headPath);
+  f.audit.append(entry(7));
+  f.store.flush();
+  assert.ok(f.audit.anchoring, "an identical head agrees with the database");
+  assert.equal(readHeadFile(f.headPath)!.chains.main!.chainSeq, 7, "the file at the path moved on");
+  assert.equal(readHeadFile(oldLink)!.chains.main!.chainSeq, 6, "the replaced one was left alone");
+  assert.ok(f.audit.verify({ head: true }).ok);
+});
+
+Deno.test("AuditLog reads a head file forged in place while it runs (attack: overwrite the same inode between commits) and stops anchoring", () => {
+  using f = fixture(5);
+  const mine = readHeadFile(f.headPath)!;
+  const forged = { ...mine, chains: { main: { chainSeq: 99, seq: 99, hash: "e".repeat(64) } } };
+  const ino = Deno.statSync(f.headPath).ino;
+  Deno.writeTextFileSync(f.headPath, JSON.stringify(forged) + "\n");
+  assert.equal(Deno.statSync(f.headPath).ino, ino, "control: the same inode");
+  f.audit.append(entry(6));
+  f.store.flush();
+  assert.equal(f.audit.anchoring, false);
+  assert.ok(f.audit.headError instanceof AuditError);
+  assert.deepEqual(readHeadFile(f.headPath), forged, "the evidence is left as it was");
+});
