@@ -811,6 +811,7 @@ export class JitSandbox implements AsyncDisposable {
       }
     } finally {
       clearTimeout(timer);
+      serveClock.close();
       serving.abort();
       signal?.removeEventListener("abort", onAbort);
       writer.releaseLock();

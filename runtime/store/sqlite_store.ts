@@ -79,6 +79,18 @@ function isThenable(value: unknown): boolean {
     typeof (value as { then?: unknown }).then === "function";
 }
 
+/** See {@link SqliteStore}'s `#memo`. */
+interface TransactionMemo {
+  readonly tails: Map<string, AuditTail | undefined>;
+  lastSeq?: number;
+  dataVersion?: number;
+  readonly versions: Map<string, number | undefined>;
+}
+
+function newMemo(): TransactionMemo {
+  return { tails: new Map(), versions: new Map() };
+}
+
 /** The SQLite store. Open it with {@link SqliteStore.open}. */
 export class SqliteStore implements Store {
   readonly location: string;
@@ -98,11 +110,12 @@ export class SqliteStore implements Store {
   #deferred: unknown;
   #closed = false;
   /**
-   * The audit tails and the last audit seq, as this connection's own open write transaction has
-   * left them: no other connection can append while it holds the write lock, so within it they
-   * need no query. Forgotten at every begin, commit and rollback.
+   * What this connection's own open write transaction has read or left: the audit tails, the
+   * last audit seq, process row versions and `data_version`. No other connection can commit
+   * while it holds the write lock, so within it these need no second query. Forgotten at every
+   * begin, commit and rollback (a rollback to a savepoint starts it over).
    */
-  #auditMemo: { readonly tails: Map<string, AuditTail | undefined>; lastSeq?: number } | undefined;
+  #memo: TransactionMemo | undefined;
 
   private constructor(
     db: DatabaseSync,
@@ -180,7 +193,7 @@ export class SqliteStore implements Store {
    * last commit are gone, so the store stops rather than carry on as if they were saved.
    */
   #lost(error: unknown): StoreError {
-    this.#auditMemo = undefined;
+    this.#memo = undefined;
     const cause = this.#fail(error);
     this.#inBatch = false;
     this.#depth = 0;
@@ -207,7 +220,7 @@ export class SqliteStore implements Store {
       throw this.#fail(error);
     }
     this.#inBatch = true;
-    this.#auditMemo = { tails: new Map() };
+    this.#memo = newMemo();
     this.#timer = setTimeout(() => this.#timedFlush(), this.#batchMs);
   }
 
@@ -246,7 +259,7 @@ export class SqliteStore implements Store {
       if (!this.#db.isTransaction) throw this.#lost(error);
       try {
         // What the step appended is undone: the memo starts over (the transaction goes on).
-        this.#auditMemo = { tails: new Map() };
+        this.#memo = newMemo();
         this.#stmt(`ROLLBACK TO ${savepoint}`).run();
         this.#stmt(`RELEASE ${savepoint}`).run();
       } catch (rollbackError) {
@@ -276,7 +289,7 @@ export class SqliteStore implements Store {
       this.#timer = undefined;
     }
     if (!this.#inBatch) return;
-    this.#auditMemo = undefined;
+    this.#memo = undefined;
     try {
       this.#stmt("COMMIT").run();
     } catch (error) {
@@ -322,6 +335,8 @@ export class SqliteStore implements Store {
 
   dataVersion(): number {
     this.#usable();
+    const memo = this.#inBatch ? this.#memo : undefined;
+    if (memo?.dataVersion !== undefined) return memo.dataVersion;
     let statement = this.#statements.get(DATA_VERSION);
     if (!statement) {
       // Arrays, not row objects: this runs before every capability check.
@@ -330,7 +345,9 @@ export class SqliteStore implements Store {
       this.#statements.set(DATA_VERSION, statement);
     }
     const row = statement.get() as unknown as readonly number[] | undefined;
-    return Number(row?.[0] ?? 0);
+    const version = Number(row?.[0] ?? 0);
+    if (memo !== undefined) memo.dataVersion = version;
+    return version;
   }
 
   close(): void {
@@ -381,7 +398,7 @@ export class SqliteStore implements Store {
 
   auditTail(chain: string): AuditTail | undefined {
     this.#usable();
-    const memo = this.#inBatch ? this.#auditMemo : undefined;
+    const memo = this.#inBatch ? this.#memo : undefined;
     if (memo?.tails.has(chain)) return memo.tails.get(chain);
     const row = this.#stmt(
       "SELECT seq, chain_seq, hash FROM audit WHERE chain = ? ORDER BY chain_seq DESC LIMIT 1",
@@ -417,13 +434,13 @@ export class SqliteStore implements Store {
         row.hash,
       ],
     );
-    const memo = this.#inBatch ? this.#auditMemo : undefined;
+    const memo = this.#inBatch ? this.#memo : undefined;
     if (memo !== undefined) {
       memo.tails.set(row.chain, { seq: row.seq, chainSeq: row.chainSeq, hash: row.hash });
       memo.lastSeq = Math.max(memo.lastSeq ?? 0, row.seq);
     }
     if (changes !== 1) {
-      this.#auditMemo = undefined;
+      this.#memo = undefined;
       // Only something planted in the database (a trigger ending in RAISE(IGNORE)) does this.
       throw new StoreError(
         "store_corrupt",
@@ -720,7 +737,7 @@ export class SqliteStore implements Store {
 
   lastAuditSeq(): number {
     this.#usable();
-    const memo = this.#inBatch ? this.#auditMemo : undefined;
+    const memo = this.#inBatch ? this.#memo : undefined;
     if (memo?.lastSeq !== undefined) return memo.lastSeq;
     const seq = Number(this.#stmt("SELECT coalesce(max(seq), 0) AS n FROM audit").get()?.n ?? 0);
     if (memo !== undefined) memo.lastSeq = seq;
@@ -786,7 +803,9 @@ export class SqliteStore implements Store {
            data = excluded.data, updated = excluded.updated, version = processes.version + 1
          RETURNING version`,
       ).get(row.pid, row.parent, row.status, row.data, row.created, row.updated);
-      return Number(written?.version);
+      const version = Number(written?.version);
+      if (this.#inBatch) this.#memo?.versions.set(row.pid, version);
+      return version;
     } catch (error) {
       throw this.#fail(error);
     }
@@ -800,8 +819,12 @@ export class SqliteStore implements Store {
 
   getProcessVersion(pid: string): number | undefined {
     this.#usable();
+    const memo = this.#inBatch ? this.#memo : undefined;
+    if (memo?.versions.has(pid)) return memo.versions.get(pid);
     const row = this.#stmt("SELECT version FROM processes WHERE pid = ?").get(pid);
-    return row === undefined ? undefined : Number(row.version);
+    const version = row === undefined ? undefined : Number(row.version);
+    memo?.versions.set(pid, version);
+    return version;
   }
 
   listProcesses(query: ProcessQuery): ProcessRow[] {
