@@ -65,9 +65,12 @@ async function paced(
   };
 }
 
-/** Syscall round trips from one tool through a real runtime's session. */
-async function roundTrips(call: string): Promise<BenchResult> {
-  const count = 5_000;
+/**
+ * Syscall round trips from one tool through a real runtime's session; `inFlight` > 1: the tool
+ * issues that many at once (`Promise.all`), so frames queue while the host serves.
+ */
+async function roundTrips(call: string, inFlight = 1): Promise<BenchResult> {
+  const count = 4_992;
   using dir = benchDir();
   const workspace = join(dir.path, "ws");
   Deno.mkdirSync(workspace);
@@ -91,7 +94,9 @@ async function roundTrips(call: string): Promise<BenchResult> {
       pid,
       tool: "bench",
       source: `export async function run(args, libos) {
-        for (let i = 0; i < ${count}; i++) await libos.call(${call});
+        for (let i = 0; i < ${count}; i += ${inFlight}) {
+          await Promise.all(Array.from({ length: ${inFlight} }, () => libos.call(${call})));
+        }
         return 1;
       }`,
       args: {},
@@ -102,7 +107,64 @@ async function roundTrips(call: string): Promise<BenchResult> {
     ops: result.syscalls,
     seconds,
     latenciesMs: [seconds * 1000 / result.syscalls],
-    note: "one tool, 5,000 syscalls, file database",
+    note: `one tool, ${count} syscalls${
+      inFlight > 1 ? `, ${inFlight} in flight` : ", one at a time"
+    }, file database`,
+  };
+}
+
+/**
+ * The floor under any round trip to another process on this machine: one Deno process sends a
+ * line to another, which answers it (JSON both ways, no work), back to back.
+ */
+async function barePipe(): Promise<BenchResult> {
+  const count = 5_000;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `const r = Deno.stdin.readable.getReader(); const d = new TextDecoder(); const e = new TextEncoder();
+       let b = "";
+       for (;;) {
+         const n = b.indexOf("\\n");
+         if (n >= 0) {
+           const m = JSON.parse(b.slice(0, n)); b = b.slice(n + 1);
+           Deno.stdout.writeSync(e.encode(JSON.stringify({ id: m.id, ok: true }) + "\\n"));
+           continue;
+         }
+         const { value, done } = await r.read(); if (done) break; b += d.decode(value, { stream: true });
+       }`,
+    ],
+    env: { DENO_NO_UPDATE_CHECK: "1" },
+    stdin: "piped",
+    stdout: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  const reader = child.stdout.getReader();
+  const encoder = new TextEncoder();
+  const decoder = new TextDecoder();
+  const latencies: number[] = [];
+  const started = performance.now();
+  for (let i = 0; i < count; i++) {
+    const t = performance.now();
+    await writer.write(encoder.encode(JSON.stringify({ id: i, name: "process.cwd" }) + "\n"));
+    let line = "";
+    while (!line.endsWith("\n")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("the echo process ended");
+      line += decoder.decode(value, { stream: true });
+    }
+    latencies.push(performance.now() - t);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  await writer.close();
+  reader.releaseLock();
+  await child.stdout.cancel();
+  await child.status;
+  return {
+    ops: count,
+    seconds,
+    latenciesMs: latencies,
+    note: "two Deno processes, a JSON line each way, no work: the floor of any round trip",
   };
 }
 
@@ -186,6 +248,12 @@ export const CASES: readonly BenchCase[] = [
   },
   {
     group: "jit sandbox: syscalls",
+    name: "fs.stat syscalls, 16 in flight from one tool (Promise.all)",
+    target: { minOpsPerSecond: 6_000 },
+    run: () => roundTrips(`"fs.stat", { path: "a.txt" }`, 16),
+  },
+  {
+    group: "jit sandbox: syscalls",
     name: "fs.stat answered by the session alone (no sandbox: the host's share of a round trip)",
     run: () => sessionOnly("fs.stat", { path: "a.txt" }),
   },
@@ -193,5 +261,10 @@ export const CASES: readonly BenchCase[] = [
     group: "jit sandbox: syscalls",
     name: "process.cwd round trips (session validation and audit only)",
     run: () => roundTrips(`"process.cwd", {}`),
+  },
+  {
+    group: "jit sandbox: syscalls",
+    name: "bare pipe round trip between two Deno processes (the floor, no libos)",
+    run: () => barePipe(),
   },
 ];
