@@ -256,6 +256,9 @@ async function scenario(
       }],
     }),
   ).oid;
+  // The call's process starts while the tool is validated, which mostly waits (on the parser,
+  // then on the test's process): by the call it is up.
+  sandbox.warm(2);
   await call(
     "agent",
     agent,
@@ -265,9 +268,6 @@ async function scenario(
       oid: proposed,
     },
   );
-  // The call's process starts while the tool is registered (not earlier: two idle processes
-  // beside the parser would add their memory to the demo's peak).
-  sandbox.warm(1);
   runtime.authority.capabilities.grant({
     subject: agent,
     resource: { type: "tool", key: "extract_failed_tests", scope: "exact" },
