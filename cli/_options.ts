@@ -39,6 +39,7 @@ export const OPTION_SPECS = {
   db: { type: "string" },
   json: { type: "boolean" },
   help: { type: "boolean", short: "h" },
+  version: { type: "boolean", short: "V" },
   reanchor: { type: "boolean" },
   "no-head": { type: "boolean" },
   pid: { type: "string" },

@@ -60,6 +60,7 @@ import {
   wantsJson,
 } from "./_options.ts";
 import { EXIT_OK, reportError } from "./_output.ts";
+import { LIBOS_VERSION } from "./version.ts";
 
 export type { CliIo } from "./_options.ts";
 
@@ -111,7 +112,8 @@ const GLOBAL_HELP = `Global options (every command):
   --db PATH         the database (default: <state dir>/<sha256 of the workspace path>.db;
                     the state dir is $XDG_STATE_HOME/libos or ~/.local/state/libos)
   --json            print one JSON document on stdout; errors as {"error":{"code","message"}}
-  -h, --help        show help
+  -h, --help        show help (of a command, or of a group: libos human --help)
+  -V, --version     print the version of libos (and of Deno)
 
 Exit status: 0 ok, 1 refused or failed, 2 usage error.`;
 
@@ -124,6 +126,24 @@ function overview(): string {
     ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     "",
     GLOBAL_HELP,
+    "",
+  ].join("\n");
+}
+
+/** The commands of a group (`human` → `human list`, `human show`, …), in the list's order. */
+function groupCommands(word: string): readonly Command[] {
+  return COMMANDS.filter((c) => c.name.startsWith(`${word} `));
+}
+
+function groupHelp(word: string, commands: readonly Command[]): string {
+  const width = Math.max(...commands.map((c) => c.name.length));
+  return [
+    `Usage: libos ${word} <command> [options]`,
+    "",
+    "Commands:",
+    ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    "",
+    `Run "libos ${word} <command> --help" for a command's options.`,
     "",
   ].join("\n");
 }
@@ -145,6 +165,12 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
   const json = wantsJson(args);
   try {
     const parsed = parseCommandLine(args);
+    if (parsed.positionals.length === 0 && flagOption(parsed, "version")) {
+      if (json) {
+        io.stdout(JSON.stringify({ version: LIBOS_VERSION, deno: Deno.version.deno }) + "\n");
+      } else io.stdout(`libos ${LIBOS_VERSION} (Deno ${Deno.version.deno})\n`);
+      return EXIT_OK;
+    }
     if (parsed.positionals.length === 0 || parsed.positionals[0] === "help") {
       if (parsed.positionals.length === 0 && !flagOption(parsed, "help")) {
         throw new UsageError(`No command given; run "libos --help" to see the commands`);
@@ -155,7 +181,21 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     const found = findCommand(parsed.positionals);
     if (!found) {
       const words = parsed.positionals.join(" ");
-      throw new UsageError(`Unknown command "${words}"; run "libos --help" to see the commands`);
+      const group = parsed.positionals[0]!;
+      const members = groupCommands(group);
+      if (members.length === 0) {
+        throw new UsageError(`Unknown command "${words}"; run "libos --help" to see the commands`);
+      }
+      if (parsed.positionals.length === 1 && flagOption(parsed, "help")) {
+        io.stdout(groupHelp(group, members));
+        return EXIT_OK;
+      }
+      const names = members.map((c) => c.name.slice(group.length + 1)).join(", ");
+      throw new UsageError(
+        parsed.positionals.length === 1
+          ? `"libos ${group}" needs a command: ${names}; run "libos ${group} --help"`
+          : `Unknown command "${words}"; the ${group} commands are: ${names} (run "libos ${group} --help")`,
+      );
     }
     const { command, rest } = found;
     if (flagOption(parsed, "help")) {

@@ -210,6 +210,46 @@ Deno.test("libos --help lists every command, and each command has its own help",
   }
 });
 
+Deno.test("every command group answers --help with its commands; the group alone, or an unknown member, is a usage error naming them", async () => {
+  using s = sandbox();
+  const overview = await s.cli("--help");
+  const groups = new Map<string, string[]>();
+  for (const line of overview.stdout.split("\n")) {
+    const words = /^  ([a-z]+) ([a-z]+)  /.exec(line);
+    if (words) groups.set(words[1]!, [...groups.get(words[1]!) ?? [], words[2]!]);
+  }
+  assert.ok(groups.size >= 7, `control: the groups were found (${[...groups.keys()]})`);
+  for (const [group, members] of groups) {
+    const help = await s.cli(group, "--help");
+    assert.equal(help.status, 0, `${group}: ${help.stderr}`);
+    assert.match(help.stdout, new RegExp(`^Usage: libos ${group} <command>`));
+    for (const member of members) assert.ok(help.stdout.includes(`${group} ${member}`), member);
+    const bare = await s.cli(group);
+    assert.equal(bare.status, 2, group);
+    assert.ok(bare.stderr.includes(`"libos ${group}" needs a command: ${members.join(", ")}`));
+    const unknown = await s.cli(group, "frobnicate");
+    assert.equal(unknown.status, 2);
+    assert.ok(unknown.stderr.includes(`Unknown command "${group} frobnicate"`), unknown.stderr);
+    assert.ok(unknown.stderr.includes(members.join(", ")), unknown.stderr);
+  }
+  const none = await s.cli("frobnicate", "--help");
+  assert.equal(none.status, 2);
+  assert.match(none.stderr, /Unknown command "frobnicate"/);
+});
+
+Deno.test("libos --version (and -V) prints libos's and Deno's versions; --json as a document; with a command it is refused", async () => {
+  using s = sandbox();
+  for (const flag of ["--version", "-V"]) {
+    const shown = await s.cli(flag);
+    assert.equal(shown.status, 0);
+    assert.match(shown.stdout, /^libos \d+\.\d+\.\d+ \(Deno \d+\.\d+\.\d+\)\n$/);
+  }
+  const doc = await s.json("--version");
+  assert.deepEqual(Object.keys(doc.doc).sort(), ["deno", "version"]);
+  const misplaced = await s.cli("ps", "--version");
+  assert.equal(misplaced.status, 2);
+});
+
 Deno.test("bootstrap permissionFlags() grants read and write only on the workspace, state, temp dir and --db files", () => {
   const flags = permissionFlags({
     args: ["audit", "verify", "--db", "/data/x.db", "--workspace=/w"],
