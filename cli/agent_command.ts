@@ -13,7 +13,8 @@
  * every refusal, in `_agent_setup.ts` before anything is written).
  *
  * Exit status: 0 the process exited, 1 it failed or was killed (or stopped elsewhere), 2 usage,
- * 3 it waits on a human nobody here answers (`--human queue`, or `none` on a run already parked).
+ * 3 it waits on a human nobody here answers (`--human queue`, or `none` on a run already parked),
+ * or its model endpoint kept failing after every retry (the run is parked; `--resume` continues).
  *
  * @module
  */
@@ -21,7 +22,7 @@ import { resolve } from "node:path";
 import { JitSandbox, JitValidator, lifecycleFor } from "../jit/mod.ts";
 import type { JsonValue } from "../runtime/base/canonical_json.ts";
 import { escapePreview } from "../runtime/base/escape_preview.ts";
-import { executorFor } from "../runtime/model/executor.ts";
+import { executorFor, PARKED_PREFIX } from "../runtime/model/executor.ts";
 import type { HumanRequest } from "../runtime/human/human_request.ts";
 import { OPERATOR_ACTOR } from "../runtime/memory/object_memory.ts";
 import { type AgentProcess, isFinal } from "../runtime/process/process.ts";
@@ -49,7 +50,7 @@ import {
 
 export { type LauncherHuman, terminalHuman, yesHuman } from "./_agent_terminal.ts";
 
-/** Exit status: the process waits on a human (`--human queue`). */
+/** Exit status: the run waits on a human (`--human queue`) or on its model endpoint (parked). */
 export const EXIT_PARKED = 3;
 /** Exit status: Ctrl-C stopped the run (128 + SIGINT, as shells report it); it is resumable. */
 export const EXIT_INTERRUPTED = 130;
@@ -150,9 +151,13 @@ function resultOf(runtime: Runtime, p: AgentProcess): { ref: string; content: st
 }
 
 /** The command's exit status for where the root process stands. */
-function exitStatus(root: AgentProcess, parked: HumanRequest | null): number {
+function exitStatus(
+  root: AgentProcess,
+  parked: HumanRequest | null,
+  model: AgentProcess | undefined,
+): number {
   if (root.status === "exited") return EXIT_OK;
-  if (parked) return EXIT_PARKED;
+  if (parked || model) return EXIT_PARKED;
   return EXIT_FAILED;
 }
 
@@ -211,7 +216,16 @@ function launch(
   }
   const root = runtime.processes.get(call.resume!);
   record(root, "agent.resume", { from: root.status });
-  return { root, plan };
+  // A process its model endpoint parked goes on now (one an operator paused stays paused).
+  for (const p of treeProcesses(runtime, root.pid)) {
+    if (modelParked(p)) runtime.processes.signal(p.pid, "resume");
+  }
+  return { root: runtime.processes.get(root.pid), plan };
+}
+
+/** Whether the executor parked `p` because its model endpoint kept failing. */
+function modelParked(p: AgentProcess): boolean {
+  return p.status === "paused" && (p.message ?? "").startsWith(PARKED_PREFIX);
 }
 
 /**
@@ -305,7 +319,13 @@ function report(
   const pid = root.pid;
   const summary = auditSummary(runtime, treeProcesses(runtime, pid).map((p) => p.pid));
   const result = resultOf(runtime, root);
-  const status = interrupted && !isFinal(root.status) ? EXIT_INTERRUPTED : exitStatus(root, parked);
+  // A process of the run its model endpoint parked: resumable once the endpoint answers.
+  const model = isFinal(root.status)
+    ? undefined
+    : treeProcesses(runtime, pid).find((p) => modelParked(p));
+  const status = interrupted && !isFinal(root.status)
+    ? EXIT_INTERRUPTED
+    : exitStatus(root, parked, model);
   runtime.audit.append({
     actor: "operator",
     pid,
@@ -313,7 +333,11 @@ function report(
     resource: `process:${pid}`,
     decision: "none",
     authority: "operator",
-    detail: { status: root.status, exit: status, ...(parked ? { waiting: parked.id } : {}) },
+    detail: {
+      status: root.status,
+      exit: status,
+      ...(parked ? { waiting: parked.id } : model ? { waiting: "model", parked: model.pid } : {}),
+    },
   });
   const dbPath = runtime.location.path;
   if (json) {
@@ -322,7 +346,11 @@ function report(
       status: root.status,
       message: root.message,
       result,
-      waiting: parked ? { request: parked.id, kind: parked.kind } : null,
+      waiting: parked
+        ? { request: parked.id, kind: parked.kind }
+        : model
+        ? { request: null, kind: "model", pid: model.pid, reason: model.message }
+        : null,
       interrupted,
       db: dbPath,
       audit_summary: summary,
@@ -345,6 +373,14 @@ function report(
       `Waiting on a human: ${parked.kind} ${parked.id}. Decide with "libos human show ${parked.id}" and "libos human approve|reject${
         parked.kind === "question" ? "|answer" : ""
       } ${parked.id}", then continue with "libos agent --resume ${pid}".`,
+    );
+  } else if (model) {
+    lines.push(
+      `Parked: ${
+        model.pid === pid ? "the agent" : `process ${model.pid}`
+      } could not reach its model (${
+        field((model.message ?? "").slice(PARKED_PREFIX.length), 500)
+      }). Check the endpoint (OPENAI_BASE_URL, the network, the key), then continue with "libos agent --resume ${pid}".`,
     );
   } else if (!isFinal(root.status)) {
     lines.push(
@@ -490,8 +526,11 @@ report: status, result, an audit summary. --json prints one document:
 Ctrl-C lets the turns in flight finish and stops there (exit 130, resumable); a second Ctrl-C,
 or one at a prompt, stops at once.
 
-Exit status: 0 the process exited, 1 it failed or was killed, 2 usage, 3 it waits on a human,
-130 stopped by Ctrl-C.`,
+A model endpoint that times out or answers 429 or 5xx is retried (honouring Retry-After), then
+tried again on later turns; when it still fails the run parks (exit 3) and --resume continues it.
+
+Exit status: 0 the process exited, 1 it failed or was killed, 2 usage, 3 it waits on a human or
+on its model endpoint (parked), 130 stopped by Ctrl-C.`,
   options: [
     "goal",
     "resume",

@@ -872,3 +872,94 @@ Deno.test("deno task libos agent with its default model through the real bootstr
   assert.equal(doc.status, "exited");
   assert.equal(doc.result.content, "hello from the endpoint");
 });
+
+Deno.test("libos agent on a failing model endpoint: 429 and 5xx are retried (Retry-After honoured), then the run parks (exit 3, said and audited) instead of failing; --resume on the recovered endpoint finishes it", async () => {
+  using s = sandbox();
+  fixture(s.workspace);
+  let failing = true;
+  const seen: number[] = [];
+  await using endpoint = chatEndpoint(() => {
+    seen.push(Date.now());
+    if (failing) {
+      // Every other answer says when to come back; the client waits that long (1 s).
+      return seen.length % 2 === 1
+        ? { status: 429, headers: { "retry-after": "1" } }
+        : { status: 503 };
+    }
+    return { content: "The endpoint is back; nothing to change." };
+  });
+  const env = {
+    OPENAI_API_KEY: "sk-test-0123456789",
+    OPENAI_MODEL: "local-model",
+    OPENAI_BASE_URL: endpoint.baseURL,
+  };
+  const parked = await cli(s, { env }, "agent", "--goal", "Look around", "--json");
+  assert.equal(parked.status, 3, parked.stdout + parked.stderr);
+  const doc = JSON.parse(parked.stdout) as {
+    pid: string;
+    status: string;
+    waiting: { kind: string; reason: string };
+  };
+  assert.equal(doc.status, "paused");
+  assert.equal(doc.waiting.kind, "model");
+  assert.match(doc.waiting.reason, /^parked: model_unavailable after 3 tries: /);
+  // Three turns, each the first request and the client's two retries.
+  assert.equal(seen.length, 9);
+  const gaps = seen.slice(1).map((t, i) => t - seen[i]!);
+  assert.ok(gaps[0]! >= 900, `the 429's Retry-After was honoured (${gaps[0]} ms)`);
+  const said = await cli(s, { env }, "agent", "--resume", doc.pid, "--human", "none");
+  // (Printed in words when not --json: a second parked run, said plainly.)
+  assert.equal(said.status, 3);
+  assert.equal(seen.length, 18, "a resumed run gets every retry again");
+  assert.match(said.stdout, /Parked: the agent could not reach its model \(model_unavailable/);
+  assert.match(said.stdout, /continue with "libos agent --resume pid_/);
+  const stops = (await s.json("audit", "query", "--action", "agent.stop", "--pid", doc.pid)).doc
+    .records as { detail: { waiting?: string; exit: number } }[];
+  assert.deepEqual(stops.map((r) => [r.detail.exit, r.detail.waiting]), [[3, "model"], [
+    3,
+    "model",
+  ]]);
+
+  failing = false;
+  const resumed = await cli(s, { env }, "agent", "--resume", doc.pid, "--json");
+  assert.equal(resumed.status, 0, resumed.stdout + resumed.stderr);
+  const done = JSON.parse(resumed.stdout) as { status: string; result: { content: string } };
+  assert.equal(done.status, "exited");
+  assert.equal(done.result.content, "The endpoint is back; nothing to change.");
+});
+
+Deno.test("libos agent --resume does not resume a process an operator paused (only one its model endpoint parked)", async () => {
+  using s = sandbox();
+  const script = fixture(s.workspace);
+  const started = await cli(
+    s,
+    {},
+    "agent",
+    "--goal",
+    "Fix it",
+    "--model",
+    `replay:${script}`,
+    "--human",
+    "queue",
+    "--json",
+  );
+  assert.equal(started.status, 3, started.stdout + started.stderr);
+  const pid = (JSON.parse(started.stdout) as { pid: string }).pid;
+  const paused = await cli(s, {}, "signal", pid, "pause");
+  assert.equal(paused.status, 0, paused.stderr);
+  const resumed = await cli(
+    s,
+    {},
+    "agent",
+    "--resume",
+    pid,
+    "--model",
+    `replay:${script}`,
+    "--human",
+    "none",
+    "--json",
+  );
+  const doc = JSON.parse(resumed.stdout) as { status: string };
+  assert.equal(doc.status, "paused", "the operator's pause stands");
+  assert.equal(resumed.status, 1);
+});

@@ -79,7 +79,9 @@ export interface SentMessage {
 /** What the endpoint answers a request with: text, or tool calls. */
 export type ChatAnswer =
   | { readonly content: string }
-  | { readonly calls: readonly { readonly name: string; readonly arguments: unknown }[] };
+  | { readonly calls: readonly { readonly name: string; readonly arguments: unknown }[] }
+  /** A failure: this status (429, 503, …) with these headers (`retry-after`, …). */
+  | { readonly status: number; readonly headers?: Readonly<Record<string, string>> };
 
 /**
  * A local OpenAI-compatible chat-completions endpoint: `answer` gets each request's body (and
@@ -96,6 +98,12 @@ export function chatEndpoint(
     const body = await req.json() as { model?: string; messages?: SentMessage[] };
     const reply = answer({ ...body, messages: body.messages ?? [] }, req);
     n++;
+    if ("status" in reply) {
+      return Response.json({ error: { message: `failing on purpose (${reply.status})` } }, {
+        status: reply.status,
+        headers: reply.headers ?? {},
+      });
+    }
     const message = "calls" in reply
       ? {
         content: null,

@@ -67,11 +67,21 @@ export interface ExecutorOptions {
   readonly clock: { now(): number };
   /** The most tokens one reply may use (default 4,096). */
   readonly maxReplyTokens?: number;
-  /** Turns in a row the model may be unreachable before the process fails (default 3). */
+  /**
+   * Turns in a row the model may be unreachable (each after the client's own retries, which honour
+   * `Retry-After`) before the process parks: it is paused with a message saying why, and a resume
+   * (`libos agent --resume`) starts the count afresh (default 3).
+   */
   readonly unavailableLimit?: number;
   /** Told what a turn is doing as it happens (a launcher's status line); never changes it. */
   readonly observer?: ExecutorObserver;
 }
+
+/**
+ * The start of the message of a process the executor parked (paused because its model endpoint
+ * kept failing): `libos agent --resume` resumes such a process, and only such a one.
+ */
+export const PARKED_PREFIX = "parked: ";
 
 /** What a turn is doing, for a host to show (the status line of `libos agent`). */
 export type ExecutorEvent =
@@ -299,22 +309,32 @@ export class ModelExecutor implements ProcessDriver {
     const info = errorInfo(error);
     const transient = error instanceof ModelError &&
       (error.code === "model_unavailable" || error.code === "model_timeout");
-    const unavailable = transient ? (last?.unavailable ?? 0) + 1 : 0;
-    if (transient && unavailable < (this.#o.unavailableLimit ?? 3)) {
-      this.#keep({
-        pid,
-        seq: (last?.seq ?? 0) + 1,
-        outcome: "error",
-        content: null,
-        toolCalls: [],
-        results: {},
-        invalidNames: last?.invalidNames ?? 0,
-        unavailable,
-      });
+    if (!transient) return { type: "fail", reason: `${info.code}: ${info.message}`.slice(0, 1000) };
+    const unavailable = (last?.unavailable ?? 0) + 1;
+    const limit = this.#o.unavailableLimit ?? 3;
+    // Kept either way: the next turn retries the same conversation. A park starts the count
+    // afresh, so a resumed process gets every retry again.
+    this.#keep({
+      pid,
+      seq: (last?.seq ?? 0) + 1,
+      outcome: "error",
+      content: null,
+      toolCalls: [],
+      results: {},
+      invalidNames: last?.invalidNames ?? 0,
+      unavailable: unavailable < limit ? unavailable : 0,
+    });
+    if (unavailable < limit) {
       // Try again a little later.
       return { type: "sleep", until: this.#o.clock.now() + 2_000 * unavailable };
     }
-    return { type: "fail", reason: `${info.code}: ${info.message}`.slice(0, 1000) };
+    return {
+      type: "park",
+      reason: `${PARKED_PREFIX}${info.code} after ${unavailable} tries: ${info.message}`.slice(
+        0,
+        1000,
+      ),
+    };
   }
 
   #tell(event: ExecutorEvent): void {

@@ -304,7 +304,12 @@ export class ProcessEngine {
     let next: AgentProcess = { ...p, updatedAt: now };
     switch (event) {
       case "pause":
-        next = { ...next, status: "paused", resumeTo: p.status };
+        next = {
+          ...next,
+          status: "paused",
+          resumeTo: p.status,
+          ...(extra.message === undefined ? {} : { message: extra.message }),
+        };
         break;
       case "resume": {
         let to = p.resumeTo ?? "runnable";

@@ -25,7 +25,12 @@ export type QuantumResult =
   | { readonly type: "wait_child"; readonly pid: string | null }
   | { readonly type: "wait_human"; readonly request: string }
   | { readonly type: "exit"; readonly result?: string; readonly message?: string }
-  | { readonly type: "fail"; readonly reason: string };
+  | { readonly type: "fail"; readonly reason: string }
+  /**
+   * The process cannot go on for now for a reason outside it (its model endpoint keeps failing):
+   * it is paused, with `reason` as its message, and continues when resumed.
+   */
+  | { readonly type: "park"; readonly reason: string };
 
 /**
  * The process with this pid.
@@ -180,6 +185,10 @@ export function endQuantum(
         break;
       case "fail":
         p = engine.move(p, "fail", self, { message: result.reason });
+        break;
+      case "park":
+        p = engine.quantumMove(p, "yield", {});
+        p = engine.move(p, "pause", self, { message: result.reason });
         break;
     }
     for (const signal of p.deferred) {
