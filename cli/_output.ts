@@ -36,6 +36,30 @@ export function say(
   return EXIT_OK;
 }
 
+/**
+ * Lines of a table whose columns line up: each column as wide as its widest cell (header
+ * included), two spaces between columns, the last column left ragged and trailing spaces cut.
+ * Cells are one line each, already escaped ({@link field}); `right` columns align right
+ * (numbers). Widths count code points.
+ */
+export function table(
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  options: { readonly right?: readonly number[] } = {},
+): string[] {
+  const width = (text: string) => [...text].length;
+  const widths = header.map((h, i) =>
+    Math.max(width(h), ...rows.map((row) => width(row[i] ?? "")))
+  );
+  const line = (cells: readonly string[]) =>
+    cells.map((cell, i) => {
+      if (i === cells.length - 1) return cell;
+      const pad = " ".repeat(Math.max(0, widths[i]! - width(cell)));
+      return options.right?.includes(i) ? pad + cell : cell + pad;
+    }).join("  ").trimEnd();
+  return [line(header), ...rows.map(line)];
+}
+
 /** Escapes one untrusted value for a single terminal line. */
 export function field(value: string | number | null | undefined, maxChars = 200): string {
   if (value === null || value === undefined) return "-";

@@ -14,7 +14,7 @@ import {
   stringOption,
   timeOption,
 } from "./_options.ts";
-import { EXIT_FAILED, EXIT_OK, field, printJson } from "./_output.ts";
+import { EXIT_FAILED, EXIT_OK, field, printJson, table } from "./_output.ts";
 import { locateFrom, openAudit } from "./_workspace.ts";
 
 /** `--resource 'filesystem:workspace:src/*'` is a prefix match; without `*`, an exact one. */
@@ -62,9 +62,9 @@ function recordJson(record: AuditRecord) {
   return { ...record, time: new Date(record.time).toISOString() };
 }
 
-function recordLine(r: AuditRecord): string {
+function recordRow(r: AuditRecord): string[] {
   return [
-    String(r.seq).padStart(6),
+    String(r.seq),
     new Date(r.time).toISOString(),
     field(r.actor, 40),
     field(r.pid, 40),
@@ -72,7 +72,7 @@ function recordLine(r: AuditRecord): string {
     field(r.resource, 200),
     r.decision,
     field(r.authority, 100),
-  ].join("  ");
+  ];
 }
 
 function runQuery(parsed: ParsedArgs, io: CliIo): number {
@@ -90,10 +90,8 @@ function runQuery(parsed: ParsedArgs, io: CliIo): number {
   } else if (records.length === 0) {
     io.stdout(`No audit records match (database ${field(location.path, 4096)}).\n`);
   } else {
-    io.stdout(
-      `   seq  time                      actor  pid  action  resource  decision  authority\n` +
-        records.map(recordLine).join("\n") + "\n",
-    );
+    const header = ["SEQ", "TIME", "ACTOR", "PID", "ACTION", "RESOURCE", "DECISION", "AUTHORITY"];
+    io.stdout(table(header, records.map(recordRow), { right: [0] }).join("\n") + "\n");
   }
   return EXIT_OK;
 }

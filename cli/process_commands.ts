@@ -19,22 +19,22 @@ import {
   type ParsedArgs,
   stringOption,
 } from "./_options.ts";
-import { EXIT_FAILED, EXIT_OK, field, printJson, say } from "./_output.ts";
+import { EXIT_FAILED, EXIT_OK, field, printJson, say, table } from "./_output.ts";
 import { openRuntime } from "./_workspace.ts";
 import { chooseModel } from "./_model_choice.ts";
 import { unlockedTrees } from "./_run_lock.ts";
 
 const DEFAULT_IMAGE = "base-agent:v0";
 
-function processLine(p: AgentProcess): string {
+function processRow(p: AgentProcess): string[] {
   return [
     p.pid,
     p.parent ?? "-",
-    p.status.padEnd(13),
+    p.status,
     field(p.image, 40),
     field(p.cwd, 60),
     field(p.goal, 60),
-  ].join("  ");
+  ];
 }
 
 async function spawn(parsed: ParsedArgs, io: CliIo): Promise<number> {
@@ -73,7 +73,6 @@ async function ps(parsed: ParsedArgs, io: CliIo): Promise<number> {
   const shown = statuses.length || flagOption(parsed, "all")
     ? all
     : all.filter((p) => !isFinal(p.status));
-  const header = "PID               PARENT            STATUS         IMAGE  CWD  GOAL";
   return say(
     io,
     parsed,
@@ -83,7 +82,9 @@ async function ps(parsed: ParsedArgs, io: CliIo): Promise<number> {
       ? `No ${statuses.length || flagOption(parsed, "all") ? "" : "live "}processes (database ${
         field(runtime.location.path, 4096)
       }).`
-      : [header, ...shown.map(processLine)].join("\n"),
+      : table(["PID", "PARENT", "STATUS", "IMAGE", "CWD", "GOAL"], shown.map(processRow)).join(
+        "\n",
+      ),
   );
 }
 

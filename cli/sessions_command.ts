@@ -18,7 +18,7 @@ import {
   integerOption,
   type ParsedArgs,
 } from "./_options.ts";
-import { field, say } from "./_output.ts";
+import { field, say, table } from "./_output.ts";
 import { locateFrom, openAudit, type OpenedAudit } from "./_workspace.ts";
 
 /** One run as `libos sessions` reports it. */
@@ -121,28 +121,33 @@ function sessions(parsed: ParsedArgs, io: CliIo): number {
   }
   found.sort((a, b) => b.started - a.started || (a.pid < b.pid ? 1 : -1));
   const shown = found.slice(0, limit);
-  const lines = shown.map((s) =>
-    [
-      s.pid,
-      s.status.padEnd(13),
-      formatTime(s.started),
-      field(s.model, 40),
-      field(s.mode, 16),
-      ...(all ? [field(s.workspace, 80)] : []),
-      field(s.goal, 80),
-      isFinal(s.status)
-        ? ""
-        : `(libos agent --resume ${s.pid}${
-          all && s.workspace ? ` --workspace ${field(s.workspace, 200)}` : ""
-        })`,
-    ].join("  ").trimEnd()
-  );
+  const rows = shown.map((s) => [
+    s.pid,
+    s.status,
+    formatTime(s.started),
+    field(s.model, 40),
+    field(s.mode, 16),
+    ...(all ? [field(s.workspace, 80)] : []),
+    field(s.goal, 80),
+    isFinal(s.status)
+      ? ""
+      : `(libos agent --resume ${s.pid}${
+        all && s.workspace ? ` --workspace ${field(s.workspace, 200)}` : ""
+      })`,
+  ]);
   const where = all
     ? `the state directory's ${places.length} database(s)`
     : field(places[0]!.path, 4096);
-  const header = `PID               STATUS         STARTED  MODEL  MODE  ${
-    all ? "WORKSPACE  " : ""
-  }GOAL`;
+  const header = [
+    "PID",
+    "STATUS",
+    "STARTED",
+    "MODEL",
+    "MODE",
+    ...(all ? ["WORKSPACE"] : []),
+    "GOAL",
+    "",
+  ];
   return say(
     io,
     parsed,
@@ -151,7 +156,7 @@ function sessions(parsed: ParsedArgs, io: CliIo): number {
     [
       ...(shown.length === 0
         ? [`No agent runs in ${where}; start one with libos agent --goal TEXT.`]
-        : [header, ...lines]),
+        : table(header, rows)),
       ...unreadable.map((path) => `(skipped ${field(path, 4096)}: it could not be read)`),
     ].join("\n"),
   );

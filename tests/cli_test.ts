@@ -10,6 +10,7 @@ import { permissionFlags, recordedReads, UnlistablePathError } from "../cli/boot
 import { sandbox, tamper, task } from "./_cli_sandbox.ts";
 import { createRuntime } from "../runtime/runtime.ts";
 import { DemoReport } from "../cli/demo_command.ts";
+import { fixture } from "./agent_fixture.ts";
 
 Deno.test("libos init creates the workspace database (0600) and head file in the state directory, and is idempotent", async () => {
   using s = sandbox();
@@ -622,4 +623,51 @@ Deno.test("bootstrap permissionFlags() for libos agent: the endpoint of its defa
   const ps = permissionFlags({ args: ["ps"], cwd: "/w", env: env({}), realPath: (p) => p });
   assert.equal(value(ps, "run"), undefined);
   assert.ok(!value(ps, "read")?.includes("/usr/bin"));
+});
+
+/** Whether each row's cells start where the header's names do (a table whose columns line up). */
+function assertAligned(text: string, names: readonly string[]): void {
+  const [header, ...rows] = text.trimEnd().split("\n");
+  const starts = names.map((name) =>
+    [...header!.matchAll(new RegExp(`(?<=^|  )${name}(?=  |$)`, "g"))][0]?.index ?? -1
+  );
+  assert.ok(starts.every((s, i) => s >= 0 && (i === 0 || s > starts[i - 1]!)), header);
+  assert.ok(rows.length >= 2, "control: rows to compare");
+  for (const row of rows) {
+    for (const start of starts.slice(1)) {
+      const chars = [...row];
+      assert.equal(chars.slice(start - 2, start).join(""), "  ", `${row}\n${header}`);
+      assert.notEqual(chars[start], " ", `a cell starts at ${start}:\n${header}\n${row}`);
+    }
+  }
+}
+
+Deno.test("libos ps and audit query print tables whose columns line up, whatever the lengths of what is in them", async () => {
+  using s = sandbox();
+  for (const goal of ["a", "a much longer goal, with words", "ünïcödé — gōal"]) {
+    assert.equal((await s.cli("spawn", "--goal", goal)).status, 0);
+  }
+  const ps = await s.cli("ps");
+  assert.equal(ps.status, 0, ps.stderr);
+  assertAligned(ps.stdout, ["PID", "PARENT", "STATUS", "IMAGE", "CWD", "GOAL"]);
+  const audit = await s.cli("audit", "query", "--limit", "20");
+  assert.equal(audit.status, 0, audit.stderr);
+  assertAligned(audit.stdout, ["TIME", "ACTOR", "PID", "ACTION", "RESOURCE", "DECISION"]);
+  // Two agent runs (each stops at its first approval) for libos sessions.
+  const script = fixture(s.workspace);
+  for (const goal of ["Fix it", "Make the failing test in tests/ pass, and say how"]) {
+    const run = await s.cli(
+      "agent",
+      "--goal",
+      goal,
+      "--model",
+      `replay:${script}`,
+      "--human",
+      "queue",
+    );
+    assert.equal(run.status, 3, run.stderr);
+  }
+  const sessions = await s.cli("sessions");
+  assert.equal(sessions.status, 0, sessions.stderr);
+  assertAligned(sessions.stdout, ["PID", "STATUS", "STARTED", "MODEL", "MODE", "GOAL"]);
 });
