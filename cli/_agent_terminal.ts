@@ -58,6 +58,12 @@ export function progress(io: CliIo, options: { readonly quiet: boolean }): Progr
   };
   return {
     step(event) {
+      if (event.kind === "result") {
+        // Failures and commands' exit codes are shown as they happen; what succeeded is not.
+        const said = outcomeLine(event);
+        if (said !== undefined && !options.quiet) this.note(said);
+        return;
+      }
       current = event.kind === "model"
         ? `${event.pid} · turn ${event.seq} · thinking`
         : `${event.pid} · turn ${event.seq} · ${field(event.name, 64)}`;
@@ -81,6 +87,18 @@ export function progress(io: CliIo, options: { readonly quiet: boolean }): Progr
     stop,
     [Symbol.dispose]: stop,
   };
+}
+
+/** The line a tool call's outcome is shown as, when it is shown: a failure, or a command's exit. */
+function outcomeLine(event: Extract<ExecutorEvent, { kind: "result" }>): string | undefined {
+  const who = `${event.pid} · turn ${event.seq} · ${field(event.name, 64)}`;
+  if (event.error !== undefined) {
+    return `  ✗ ${who}: ${field(event.error.code, 64)} — ${field(event.error.message, 300)}`;
+  }
+  if (event.exitCode === undefined) return undefined;
+  return event.exitCode === 0
+    ? `  ✓ ${who}: exit 0`
+    : `  ✗ ${who}: exit ${event.exitCode === null ? "(killed by a signal)" : event.exitCode}`;
 }
 
 /** Who answers a request a process is parked on. */

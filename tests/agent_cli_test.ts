@@ -963,3 +963,74 @@ Deno.test("libos agent --resume does not resume a process an operator paused (on
   assert.equal(doc.status, "paused", "the operator's pause stands");
   assert.equal(resumed.status, 1);
 });
+
+Deno.test("silent spot: under --yes, a workspace holding a file name that is not UTF-8 — each approved command is refused (shield_incomplete), said on screen, audited as a denial, and nothing runs", async () => {
+  using s = sandbox();
+  const script = fixture(s.workspace);
+  // Deno cannot name such a file; python can (bytes).
+  const made = new Deno.Command("/usr/bin/python3", {
+    args: [
+      "-c",
+      "import sys; open(sys.argv[1].encode() + b'/bad\\xffname.txt', 'wb').write(b'x')",
+      s.workspace,
+    ],
+  }).outputSync();
+  assert.equal(made.code, 0, new TextDecoder().decode(made.stderr));
+  const run = await cli(
+    s,
+    {},
+    "agent",
+    "--goal",
+    "Make the test pass",
+    "--model",
+    `replay:${script}`,
+    "--yes",
+  );
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  const shown = run.stderr.match(/✗ pid_\w+ · turn \d+ · run_shell_command: shield_incomplete — /g);
+  assert.equal(shown?.length, 2, run.stderr);
+  assert.match(run.stderr, /has a name that is not UTF-8/);
+  const denied = (await s.json("audit", "query", "--decision", "deny", "--action", "shell.run")).doc
+    .records as { authority: string }[];
+  assert.deepEqual(denied.map((r) => r.authority), ["shield_incomplete", "shield_incomplete"]);
+  // Nothing ran: the only effect begun in the ledger is the edit.
+  await using runtime = await createRuntime({
+    workspace: s.workspace,
+    db: s.dbPath(),
+    create: false,
+  });
+  const intents = runtime.audit.query({ action: "action.intent", limit: 100 });
+  assert.equal(intents.length, 1, JSON.stringify(intents.map((r) => r.detail)));
+});
+
+Deno.test("silent spot: a failing test command is shown with its exit code, and a passing one with exit 0 (what the model saw, on screen)", async () => {
+  using s = sandbox();
+  fixture(s.workspace);
+  const script = join(s.workspace, "..", "tests-only.jsonl");
+  Deno.writeTextFileSync(
+    script,
+    [
+      call("run_shell_command", { argv: ["python3", "tests/test_mathlib.py"] }),
+      call("edit_file", {
+        path: "src/mathlib.py",
+        old_string: "return a + b + 1",
+        new_string: "return a + b",
+      }),
+      call("run_shell_command", { argv: ["python3", "tests/test_mathlib.py"] }),
+      final("All good."),
+    ].join("\n") + "\n",
+  );
+  const run = await cli(
+    s,
+    {},
+    "agent",
+    "--goal",
+    "Run the tests",
+    "--model",
+    `replay:${script}`,
+    "--yes",
+  );
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  assert.match(run.stderr, /✗ pid_\w+ · turn 1 · run_shell_command: exit 1\n/);
+  assert.match(run.stderr, /✓ pid_\w+ · turn 3 · run_shell_command: exit 0\n/);
+});

@@ -77,6 +77,13 @@ export interface ExecutorOptions {
   readonly observer?: ExecutorObserver;
 }
 
+/** A command's exit code in a tool's value (`{exitCode}`), for the observer. */
+function exitCodeOf(value: JsonValue): { readonly exitCode?: number | null } {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return {};
+  const code = (value as { readonly [key: string]: JsonValue }).exitCode;
+  return typeof code === "number" || code === null ? { exitCode: code } : {};
+}
+
 /**
  * The start of the message of a process the executor parked (paused because its model endpoint
  * kept failing): `libos agent --resume` resumes such a process, and only such a one.
@@ -86,7 +93,19 @@ export const PARKED_PREFIX = "parked: ";
 /** What a turn is doing, for a host to show (the status line of `libos agent`). */
 export type ExecutorEvent =
   | { readonly kind: "model"; readonly pid: string; readonly seq: number }
-  | { readonly kind: "tool"; readonly pid: string; readonly seq: number; readonly name: string };
+  | { readonly kind: "tool"; readonly pid: string; readonly seq: number; readonly name: string }
+  /**
+   * A tool call's outcome: `error` when it was refused or failed; `exitCode` for a command that
+   * ran (whatever its exit status).
+   */
+  | {
+    readonly kind: "result";
+    readonly pid: string;
+    readonly seq: number;
+    readonly name: string;
+    readonly error?: { readonly code: string; readonly message: string };
+    readonly exitCode?: number | null;
+  };
 
 /** Receives {@link ExecutorEvent}s; what it throws is ignored. */
 export type ExecutorObserver = (event: ExecutorEvent) => void;
@@ -134,6 +153,18 @@ export class ModelExecutor implements ProcessDriver {
     const { memory, tools, processes, model } = this.#o;
     const image = this.#o.images.get(IMAGE_OPERATOR, p.image);
     const last = this.turns(p.pid).at(-1);
+    if (ctx.resumed) {
+      // The call the last quantum ended on (an approval) has its outcome now.
+      const call = last?.toolCalls.find((c) => !Object.hasOwn(last.results, c.id));
+      const outcome = ctx.resumed.outcome;
+      this.#tell({
+        kind: "result",
+        pid: p.pid,
+        seq: last?.seq ?? 0,
+        name: call?.name ?? ctx.resumed.request.kind,
+        ...(outcome.ok ? exitCodeOf(outcome.value) : { error: outcome.error }),
+      });
+    }
     // A process's registered JIT tools are back in its table before it thinks (after a restart).
     tools.restoreJit(p.pid);
     const schemas = tools.schemas(p.pid);
@@ -294,6 +325,13 @@ export class ModelExecutor implements ProcessDriver {
             : call.arguments,
         }, ctx.signal);
         results[call.id] = result.forModel;
+        this.#tell({
+          kind: "result",
+          pid,
+          seq,
+          name: call.name,
+          ...(result.ok ? exitCodeOf(result.value) : { error: result.error }),
+        });
       } catch (error) {
         // A human approval, a child wait or an exit ends the quantum here; the turn is kept so
         // the next one shows the model what it asked.

@@ -667,7 +667,17 @@ export class ShellPrimitive implements AsyncDisposable {
             // decided again, and asks again).
             if (digestNow() !== digest) return null;
             // Shielded: decided before anything is used up, so a refused run costs no approval.
-            const shield = this.#wall.shielded(wall);
+            // A shield that cannot be made refuses the run, recorded as refused (like the wall).
+            let shield: ReturnType<ShellWall["shielded"]>;
+            try {
+              shield = this.#wall.shielded(wall);
+            } catch (error) {
+              if (error instanceof LibosError) {
+                this.#record(pid, argv, "deny", error.code, { inputDigest: digest });
+                recorded = true;
+              }
+              throw error;
+            }
             // Use up every one-shot capability behind this run before it starts (compare-and-set).
             this.#gate.spend(used);
             const warnings: string[] = [];
