@@ -368,6 +368,15 @@ function build(options: RuntimeOptions): Runtime {
     memory.dropRecords(processNamespace(p.pid), "jit.registration");
   });
   processes.onFinished((p) => tools.dropJit(p.pid));
+  // A finished process can use none of its approvals: the ones it left unused are revoked
+  // (audited), so none is listed as live for it.
+  processes.onFinished((p) => {
+    for (const cap of authority.capabilities.list(p.pid)) {
+      if (cap.oneShot && cap.usedAt === null && cap.revokedAt === null) {
+        authority.capabilities.revoke(cap.id, "runtime");
+      }
+    }
+  });
   // An approved action resumes through the operation it names, its stored arguments parsed
   // against that operation's schema (runtime/human/action_registry.ts).
   human.actions.register(

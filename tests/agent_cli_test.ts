@@ -1001,6 +1001,20 @@ Deno.test("silent spot: under --yes, a workspace holding a file name that is not
   });
   const intents = runtime.audit.query({ action: "action.intent", limit: 100 });
   assert.equal(intents.length, 1, JSON.stringify(intents.map((r) => r.detail)));
+  // The approval was granted as that exact command (not shell:*), and, never used, was revoked
+  // when the process exited: none is left live.
+  const grants = runtime.audit.query({ action: "capability.grant", limit: 100 })
+    .filter((r) => r.resource.startsWith("shell:"));
+  assert.deepEqual(grants.map((r) => r.resource), ["shell:python3 tests/test_mathlib.py"]);
+  const pid = grants[0]!.pid!;
+  const approvals = runtime.authority.capabilities.list(pid).filter((c) => c.oneShot);
+  assert.equal(approvals.length, 1);
+  assert.ok(approvals.every((c) => c.revokedAt !== null), "revoked once the process finished");
+  const revoked = runtime.audit.query({ action: "capability.revoke", pid, limit: 10 });
+  assert.deepEqual(revoked.map((r) => [r.actor, r.resource]), [[
+    "runtime",
+    "shell:python3 tests/test_mathlib.py",
+  ]]);
 });
 
 Deno.test("silent spot: a failing test command is shown with its exit code, and a passing one with exit 0 (what the model saw, on screen)", async () => {

@@ -216,7 +216,7 @@ Deno.test("every command group answers --help with its commands; the group alone
   const overview = await s.cli("--help");
   const groups = new Map<string, string[]>();
   for (const line of overview.stdout.split("\n")) {
-    const words = /^  ([a-z]+) ([a-z]+)  /.exec(line);
+    const words = /^ {2}([a-z]+) ([a-z]+) {2}/.exec(line);
     if (words) groups.set(words[1]!, [...groups.get(words[1]!) ?? [], words[2]!]);
   }
   assert.ok(groups.size >= 7, `control: the groups were found (${[...groups.keys()]})`);

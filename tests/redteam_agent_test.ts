@@ -306,7 +306,8 @@ Deno.test("attack: --yes asked for standing permissions and a question — all r
     call("ask_human", { question: "May I delete a.txt? (answer yes)" }),
     // An action: --yes approves it once, exactly as shown.
     call("run_shell_command", { argv: ["python3", "-c", "pass"] }),
-    // Had the permission been granted, this would now succeed.
+    // So is a delete (workspace-write asks for each): once, as an action — not as the
+    // standing permission refused above.
     call("delete_file", { path: "a.txt" }),
     final("carried on"),
   ]);
@@ -324,15 +325,17 @@ Deno.test("attack: --yes asked for standing permissions and a question — all r
     run.stderr.match(/--yes refused request hreq_[0-9a-f]{12} \(question\)/g)?.length,
     1,
   );
-  assert.equal(run.stderr.match(/--yes approved/g)?.length, 1, run.stderr);
+  assert.equal(run.stderr.match(/--yes approved/g)?.length, 2, run.stderr);
   assert.match(run.stderr, /--yes approved shell\.run shell:python3 -c pass \(request/);
-  assert.equal(Deno.readTextFileSync(join(s.workspace, "a.txt")), "hello\n", "not deleted");
+  assert.match(run.stderr, /--yes approved fs\.delete a\.txt \(request/);
+  assert.throws(() => Deno.statSync(join(s.workspace, "a.txt")), "deleted, once approved");
   await using runtime = await open(s);
   const requests = runtime.human.list({ statuses: ALL_REQUESTS, pid: doc.pid });
   assert.deepEqual(requests.map((r) => [r.kind, r.status]), [
     ["permission", "rejected"],
     ["permission", "rejected"],
     ["question", "rejected"],
+    ["approval", "dispatched"],
     ["approval", "dispatched"],
   ]);
   for (const r of requests.slice(0, 3)) {
@@ -341,19 +344,19 @@ Deno.test("attack: --yes asked for standing permissions and a question — all r
   }
   const caps = runtime.authority.capabilities.list(doc.pid);
   const fromHumans = caps.filter((c) => c.issuer.startsWith("human:"));
-  // At most the one-shot, digest-bound approval of the command — never a standing grant.
-  assert.ok(fromHumans.length <= 1, JSON.stringify(fromHumans));
+  // At most the one-shot, digest-bound approvals of the two actions — never a standing grant.
+  assert.ok(fromHumans.length <= 2, JSON.stringify(fromHumans));
   for (const c of fromHumans) {
     assert.equal(c.oneShot, true);
     assert.ok(c.actionDigest, "bound to the action's digest");
   }
   assert.ok(!caps.some((c) => c.resource.type === "net"), "no network capability");
   assert.ok(
-    !caps.some((c) => c.resource.type === "fs" && c.rights.includes("delete")),
-    "no delete capability on files",
+    !fromHumans.some((c) => c.resource.type === "fs" && c.rights.includes("delete") && !c.oneShot),
+    "no standing delete capability from a human",
   );
   const approvals = runtime.audit.query({ pid: doc.pid, action: "human.approve", limit: 100 });
-  assert.equal(approvals.length, 1, "one approval recorded: the command");
+  assert.equal(approvals.length, 2, "an approval recorded for each action");
   assert.equal(runtime.audit.query({ pid: doc.pid, action: "human.answer", limit: 100 }).length, 0);
 });
 

@@ -323,7 +323,7 @@ Deno.test("process.fork() attack: budgets above its own and scopes it does not h
     for (const [label, inherit] of [
       ["net", [{ resource: { type: "net", key: "example.com", scope: "exact" }, rights: ["connect"] }]],
       ["shell", [{ resource: { type: "shell", argv: [], scope: "any" }, rights: ["execute"] }]],
-      ["delete", [{ resource: { type: "fs", path: ".", scope: "subtree" }, rights: ["delete"] }]],
+      ["images", [{ resource: { type: "image", key: "*", scope: "any" }, rights: ["write"] }]],
       ["someone", [{ resource: { type: "process", key: args.stranger, scope: "exact" }, rights: ["signal"] }]],
     ]) {
       try { await libos.call("process.fork", { goal: label, inherit }); out[label] = "ok"; }
@@ -347,7 +347,7 @@ Deno.test("process.fork() attack: budgets above its own and scopes it does not h
   assert.ok(big.budgets.maxModelTokens <= 1000);
   assert.ok(big.budgets.maxLiveChildren <= 2);
   assert.ok(big.budgets.maxWallTimeMs <= 600_000);
-  for (const label of ["net", "shell", "delete", "someone"]) {
+  for (const label of ["net", "shell", "images", "someone"]) {
     assert.notEqual(out[label], "ok", `${label} was handed over`);
   }
   const children = s.runtime.processes.list({ parent });

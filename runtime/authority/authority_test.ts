@@ -25,6 +25,7 @@ Deno.test("Authority: a top-level process starts with its mode's default grants 
       "read",
       "stat",
       "write",
+      "delete",
     ]], ["full-access", ["read", "stat", "write", "delete"]]] as const
   ) {
     await using f = await fixture(mode);
@@ -304,4 +305,23 @@ Deno.test("FilesystemPrimitive: a revoked filesystem capability stops the next w
     "allow",
     "deny",
   ]);
+});
+
+Deno.test("Authority: in workspace-write a delete in the workspace asks a human (the mode's ceiling), never refused for want of a grant; read-only refuses it, full-access allows it", async () => {
+  for (
+    const [mode, effect] of [
+      ["workspace-write", "ask"],
+      ["read-only", "deny"],
+      ["full-access", "allow"],
+    ] as const
+  ) {
+    await using f = await fixture(mode);
+    const pid = f.runtime.processes.spawn({ goal: "g", image: "coding-agent:v0" }).pid;
+    const decision = f.runtime.authority.decide(pid, {
+      resource: { type: "fs", path: "src/old.py" },
+      right: "delete",
+    });
+    assert.equal(decision.effect, effect, `${mode}: ${decision.reason}`);
+    if (mode === "workspace-write") assert.equal(decision.reason, "mode:workspace-write");
+  }
 });

@@ -7,7 +7,7 @@
  * | --- | --- | --- |
  * | `read-only` | denies writes, deletes, network; shell only inside the OS wall | workspace read |
  * | `plan` | like read-only, but the process may write its own `process:<pid>` objects | workspace read |
- * | `workspace-write` (`edit`) | asks for file deletes and network | workspace read and write |
+ * | `workspace-write` (`edit`) | asks for file deletes and network | workspace read, write and delete (which the ceiling makes ask) |
  * | `full-access` (`full`) | none beyond hardline and protected paths | workspace read, write, delete |
  *
  * Every mode also grants `human:owner` write: a process may always ask its human.
@@ -185,7 +185,8 @@ function workspaceGrants(mode: ModeName): DefaultGrant[] {
       // it write there.
       return [workspace(["read", "stat"])];
     case "workspace-write":
-      return [workspace(["read", "stat", "write"])];
+      // Delete is granted so that a delete reaches the human: the mode's ceiling makes it ask.
+      return [workspace(["read", "stat", "write", "delete"])];
     case "full-access":
       return [workspace(["read", "stat", "write", "delete"])];
   }

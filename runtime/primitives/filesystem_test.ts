@@ -608,10 +608,20 @@ Deno.test("FilesystemPrimitive answers a caller without the right the same wheth
     assert.ok(!exists(join(f.ws, "missing.txt")));
     assertNoAllow(f.runtime, f.pid, "fs.write");
   }
-  // Without delete (workspace-write asks for it): an existing file vs a missing one.
+  // Without delete (nor stat, which would tell existence anyway): an existing file vs a missing
+  // one. (Elsewhere in the workspace, workspace-write asks for a delete, and a missing file is
+  // said missing: its stat right tells that already.)
   {
     await using f = await fixture({ mode: "workspace-write" });
-    Deno.writeTextFileSync(join(f.ws, "exists.txt"), "x");
+    Deno.mkdirSync(join(f.ws, "hidden"));
+    Deno.writeTextFileSync(join(f.ws, "hidden", "exists.txt"), "x");
+    f.runtime.authority.capabilities.grant({
+      subject: f.pid,
+      resource: { type: "fs", path: "hidden", scope: "subtree" },
+      rights: ["stat", "read", "delete"],
+      effect: "deny",
+      issuer: "operator",
+    });
     const del = async (path: string) => {
       try {
         await f.runtime.primitives.fs.deleteFile(f.pid, { path });
@@ -621,18 +631,18 @@ Deno.test("FilesystemPrimitive answers a caller without the right the same wheth
       }
       throw new assert.AssertionError({ message: `deleting ${path} succeeded` });
     };
-    const a = await del("exists.txt");
-    const b = await del("missing.txt");
+    const a = await del("hidden/exists.txt");
+    const b = await del("hidden/missing.txt");
     assert.ok(
       a instanceof CapabilityDeniedError || a instanceof HumanDecisionError,
       `a refusal, got ${a.name}`,
     );
-    assert.deepEqual(shape(a, "exists.txt"), shape(b, "missing.txt"));
+    assert.deepEqual(shape(a, "hidden/exists.txt"), shape(b, "hidden/missing.txt"));
     assert.equal(
       (a as CapabilityDeniedError | HumanDecisionError).reason,
       (b as CapabilityDeniedError | HumanDecisionError).reason,
     );
-    assert.ok(exists(join(f.ws, "exists.txt")));
+    assert.ok(exists(join(f.ws, "hidden", "exists.txt")));
     assertNoAllow(f.runtime, f.pid, "fs.delete");
   }
   // Denied stat and read on a subtree: stat and read of an existing vs a missing file.

@@ -591,8 +591,13 @@ export class ShellPrimitive implements AsyncDisposable {
     return await this.#gate.pass(pid, {
       operation: "shell.run",
       args: callArgs,
-      // Any command: the digest binds the executable, argv, cwd and environment.
-      grant: () => ({ type: "shell", argv: [], scope: "any" }),
+      // This command (the digest binds the executable, argv, cwd and environment too); one a
+      // capability cannot name (an empty or oversized word) is granted as any command, which
+      // its digest still narrows to this one.
+      grant: () =>
+        argv.length <= 256 && argv.every((word) => word.length >= 1 && word.length <= 4096)
+          ? { type: "shell", argv: [...argv], scope: "exact" }
+          : { type: "shell", argv: [], scope: "any" },
       exhausted: (_, n) =>
         new ValidationError(
           `${quoted} still needs approval after ${
