@@ -56,12 +56,28 @@ export function progress(io: CliIo, options: { readonly quiet: boolean }): Progr
     if (drawn) io.stderr(CLEAR_LINE);
     drawn = false;
   };
+  const note = (text: string) => {
+    clear();
+    io.stderr(text.endsWith("\n") ? text : text + "\n");
+    if (live) draw();
+  };
   return {
     step(event) {
+      if (event.kind === "cut_off") {
+        // Said whether or not the run is quiet: the user must check this effect.
+        note(
+          `  ⚠ ${event.pid}: ${field(event.action, 64)} ${
+            field(event.what, 200)
+          } was cut off when the run stopped (${
+            field(event.code, 64)
+          }: whether it took effect is unknown; it was not run again — check it)`,
+        );
+        return;
+      }
       if (event.kind === "result") {
         // Failures and commands' exit codes are shown as they happen; what succeeded is not.
         const said = outcomeLine(event);
-        if (said !== undefined && !options.quiet) this.note(said);
+        if (said !== undefined && !options.quiet) note(said);
         return;
       }
       current = event.kind === "model"
@@ -70,11 +86,7 @@ export function progress(io: CliIo, options: { readonly quiet: boolean }): Progr
       if (live) draw();
       else if (!options.quiet) io.stderr(`[${current}]\n`);
     },
-    note(text) {
-      clear();
-      io.stderr(text.endsWith("\n") ? text : text + "\n");
-      if (live) draw();
-    },
+    note,
     async hold(during) {
       clear();
       held = true;

@@ -278,6 +278,22 @@ async function runTree(
     );
     drain.abort();
     if (!now) return "handled";
+    // Stopping at once: the status line goes, and the stop is on record like any other.
+    shown.stop();
+    try {
+      const root = runtime.processes.get(pid);
+      runtime.audit.append({
+        actor: "operator",
+        pid,
+        action: "agent.stop",
+        resource: `process:${pid}`,
+        decision: "none",
+        authority: "operator",
+        detail: { status: root.status, exit: EXIT_INTERRUPTED, at_once: true },
+      });
+    } catch {
+      // The record is not worth failing the stop over; the run's state is what resume reads.
+    }
     try {
       runtime.store.flush();
     } catch {

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createRuntime } from "../runtime/runtime.ts";
 import { REPO, type Sandbox, sandbox, task, taskWith } from "./_cli_sandbox.ts";
+import { processesWith } from "./shell_fixture.ts";
 import {
   BROKEN,
   call,
@@ -661,6 +662,10 @@ Deno.test("libos agent on a real terminal: Ctrl-C at the prompt stops it at once
   assert.equal(pending.length, 1, "the request it was showing is still pending");
   const [session] = (await s.json("sessions")).doc.sessions as { pid: string; status: string }[];
   assert.equal(session?.status, "waiting_human");
+  // The stop at once is on record like any other (with its exit status).
+  const stops = (await s.json("audit", "query", "--action", "agent.stop", "--pid", session!.pid))
+    .doc.records as { detail: { exit: number; at_once?: boolean } }[];
+  assert.deepEqual(stops.map((r) => [r.detail.exit, r.detail.at_once]), [[130, true]]);
   const resumed = await resumeThroughBootstrap(s, session!.pid, script, "--yes", "--widen");
   assert.equal(resumed.status, 0, resumed.stdout + resumed.stderr);
   assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), FIXED);
@@ -1047,4 +1052,84 @@ Deno.test("silent spot: a failing test command is shown with its exit code, and 
   assert.equal(run.status, 0, run.stdout + run.stderr);
   assert.match(run.stderr, /✗ pid_\w+ · turn 1 · run_shell_command: exit 1\n/);
   assert.match(run.stderr, /✓ pid_\w+ · turn 3 · run_shell_command: exit 0\n/);
+});
+
+Deno.test("silent spot: a run killed while a command ran says so on --resume — the command was cut off, its outcome unknown, not run again — and the run goes on (real bootstrap, SIGKILL)", async () => {
+  using s = sandbox();
+  fixture(s.workspace);
+  const script = join(s.workspace, "..", "long.jsonl");
+  Deno.writeTextFileSync(
+    script,
+    [
+      call("run_shell_command", { argv: ["sleep", "10"] }),
+      final("Done."),
+    ].join("\n") + "\n",
+  );
+  const temp = Deno.makeTempDirSync({ prefix: "libos-agent-tmp-" });
+  const launcher = new Deno.Command(Deno.execPath(), {
+    args: [
+      "task",
+      "--quiet",
+      `--config=${join(REPO, "deno.json")}`,
+      "libos",
+      "agent",
+      "--goal",
+      "sleep a while",
+      "--workspace",
+      s.workspace,
+      "--model",
+      `replay:${script}`,
+      "--shell-policy",
+      "always_allow",
+      "--yes",
+    ],
+    cwd: s.workspace,
+    clearEnv: true,
+    env: {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      XDG_STATE_HOME: s.state,
+      TMPDIR: temp,
+      DENO_NO_UPDATE_CHECK: "1",
+    },
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  try {
+    // Killed once the command's intent is committed (it is running).
+    let started = false;
+    for (let i = 0; i < 300 && !started; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      const intents = await s.json("audit", "query", "--action", "action.intent");
+      started = intents.status === 0 && (intents.doc.records as unknown[]).length === 1;
+    }
+    assert.ok(started, "the command was seen started");
+    for (const pid of processesWith(s.workspace)) {
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch { /* already gone */ }
+    }
+    await launcher.status;
+    const pid = ((await s.json("ps")).doc.processes as { pid: string }[])[0]!.pid;
+    const resumed = await cli(
+      s,
+      {},
+      "agent",
+      "--resume",
+      pid,
+      "--model",
+      `replay:${script}`,
+      "--yes",
+    );
+    assert.equal(resumed.status, 0, resumed.stdout + resumed.stderr);
+    assert.match(
+      resumed.stderr,
+      new RegExp(
+        `⚠ ${pid}: shell\\.run sleep 10 was cut off when the run stopped \\(outcome_unknown: whether it took effect is unknown; it was not run again — check it\\)`,
+      ),
+    );
+    assert.match(resumed.stdout, /exited — Done\./);
+  } finally {
+    await launcher.status.catch(() => {});
+    Deno.removeSync(temp, { recursive: true });
+  }
 });

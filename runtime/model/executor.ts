@@ -77,6 +77,17 @@ export interface ExecutorOptions {
   readonly observer?: ExecutorObserver;
 }
 
+/** What an action was, in a few words: a command's argv, a file's path, else its JSON. */
+function describeRequest(request: JsonValue): string {
+  if (typeof request === "object" && request !== null && !Array.isArray(request)) {
+    const r = request as { readonly [key: string]: JsonValue };
+    if (Array.isArray(r.argv)) return r.argv.map(String).join(" ");
+    if (typeof r.path === "string") return r.path;
+    if (typeof r.tool === "string") return `tool ${r.tool}`;
+  }
+  return JSON.stringify(request).slice(0, 200);
+}
+
 /** A command's exit code in a tool's value (`{exitCode}`), for the observer. */
 function exitCodeOf(value: JsonValue): { readonly exitCode?: number | null } {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return {};
@@ -98,6 +109,18 @@ export type ExecutorEvent =
    * A tool call's outcome: `error` when it was refused or failed; `exitCode` for a command that
    * ran (whatever its exit status).
    */
+  /**
+   * An effect the runtime stopped in the middle of (a crash, a kill): whether it happened is
+   * unknown, and it was not run again. Told once, when its process next runs.
+   */
+  | {
+    readonly kind: "cut_off";
+    readonly pid: string;
+    readonly action: string;
+    readonly id: string;
+    readonly code: string;
+    readonly what: string;
+  }
   | {
     readonly kind: "result";
     readonly pid: string;
@@ -153,6 +176,18 @@ export class ModelExecutor implements ProcessDriver {
     const { memory, tools, processes, model } = this.#o;
     const image = this.#o.images.get(IMAGE_OPERATOR, p.image);
     const last = this.turns(p.pid).at(-1);
+    for (const action of ctx.recovered) {
+      if (action.outcome && !action.outcome.ok) {
+        this.#tell({
+          kind: "cut_off",
+          pid: p.pid,
+          action: action.kind,
+          id: action.id,
+          code: action.outcome.error.code,
+          what: describeRequest(action.request),
+        });
+      }
+    }
     if (ctx.resumed) {
       // The call the last quantum ended on (an approval) has its outcome now.
       const call = last?.toolCalls.find((c) => !Object.hasOwn(last.results, c.id));
