@@ -1,17 +1,24 @@
 /**
- * The README never shows a command or example that fails: its TypeScript examples run, and every
- * `deno task libos …` line parses and runs against a scratch workspace.
+ * The README and the pages of `docs/` never show a command or example that fails: their
+ * TypeScript examples run, and every `deno task libos …` line parses and runs against a scratch
+ * workspace.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
-const README = Deno.readTextFileSync(join(REPO, "README.md"));
+/** The README and every page of `docs/`: what a user reads. */
+const PAGES = [
+  Deno.readTextFileSync(join(REPO, "README.md")),
+  ...[...Deno.readDirSync(join(REPO, "docs"))]
+    .filter((e) => e.isFile && e.name.endsWith(".md"))
+    .map((e) => Deno.readTextFileSync(join(REPO, "docs", e.name))),
+];
 
 function blocks(language: string): string[] {
   const pattern = new RegExp("```" + language + "\\n([\\s\\S]*?)```", "g");
-  return [...README.matchAll(pattern)].map((m) => m[1]!);
+  return PAGES.flatMap((page) => [...page.matchAll(pattern)].map((m) => m[1]!));
 }
 
 function cleanEnv(extra: Record<string, string>): Record<string, string> {
@@ -23,7 +30,7 @@ function cleanEnv(extra: Record<string, string>): Record<string, string> {
   };
 }
 
-Deno.test("README TypeScript examples run as written", async () => {
+Deno.test("README and docs: TypeScript examples run as written", async () => {
   const examples = blocks("ts");
   assert.ok(examples.length >= 1);
   const dir = Deno.makeTempDirSync({ prefix: "libos-readme-" });
@@ -67,7 +74,7 @@ Deno.test("README TypeScript examples run as written", async () => {
   }
 });
 
-Deno.test("README libos commands all parse and run in a scratch workspace (no usage errors)", async () => {
+Deno.test("README and docs: libos commands all parse and run in a scratch workspace (no usage errors)", async () => {
   const commands = blocks("sh").flatMap((b) => b.split("\n")).map((l) =>
     l.replace(/\s+#.*$/, "").trim()
   )
