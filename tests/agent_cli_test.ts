@@ -26,6 +26,44 @@ import {
   turn,
 } from "./agent_fixture.ts";
 
+/**
+ * `deno task libos agent --goal "sleep a while" --model replay:SCRIPT` through the real bootstrap,
+ * every command allowed (`--shell-policy always_allow --yes`), with a TMPDIR of its own; what it
+ * prints is piped under `--json` and dropped otherwise.
+ */
+function sleeper(s: Sandbox, script: string, temp: string, ...more: string[]): Deno.Command {
+  const json = more.includes("--json");
+  return new Deno.Command(Deno.execPath(), {
+    args: [
+      "task",
+      "--quiet",
+      `--config=${join(REPO, "deno.json")}`,
+      "libos",
+      "agent",
+      "--goal",
+      "sleep a while",
+      "--workspace",
+      s.workspace,
+      "--model",
+      `replay:${script}`,
+      "--shell-policy",
+      "always_allow",
+      "--yes",
+      ...more,
+    ],
+    cwd: s.workspace,
+    clearEnv: true,
+    env: {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      XDG_STATE_HOME: s.state,
+      TMPDIR: temp,
+      DENO_NO_UPDATE_CHECK: "1",
+    },
+    stdout: json ? "piped" : "null",
+    stderr: json ? "piped" : "null",
+  });
+}
+
 /** `deno task libos agent --resume PID --model replay:SCRIPT …MORE` through the real bootstrap. */
 function resumeThroughBootstrap(s: Sandbox, pid: string, script: string, ...more: string[]) {
   return task(
@@ -458,35 +496,7 @@ Deno.test("libos run leaves a tree a launcher is running to that launcher: it ne
     ].join("\n") + "\n",
   );
   const temp = Deno.makeTempDirSync({ prefix: "libos-agent-tmp-" });
-  const launcher = new Deno.Command(Deno.execPath(), {
-    args: [
-      "task",
-      "--quiet",
-      `--config=${join(REPO, "deno.json")}`,
-      "libos",
-      "agent",
-      "--goal",
-      "sleep a while",
-      "--workspace",
-      s.workspace,
-      "--model",
-      `replay:${script}`,
-      "--shell-policy",
-      "always_allow",
-      "--yes",
-      "--json",
-    ],
-    cwd: s.workspace,
-    clearEnv: true,
-    env: {
-      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-      XDG_STATE_HOME: s.state,
-      TMPDIR: temp,
-      DENO_NO_UPDATE_CHECK: "1",
-    },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
+  const launcher = sleeper(s, script, temp, "--json").spawn();
   try {
     // Wait until its process is mid-quantum (the shell command runs).
     let pid: string | undefined;
@@ -1066,34 +1076,7 @@ Deno.test("silent spot: a run killed while a command ran says so on --resume —
     ].join("\n") + "\n",
   );
   const temp = Deno.makeTempDirSync({ prefix: "libos-agent-tmp-" });
-  const launcher = new Deno.Command(Deno.execPath(), {
-    args: [
-      "task",
-      "--quiet",
-      `--config=${join(REPO, "deno.json")}`,
-      "libos",
-      "agent",
-      "--goal",
-      "sleep a while",
-      "--workspace",
-      s.workspace,
-      "--model",
-      `replay:${script}`,
-      "--shell-policy",
-      "always_allow",
-      "--yes",
-    ],
-    cwd: s.workspace,
-    clearEnv: true,
-    env: {
-      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-      XDG_STATE_HOME: s.state,
-      TMPDIR: temp,
-      DENO_NO_UPDATE_CHECK: "1",
-    },
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
+  const launcher = sleeper(s, script, temp).spawn();
   try {
     // Killed once the command's intent is committed (it is running).
     let started = false;
