@@ -22,6 +22,7 @@ import { resolve } from "node:path";
 import { JitSandbox, JitValidator, lifecycleFor } from "../jit/mod.ts";
 import type { JsonValue } from "../runtime/base/canonical_json.ts";
 import { escapePreview } from "../runtime/base/escape_preview.ts";
+import type { AuditEntry } from "../runtime/audit/audit_log.ts";
 import { executorFor, PARKED_PREFIX } from "../runtime/model/executor.ts";
 import type { HumanRequest } from "../runtime/human/human_request.ts";
 import { OPERATOR_ACTOR } from "../runtime/memory/object_memory.ts";
@@ -281,15 +282,10 @@ async function runTree(
     // Stopping at once: the status line goes, and the stop is on record like any other.
     shown.stop();
     try {
-      const root = runtime.processes.get(pid);
-      runtime.audit.append({
-        actor: "operator",
-        pid,
-        action: "agent.stop",
-        resource: `process:${pid}`,
-        decision: "none",
-        authority: "operator",
-        detail: { status: root.status, exit: EXIT_INTERRUPTED, at_once: true },
+      recordStop(runtime, pid, {
+        status: runtime.processes.get(pid).status,
+        exit: EXIT_INTERRUPTED,
+        at_once: true,
       });
     } catch {
       // The record is not worth failing the stop over; the run's state is what resume reads.
@@ -324,6 +320,19 @@ async function runTree(
   }
 }
 
+/** The run's `agent.stop` record: how the launcher left it. */
+function recordStop(runtime: Runtime, pid: string, detail: AuditEntry["detail"]): void {
+  runtime.audit.append({
+    actor: "operator",
+    pid,
+    action: "agent.stop",
+    resource: `process:${pid}`,
+    decision: "none",
+    authority: "operator",
+    detail,
+  });
+}
+
 /** Prints the final report (or the `--json` document); returns the exit status. */
 function report(
   io: CliIo,
@@ -342,18 +351,10 @@ function report(
   const status = interrupted && !isFinal(root.status)
     ? EXIT_INTERRUPTED
     : exitStatus(root, parked, model);
-  runtime.audit.append({
-    actor: "operator",
-    pid,
-    action: "agent.stop",
-    resource: `process:${pid}`,
-    decision: "none",
-    authority: "operator",
-    detail: {
-      status: root.status,
-      exit: status,
-      ...(parked ? { waiting: parked.id } : model ? { waiting: "model", parked: model.pid } : {}),
-    },
+  recordStop(runtime, pid, {
+    status: root.status,
+    exit: status,
+    ...(parked ? { waiting: parked.id } : model ? { waiting: "model", parked: model.pid } : {}),
   });
   const dbPath = runtime.location.path;
   if (json) {

@@ -59,6 +59,46 @@ function closeDoors(names) {
     // Already fixed in place: nothing to do.
   }
 }
+/**
+ * What a syscall's reply gives the tool: its value, or a SyscallError carrying the host's code.
+ * Self-contained, like {@link closeDoors}: a resident Worker gets its source as text.
+ */
+function replyValue(reply) {
+  if (reply.ok) return reply.value;
+  const error = new Error(reply.error?.message ?? "the syscall failed");
+  error.name = "SyscallError";
+  error.code = reply.error?.code ?? "failed";
+  throw error;
+}
+
+/**
+ * The tool's module, imported from a data: URL (it may read no file). JavaScript the host
+ * transpiled skips Deno's own transpile (about 1 ms per call). Self-contained, as above.
+ */
+async function importTool(source, lang) {
+  const bytes = new TextEncoder().encode(source);
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  const media = lang === "javascript" ? "application/javascript" : "application/typescript";
+  return await import(`data:${media};base64,${btoa(binary)}`);
+}
+
+/**
+ * The tool's entry point as the validator reads it (jit/_run_export.ts): the export named run
+ * when there is one, otherwise the default export. Self-contained, as above.
+ */
+function entryOf(tool) {
+  const entry = "run" in tool ? "run" : "default";
+  if (typeof tool[entry] !== "function") {
+    throw new TypeError(
+      "the tool exports no run function; write export async function run(args, libos) { … }",
+    );
+  }
+  return tool[entry];
+}
+
 // Resident (a walled process bound to one agent process and one tool, serving its calls one after
 // another): each call runs in a fresh Worker — its own isolate, globals, module instance and
 // timers — ended when the call ends; this module never runs tool code itself.
@@ -165,33 +205,12 @@ async function serveOnce() {
           waiting.set(id, { resolve, reject });
           if (!reading) pump();
         });
-        if (!reply.ok) {
-          const error = new Error(reply.error?.message ?? "the syscall failed");
-          error.name = "SyscallError";
-          error.code = reply.error?.code ?? "failed";
-          throw error;
-        }
-        return reply.value;
+        return replyValue(reply);
       },
     });
     try {
-      const bytes = encoder.encode(run.source);
-      let binary = "";
-      for (let i = 0; i < bytes.length; i += 0x8000) {
-        binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-      }
-      // JavaScript the host transpiled skips Deno's own transpile (about 1 ms per call).
-      const media = run.lang === "javascript" ? "application/javascript" : "application/typescript";
-      const tool = await import(`data:${media};base64,${btoa(binary)}`);
-      // The entry point as the validator reads it (jit/_run_export.ts): the export named run when
-      // there is one, otherwise the default export.
-      const entry = "run" in tool ? "run" : "default";
-      if (typeof tool[entry] !== "function") {
-        throw new TypeError(
-          "the tool exports no run function; write export async function run(args, libos) { … }",
-        );
-      }
-      const value = await tool[entry](run.args, libos);
+      const tool = await importTool(run.source, run.lang);
+      const value = await entryOf(tool)(run.args, libos);
       write({ type: "result", value: value === undefined ? null : value });
     } catch (error) {
       // Out of memory is the harness's finding, not the tool's claim: a RangeError counts only
@@ -233,7 +252,11 @@ async function serveResident() {
     const used = D.cpuUsage();
     return (used.user + used.system) / 1000;
   };
-  const source = `const HOST_DOORS = ${JSON.stringify(HOST_DOORS)};\n${closeDoors.toString()}\n(${workerMain.toString()})();`;
+  const source = [
+    `const HOST_DOORS = ${JSON.stringify(HOST_DOORS)};`,
+    ...[closeDoors, replyValue, importTool, entryOf].map(String),
+    `(${workerMain.toString()})();`,
+  ].join("\n");
   const url = `data:application/javascript,${encodeURIComponent(source)}`;
   const start = () => new WorkerConstructor(url, { type: "module" });
   // Workers started ahead, so that a call finds its Worker up.
@@ -476,13 +499,7 @@ function workerMain() {
           waiting.set(id, resolve);
           post({ t: "syscall", id, name: String(name), args: plain(args) });
         });
-        if (!reply.ok) {
-          const error = new Error(reply.error?.message ?? "the syscall failed");
-          error.name = "SyscallError";
-          error.code = reply.error?.code ?? "failed";
-          throw error;
-        }
-        return reply.value;
+        return replyValue(reply);
       },
     });
   let busy = false;
@@ -502,22 +519,10 @@ function workerMain() {
     try {
       let tool = loaded?.source === m.source ? loaded.tool : undefined;
       if (tool === undefined) {
-        const bytes = new TextEncoder().encode(m.source);
-        let binary = "";
-        for (let i = 0; i < bytes.length; i += 0x8000) {
-          binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-        }
-        const media = m.lang === "javascript" ? "application/javascript" : "application/typescript";
-        tool = await import(`data:${media};base64,${btoa(binary)}`);
+        tool = await importTool(m.source, m.lang);
         loaded = { source: m.source, tool };
       }
-      const entry = "run" in tool ? "run" : "default";
-      if (typeof tool[entry] !== "function") {
-        throw new TypeError(
-          "the tool exports no run function; write export async function run(args, libos) { … }",
-        );
-      }
-      const value = await tool[entry](m.args, libosFor(run));
+      const value = await entryOf(tool)(m.args, libosFor(run));
       current++;
       post({ t: "result", value: plain(value), idle: timers.size === 0 && !untracked });
     } catch (error) {

@@ -26,6 +26,14 @@ import {
   turn,
 } from "./agent_fixture.ts";
 
+/** A `--json` run that ended with its process exited, its result `content`. */
+function assertExited(run: { status: number; stdout: string; stderr: string }, content: string) {
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  const doc = JSON.parse(run.stdout) as { status: string; result: { content: string } };
+  assert.equal(doc.status, "exited");
+  assert.equal(doc.result.content, content);
+}
+
 /**
  * `deno task libos agent --goal "sleep a while" --model replay:SCRIPT` through the real bootstrap,
  * every command allowed (`--shell-policy always_allow --yes`), with a TMPDIR of its own; what it
@@ -391,10 +399,7 @@ Deno.test("libos agent with its default model: an OpenAI-compatible endpoint fro
     "Find the bug",
     "--json",
   );
-  assert.equal(run.status, 0, run.stdout + run.stderr);
-  const doc = JSON.parse(run.stdout) as { status: string; result: { content: string } };
-  assert.equal(doc.status, "exited");
-  assert.equal(doc.result.content, "add() adds one too many.");
+  assertExited(run, "add() adds one too many.");
   assert.equal(bodies.length, 2);
   assert.equal(bodies[0]!.model, "local-model");
   // The second request carries the tool's result: the file the model asked for.
@@ -882,10 +887,7 @@ Deno.test("deno task libos agent with its default model through the real bootstr
     "none",
     "--json",
   );
-  assert.equal(run.status, 0, run.stdout + run.stderr);
-  const doc = JSON.parse(run.stdout) as { status: string; result: { content: string } };
-  assert.equal(doc.status, "exited");
-  assert.equal(doc.result.content, "hello from the endpoint");
+  assertExited(run, "hello from the endpoint");
 });
 
 Deno.test("libos agent on a failing model endpoint: 429 and 5xx are retried (Retry-After honoured), then the run parks (exit 3, said and audited) instead of failing; --resume on the recovered endpoint finishes it", async () => {
@@ -937,10 +939,7 @@ Deno.test("libos agent on a failing model endpoint: 429 and 5xx are retried (Ret
 
   failing = false;
   const resumed = await cli(s, { env }, "agent", "--resume", doc.pid, "--json");
-  assert.equal(resumed.status, 0, resumed.stdout + resumed.stderr);
-  const done = JSON.parse(resumed.stdout) as { status: string; result: { content: string } };
-  assert.equal(done.status, "exited");
-  assert.equal(done.result.content, "The endpoint is back; nothing to change.");
+  assertExited(resumed, "The endpoint is back; nothing to change.");
 });
 
 Deno.test("libos agent --resume does not resume a process an operator paused (only one its model endpoint parked)", async () => {
