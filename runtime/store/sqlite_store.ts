@@ -582,7 +582,7 @@ export class SqliteStore implements Store {
     }
     const sql = `SELECT * FROM human_requests ${
       where.length ? `WHERE ${where.join(" AND ")}` : ""
-    } ORDER BY created, id LIMIT ?`;
+    } ORDER BY created, rowid LIMIT ?`;
     return this.#stmt(sql).all(...params, clampLimit(query.limit)).map(humanRequestRow);
   }
 
@@ -900,7 +900,7 @@ export class SqliteStore implements Store {
     if (query.unreported) where.push("reported = 0");
     const sql = `SELECT * FROM actions ${
       where.length ? `WHERE ${where.join(" AND ")}` : ""
-    } ORDER BY created, id LIMIT ?`;
+    } ORDER BY created, rowid LIMIT ?`;
     return this.#stmt(sql).all(...params, clampLimit(query.limit)).map(actionRow);
   }
 }
