@@ -30,6 +30,7 @@ import {
   ObjectMetadata,
   objectResource,
   Oid,
+  PROCESS_NAMESPACE,
 } from "./memory_object.ts";
 import { isFinal } from "../process/process.ts";
 import type { ProcessManager } from "../process/process_manager.ts";
@@ -243,7 +244,25 @@ export class ObjectAccess {
     if (isPrivileged(actor)) return { effect: "allow", reason: actor, layer: "cap" };
     const p = this.processes.find(actor);
     if (!p || isFinal(p.status)) return { effect: "deny", reason: "default", layer: "default" };
+    if (resource.type === "object") {
+      const at = resource.key.lastIndexOf("/");
+      if (this.retained(resource.key.slice(0, at), resource.key.slice(at + 1))) {
+        return { effect: "deny", reason: "retained", layer: "default" };
+      }
+    }
     return this.authority.decide(actor, { resource, right });
+  }
+
+  /**
+   * Whether an object is retained: it lives in the namespace of a process that has finished and
+   * is not the result that process named. Retained objects are kept for review (`libos log`)
+   * until `libos gc` removes them, and no process reaches them — whatever capability it holds,
+   * it gets the answer a deleted object gives. The operator may read them.
+   */
+  retained(namespace: string, oid: string): boolean {
+    if (!PROCESS_NAMESPACE.test(namespace)) return false;
+    const p = this.processes.find(namespace.slice("process:".length));
+    return p !== undefined && isFinal(p.status) && p.result !== oid;
   }
 
   may(actor: MemoryActor, resource: ActionResource, right: Right): boolean {
@@ -286,7 +305,11 @@ export class ObjectAccess {
 
   /** The row of an object the actor may act on with `right`, or the one invisible error. */
   visible(actor: MemoryActor, oid: string, right: Right, action: string): ObjectRow {
-    const row = Oid.safeParse(oid).success ? this.core.store.getObject(oid) : undefined;
+    const found = Oid.safeParse(oid).success ? this.core.store.getObject(oid) : undefined;
+    // A retained object is, to every process, an object that is not there.
+    const row = found && !isPrivileged(actor) && this.retained(found.namespace, found.oid)
+      ? undefined
+      : found;
     if (!row && isPrivileged(actor)) {
       // The operator may see everything, so telling it "no such object" leaks nothing.
       throw new NotFoundError(`No object ${JSON.stringify(oid)}; list them with "libos memory ls"`);

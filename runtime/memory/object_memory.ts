@@ -10,9 +10,12 @@
  *   never outliving it.
  * - **Volatile** payloads never reach disk: they live in this runtime's memory only, and after a
  *   restart reading one is a typed `volatile_lost` error.
- * - **Exit** releases a process's scratch objects (its namespace), keeping the one its exit
- *   result names; its parent can then merge that result — and only an object the child itself
- *   created in its own namespace: a forged oid grants nothing.
+ * - **Exit** retains a process's scratch objects (its namespace: tool results, turns,
+ *   checkpoints) for review — `libos log` reads them, `libos gc` removes them by age or size —
+ *   and no process reaches them any more, whatever it holds: to a process a retained object is
+ *   one that is not there (no oracle). Only the object its exit result names stays reachable;
+ *   its parent can then merge that result — and only an object the child itself created in its
+ *   own namespace: a forged oid grants nothing. Volatile objects go at exit (never on disk).
  *
  * @module
  */
@@ -114,7 +117,7 @@ export class ObjectMemory {
   readonly #a: ObjectAccess;
   readonly #sharing: ObjectSharing;
 
-  /** Binds the memory to a runtime; a finishing process's scratch objects are released. */
+  /** Binds the memory to a runtime; a finishing process's scratch objects are retained. */
   constructor(core: RuntimeCore, options: ObjectMemoryOptions) {
     this.limits = { ...DEFAULT_OBJECT_LIMITS, ...options.limits };
     this.#a = new ObjectAccess(core, options.authority, options.processes, this.limits);
@@ -123,7 +126,7 @@ export class ObjectMemory {
       this.#a,
       (actor, ns, opts) => listObjects(this.#a, actor, ns, opts, { record: false }),
     );
-    options.processes.onFinished((p) => this.#sharing.release(p));
+    options.processes.onFinished((p) => this.#sharing.retain(p));
   }
 
   // ---------------------------------------------------------------- namespaces

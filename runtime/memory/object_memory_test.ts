@@ -14,6 +14,7 @@ import { type IdSource, seededIds } from "../base/ids.ts";
 import { processNamespace, type Provenance } from "./memory_object.ts";
 import type { CreateObject, ObjectLimits, ObjectMemory } from "./object_memory.ts";
 import { createRuntime, type Runtime } from "../runtime.ts";
+import { collectRetained } from "./retention.ts";
 import { type TestRuntime, testRuntime } from "../../testing.ts";
 
 // ---------------------------------------------------------------- fixtures
@@ -724,7 +725,11 @@ Deno.test("ObjectMemory.merge() gives the parent read and link on its child's ow
       CapabilityDeniedError,
   );
   assert.equal(snapshot(f.rt), before);
-  assert.equal(f.rt.store.getObject(scratch.oid), undefined, "the scratch object was released");
+  assert.ok(f.rt.store.getObject(scratch.oid), "the scratch object is retained for review");
+  assert.ok(
+    refusal(() => f.mem.read(parent, scratch.oid)) instanceof CapabilityDeniedError,
+    "but the parent reaches only the result",
+  );
   assert.ok(f.mem.view(parent).some((o) => o.oid === result.oid), "the result is in the view");
   // Only the parent merges.
   const stranger = f.spawn();
@@ -745,9 +750,9 @@ Deno.test("ObjectMemory.read() by the oid of another process's object fails (att
   }
 });
 
-// ---------------------------------------------------------------- release at exit
+// ---------------------------------------------------------------- retention at exit
 
-Deno.test("ObjectMemory releases a process's scratch objects and their links when it exits, fails or is killed, keeping only its result", async () => {
+Deno.test("ObjectMemory retains a process's scratch objects and their links when it exits, fails or is killed — kept, marked with when, and reachable by no process; gc removes them", async () => {
   for (const how of ["exit", "fail", "kill"] as const) {
     await using f = await fixture();
     const pm = f.rt.processes;
@@ -761,33 +766,58 @@ Deno.test("ObjectMemory releases a process's scratch objects and their links whe
     f.mem.link(a, kept.oid, s1.oid, "derived_from");
     f.mem.grant(other, outside.oid, a, ["read", "link"]);
     f.mem.link(a, kept.oid, outside.oid, "cites");
+    // Before it finishes, a passes read on s1 to another live process.
+    f.mem.grant(a, s1.oid, other, ["read"]);
+    assert.equal(f.mem.read(other, s1.oid).payload, "x");
+    f.clock.advance(1000);
     if (how === "exit") pm.exit(a, { result: kept.oid });
     else if (how === "fail") pm.fail(a, "boom");
     else pm.signal(a, "terminate");
-    assert.equal(f.rt.store.getObject(s1.oid), undefined, `${how}: s1 released`);
-    assert.equal(f.rt.store.getObject(s2.oid), undefined, `${how}: s2 released`);
-    assert.deepEqual(f.rt.store.listLinks(s1.oid, 100), [], `${how}: s1's links are gone`);
-    assert.deepEqual(f.rt.store.listLinks(s2.oid, 100), [], `${how}: s2's links are gone`);
+    assert.ok(f.rt.store.getObject(s1.oid), `${how}: s1 retained`);
+    assert.equal(f.rt.store.getObject(s2.oid), undefined, `${how}: a volatile object goes`);
+    assert.ok(f.rt.store.getObject(kept.oid), `${how}: the result object is retained`);
     assert.ok(f.rt.store.getObject(outside.oid), `${how}: another namespace is untouched`);
-    const release = f.rt.audit.query({ pid: a, action: "object.release" });
-    assert.equal(release.length, 1, `${how}: object.release audited`);
+    const row = f.rt.store.getRetained(a);
+    assert.equal(row?.since, START + 1000, `${how}: marked with when it became retained`);
+    assert.equal(row?.objects, 2);
+    assert.equal(row?.removed, null);
+    const retain = f.rt.audit.query({ pid: a, action: "object.retain" });
+    assert.equal(retain.length, 1, `${how}: object.retain audited`);
+    assert.equal(retain[0]?.detail?.objects, 2);
+    assert.equal(retain[0]?.detail?.volatile, 1);
+    // No process reaches a retained object, even through a grant it got before: the same answer
+    // as for an object that does not exist (no oracle).
+    const gone = refusal(() => f.mem.read(other, MISSING_OID));
+    const held = refusal(() => f.mem.read(other, s1.oid));
+    assert.ok(held instanceof CapabilityDeniedError);
+    assert.equal(held.message.replace(s1.oid, "X"), gone.message.replace(MISSING_OID, "X"));
+    assert.ok(refusal(() => f.mem.handle(other, s1.oid)) instanceof CapabilityDeniedError);
+    assert.ok(!f.mem.view(other).some((o) => o.oid === s1.oid), `${how}: not in the view`);
+    // The operator reviews it.
+    assert.equal(f.mem.read("operator", s1.oid).payload, "x");
     if (how === "exit") {
-      assert.ok(f.rt.store.getObject(kept.oid), "the result survives");
-      assert.deepEqual(
-        f.mem.links("operator", kept.oid).map((l) => [l.from, l.to, l.rel]),
-        [[kept.oid, outside.oid, "cites"]],
-        "only the result's link to a surviving object remains",
-      );
-      assert.equal(release[0]?.detail?.released, 2);
-      assert.equal(release[0]?.detail?.kept, kept.oid);
+      assert.equal(retain[0]?.detail?.result, kept.oid);
     } else {
-      assert.equal(f.rt.store.getObject(kept.oid), undefined, `${how}: no result, nothing kept`);
-      assert.equal(release[0]?.detail?.released, 3);
+      assert.equal(retain[0]?.detail?.result, null);
     }
+    // gc removes it, audited with counts and bytes.
+    const report = collectRetained(f.rt, pm, { olderThanMs: 0, dryRun: false });
+    assert.deepEqual(report.removed.map((e) => e.pid), [a]);
+    assert.equal(f.rt.store.getObject(s1.oid), undefined, `${how}: gc removed s1`);
+    assert.equal(f.rt.store.getObject(kept.oid), undefined, `${how}: gc removed the result`);
+    assert.deepEqual(f.rt.store.listLinks(s1.oid, 100), [], `${how}: and its links`);
+    assert.ok(f.rt.store.getObject(outside.oid), `${how}: another namespace is untouched`);
+    assert.equal(f.rt.store.getRetained(a)?.removed, START + 1000);
+    const gc = f.rt.audit.query({ action: "retention.gc" });
+    assert.equal(gc.length, 1);
+    assert.equal(gc[0]?.detail?.processes, 1);
+    assert.equal(gc[0]?.detail?.objects, 2);
+    assert.ok(Number(gc[0]?.detail?.bytes) > 0);
+    assert.equal(f.rt.audit.verify({ head: false }).ok, true);
   }
 });
 
-Deno.test("ObjectMemory releases a child's scratch objects when its parent's exit terminates it", async () => {
+Deno.test("ObjectMemory retains a child's scratch objects when its parent's exit terminates it", async () => {
   await using f = await fixture();
   const pm = f.rt.processes;
   const parent = f.spawn();
@@ -795,8 +825,9 @@ Deno.test("ObjectMemory releases a child's scratch objects when its parent's exi
   const scratch = note(f.mem, child, { name: "scratch" });
   pm.exit(parent);
   assert.equal(pm.get(child).status, "killed");
-  assert.equal(f.rt.store.getObject(scratch.oid), undefined);
-  assert.equal(f.rt.audit.query({ pid: child, action: "object.release" }).length, 1);
+  assert.ok(f.rt.store.getObject(scratch.oid));
+  assert.ok(f.rt.store.getRetained(child));
+  assert.equal(f.rt.audit.query({ pid: child, action: "object.retain" }).length, 1);
 });
 
 Deno.test("ObjectMemory: a finished process's namespace takes no new objects (attack: write into a dead namespace)", async () => {

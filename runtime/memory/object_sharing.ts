@@ -1,10 +1,15 @@
 /**
- * Sharing objects between processes: links, handles, grants with attenuation, the release of a
+ * Sharing objects between processes: links, handles, grants with attenuation, the retention of a
  * finished process's scratch objects, merging a child's result, and a process's view.
  *
  * @module
  */
-import { type MemoryActor, OBJECT_RIGHTS, type ObjectAccess } from "./_object_access.ts";
+import {
+  isPrivileged,
+  type MemoryActor,
+  OBJECT_RIGHTS,
+  type ObjectAccess,
+} from "./_object_access.ts";
 import type { Capability, Right } from "../authority/capability.ts";
 import { CapabilityDeniedError, IllegalTransitionError, ValidationError } from "../base/errors.ts";
 import {
@@ -36,7 +41,7 @@ export type Lister = (
   options: { readonly limit?: number },
 ) => ObjectInfo[];
 
-/** Links, handles, grants, release, merge and views over one runtime's objects. */
+/** Links, handles, grants, retention, merge and views over one runtime's objects. */
 export class ObjectSharing {
   readonly #a: ObjectAccess;
   readonly #list: Lister;
@@ -119,7 +124,11 @@ export class ObjectSharing {
    */
   handle(actor: MemoryActor, oid: string): ObjectHandle {
     return this.#a.reading(() => {
-      const row = Oid.safeParse(oid).success ? this.#a.core.store.getObject(oid) : undefined;
+      const found = Oid.safeParse(oid).success ? this.#a.core.store.getObject(oid) : undefined;
+      // A retained object is, to a process, one that is not there.
+      const row = found && (isPrivileged(actor) || !this.#a.retained(found.namespace, found.oid))
+        ? found
+        : undefined;
       const action = "object.handle";
       if (!row) {
         this.#a.audit(actor, action, `object:?/${String(oid).slice(0, 64)}`, "deny", "not_visible");
@@ -235,35 +244,55 @@ export class ObjectSharing {
 
   // ---------------------------------------------------------------- lifecycle
 
-  /** At a process's finish (in its step): its scratch objects go, the one its result names stays. */
-  release(p: AgentProcess): void {
+  /**
+   * At a process's finish (in its step): its scratch objects — tool results, turns, checkpoints —
+   * are retained for review, no longer reachable by any process (see
+   * {@link ObjectAccess.retained}); the result it names stays reachable for its parent's merge.
+   * Volatile payloads never reach disk, so volatile objects go now. The retention is recorded
+   * (`retained`, with when) for `libos gc`, and audited.
+   */
+  retain(p: AgentProcess): void {
     const namespace = processNamespace(p.pid);
-    let released = 0;
+    let dropped = 0;
+    let after: string | undefined;
     for (;;) {
-      const rows = this.#a.core.store.listObjects({ namespaces: [namespace], limit: 500 });
-      const doomed = rows.filter((r) => r.oid !== p.result);
-      for (const row of doomed) {
+      const rows = this.#a.core.store.listObjects({
+        namespaces: [namespace],
+        limit: 500,
+        ...(after === undefined ? {} : { afterOid: after }),
+      });
+      for (const row of rows) {
+        if (!row.volatile) continue;
         this.#a.core.store.deleteObject(row.oid);
         this.#a.volatile.delete(row.oid);
+        dropped++;
       }
-      released += doomed.length;
-      if (doomed.length === 0 || rows.length < 500) break;
+      if (rows.length < 500) break;
+      after = rows[rows.length - 1]!.oid;
     }
-    const kept = p.result !== null &&
+    const usage = this.#a.core.store.namespaceUsage(namespace);
+    const result = p.result !== null &&
         this.#a.core.store.getObject(p.result)?.namespace === namespace
       ? p.result
       : null;
-    if (released > 0 || kept !== null) {
-      this.#a.core.audit.append({
-        actor: "runtime",
-        pid: p.pid,
-        action: "object.release",
-        resource: `namespace:${namespace}`,
-        decision: "none",
-        authority: "lifecycle",
-        detail: { released, kept },
-      });
-    }
+    if (usage.objects === 0 && dropped === 0) return;
+    this.#a.core.store.putRetained({
+      pid: p.pid,
+      namespace,
+      since: Math.trunc(this.#a.core.clock.now()),
+      objects: usage.objects,
+      bytes: usage.bytes,
+      removed: null,
+    });
+    this.#a.core.audit.append({
+      actor: "runtime",
+      pid: p.pid,
+      action: "object.retain",
+      resource: `namespace:${namespace}`,
+      decision: "none",
+      authority: "lifecycle",
+      detail: { objects: usage.objects, bytes: usage.bytes, result, volatile: dropped },
+    });
   }
 
   /**

@@ -196,6 +196,23 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 7,
+    sql: `
+      -- What a finished process left for review (issue 23): its own namespace's objects — tool
+      -- results, turns, checkpoints — are kept, unreachable by any live process, from since
+      -- (when it finished) until libos gc removes them (removed: when; NULL while kept).
+      CREATE TABLE retained (
+        pid       TEXT    PRIMARY KEY,
+        namespace TEXT    NOT NULL,
+        since     INTEGER NOT NULL,
+        objects   INTEGER NOT NULL CHECK (objects >= 0),
+        bytes     INTEGER NOT NULL CHECK (bytes >= 0),
+        removed   INTEGER
+      ) STRICT;
+      CREATE INDEX retained_by_since ON retained (since, pid) WHERE removed IS NULL;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

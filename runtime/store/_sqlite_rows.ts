@@ -14,6 +14,7 @@ import {
   MAX_PAGE,
   type ObjectRow,
   type ProcessRow,
+  type RetainedRow,
 } from "./store.ts";
 
 /** A row as node:sqlite returns it. */
@@ -140,5 +141,17 @@ export function imageRow(r: Row): ImageRow {
     loader: String(r.loader),
     created: Number(r.created),
     updated: Number(r.updated),
+  };
+}
+
+/** Maps a `retained` row. */
+export function retainedRow(r: Row): RetainedRow {
+  return {
+    pid: String(r.pid),
+    namespace: String(r.namespace),
+    since: Number(r.since),
+    objects: Number(r.objects),
+    bytes: Number(r.bytes),
+    removed: r.removed === null || r.removed === undefined ? null : Number(r.removed),
   };
 }

@@ -22,6 +22,7 @@ import {
   linkRow,
   objectRow,
   processRow,
+  retainedRow,
 } from "./_sqlite_rows.ts";
 import { StoreError } from "../base/errors.ts";
 import { MEMORY_DB } from "../base/state_paths.ts";
@@ -40,10 +41,13 @@ import {
   type ImageRow,
   type LinkRow,
   type NamespaceRow,
+  type NamespaceUsage,
   type ObjectQuery,
   type ObjectRow,
   type ProcessQuery,
   type ProcessRow,
+  type RetainedQuery,
+  type RetainedRow,
   type Store,
 } from "./store.ts";
 
@@ -698,6 +702,54 @@ export class SqliteStore implements Store {
         creator: String(r.creator),
         created: Number(r.created),
       }));
+  }
+
+  namespaceUsage(namespace: string): NamespaceUsage {
+    this.#usable();
+    // Bytes as stored: length() of a BLOB counts bytes (of TEXT it would count characters).
+    const row = this.#stmt(
+      `SELECT count(*) AS objects,
+         coalesce(sum(length(CAST(data AS BLOB)) + coalesce(length(CAST(payload AS BLOB)), 0)), 0)
+           AS bytes
+       FROM objects WHERE namespace = ?`,
+    ).get(namespace);
+    return { objects: Number(row?.objects ?? 0), bytes: Number(row?.bytes ?? 0) };
+  }
+
+  putRetained(row: RetainedRow): void {
+    this.#write(
+      `INSERT INTO retained (pid, namespace, since, objects, bytes, removed) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (pid) DO UPDATE SET namespace = excluded.namespace, since = excluded.since,
+         objects = excluded.objects, bytes = excluded.bytes, removed = excluded.removed`,
+      [row.pid, row.namespace, row.since, row.objects, row.bytes, row.removed],
+    );
+  }
+
+  getRetained(pid: string): RetainedRow | undefined {
+    this.#usable();
+    const row = this.#stmt("SELECT * FROM retained WHERE pid = ?").get(pid);
+    return row === undefined ? undefined : retainedRow(row);
+  }
+
+  listRetained(query: RetainedQuery): RetainedRow[] {
+    this.#usable();
+    const where: string[] = [];
+    const params: SQLInputValue[] = [];
+    if (query.removed !== undefined) {
+      where.push(query.removed ? "removed IS NOT NULL" : "removed IS NULL");
+    }
+    if (query.before !== undefined) {
+      where.push("since < ?");
+      params.push(query.before);
+    }
+    if (query.after !== undefined) {
+      where.push("(since > ? OR (since = ? AND pid > ?))");
+      params.push(query.after.since, query.after.since, query.after.pid);
+    }
+    const sql = `SELECT * FROM retained ${
+      where.length ? `WHERE ${where.join(" AND ")}` : ""
+    } ORDER BY since, pid LIMIT ?`;
+    return this.#stmt(sql).all(...params, clampLimit(query.limit)).map(retainedRow);
   }
 
   putImage(row: ImageRow): void {

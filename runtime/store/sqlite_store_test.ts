@@ -373,3 +373,55 @@ Deno.test("SqliteStore.open({readOnly}) reads without writing: no migration, no 
     store.close();
   }
 });
+
+Deno.test("SqliteStore retained rows: kept ones listed oldest first with a cursor and a time bound; namespaceUsage counts stored bytes", () => {
+  using dir = tempDir();
+  const store = SqliteStore.open({ path: join(dir.path, "retained.db") });
+  try {
+    const row = (pid: string, since: number, removed: number | null = null) => ({
+      pid,
+      namespace: `process:${pid}`,
+      since,
+      objects: 1,
+      bytes: 10,
+      removed,
+    });
+    store.putRetained(row("pid_00000000000b", 20));
+    store.putRetained(row("pid_00000000000a", 20));
+    store.putRetained(row("pid_00000000000c", 10));
+    store.putRetained(row("pid_00000000000d", 5, 30));
+    const kept = store.listRetained({ removed: false, limit: 10 }).map((r) => r.pid);
+    assert.deepEqual(kept, ["pid_00000000000c", "pid_00000000000a", "pid_00000000000b"]);
+    assert.deepEqual(
+      store.listRetained({
+        removed: false,
+        limit: 10,
+        after: { since: 20, pid: "pid_00000000000a" },
+      })
+        .map((r) => r.pid),
+      ["pid_00000000000b"],
+    );
+    assert.deepEqual(
+      store.listRetained({ before: 11, limit: 10 }).map((r) => r.pid),
+      ["pid_00000000000d", "pid_00000000000c"],
+    );
+    assert.equal(store.getRetained("pid_00000000000d")?.removed, 30);
+    assert.deepEqual(store.namespaceUsage("process:pid_00000000000a"), { objects: 0, bytes: 0 });
+    store.putObject({
+      oid: "obj_000000000001",
+      namespace: "process:pid_00000000000a",
+      name: null,
+      type: "note",
+      creator: "runtime",
+      data: "{}",
+      payload: JSON.stringify("é"),
+      volatile: false,
+      created: 1,
+      updated: 1,
+    });
+    // "é" is two bytes in UTF-8: bytes, not characters.
+    assert.deepEqual(store.namespaceUsage("process:pid_00000000000a"), { objects: 1, bytes: 6 });
+  } finally {
+    store.close();
+  }
+});

@@ -242,6 +242,36 @@ export interface ImageRow {
   readonly updated: number;
 }
 
+/** What a finished process left for review: its namespace's objects, kept until gc removes them. */
+export interface RetainedRow {
+  readonly pid: string;
+  readonly namespace: string;
+  /** When the process finished and its objects became retained (ms since the epoch). */
+  readonly since: number;
+  /** How many objects and bytes (descriptions and payloads) were kept then. */
+  readonly objects: number;
+  readonly bytes: number;
+  /** When gc removed them; null while they are kept. */
+  readonly removed: number | null;
+}
+
+/** Which retained rows to list, oldest first (by `since`, then pid). */
+export interface RetainedQuery {
+  /** Only rows still kept (`false`) or only removed ones (`true`); both when absent. */
+  readonly removed?: boolean;
+  /** Only rows retained before this time (exclusive). */
+  readonly before?: number;
+  /** A cursor: rows after this (since, pid). */
+  readonly after?: { readonly since: number; readonly pid: string };
+  readonly limit: number;
+}
+
+/** How many objects a namespace holds and their bytes (descriptions plus payloads, as stored). */
+export interface NamespaceUsage {
+  readonly objects: number;
+  readonly bytes: number;
+}
+
 /** The durable state of one runtime. See the module documentation for the contract. */
 export interface Store extends Disposable {
   /** An absolute file path, or `:memory:`. */
@@ -329,6 +359,12 @@ export interface Store extends Disposable {
   getNamespace(key: string): NamespaceRow | undefined;
   /** Explicit namespaces in key order, after `afterKey`. */
   listNamespaces(afterKey: string | undefined, limit: number): NamespaceRow[];
+  /** How many objects `namespace` holds, and their stored bytes. */
+  namespaceUsage(namespace: string): NamespaceUsage;
+  /** Inserts or replaces the retention row of a process. */
+  putRetained(row: RetainedRow): void;
+  getRetained(pid: string): RetainedRow | undefined;
+  listRetained(query: RetainedQuery): RetainedRow[];
   /** Stores an image, replacing the row with its id. */
   putImage(row: ImageRow): void;
   getImage(id: string): ImageRow | undefined;
