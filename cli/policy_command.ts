@@ -45,6 +45,7 @@ function document(decision: ShellDecision): Record<string, unknown> {
     reason: decision.reason,
     matched_rule: decision.matchedRule,
     high_risk: decision.highRisk,
+    confined: decision.confined,
     commands: decision.commands.map((c) => ({
       argv: c.argv,
       decision: c.decision,
@@ -70,7 +71,7 @@ function describe(decision: ShellDecision): string {
   return [
     `${decision.decision}  ${field(decision.reason, 300)}${
       decision.highRisk ? "  (high risk)" : ""
-    }`,
+    }${decision.confined ? "  (confined: workspace read-only, secret-bearing files masked)" : ""}`,
     ...(decision.matchedRule ? [`matched rule: ${field(decision.matchedRule, 500)}`] : []),
     ...decision.commands.map((c) =>
       `  ${c.decision.padEnd(5)}  ${field(JSON.stringify(c.argv), 300)}  ${field(c.reason, 200)}`
@@ -181,12 +182,14 @@ export const policyCheckCommand: Command = {
                           [--trust-workspace-policy] [--wall on|off] [--deny RULE]... [--json]
                           (-- ARGV... | --batch FILE|-)
 
-Prints {decision, reason, matched_rule, high_risk, commands: [{argv, decision, reason}]}: the
-strictest decision over every command the argv would run — wrappers unwrapped, sh -c scripts
+Prints {decision, reason, matched_rule, high_risk, confined, commands: [{argv, decision, reason}]}:
+the strictest decision over every command the argv would run — wrappers unwrapped, sh -c scripts
 parsed — by the hardline floor, the run ceiling (--deny, --mode), the rules (the user's config
 directory unless --no-user-config, then each --policy file; a workspace .libos/policy.jsonc only
 with --trust-workspace-policy) and the shell policy LEVEL (always_deny, allowlist_auto_else_ask,
-blocklist_ask_else_auto, always_allow). There is no process, so no capability layer.
+blocklist_ask_else_auto, always_allow). Under allowlist_auto_else_ask with --wall on, a read-only
+command (ls, cat, git status, …) is allowed as read-only:<label> and runs confined (the workspace
+read-only, secret-bearing files masked). There is no process, so no capability layer.
 --batch reads one JSON argv array per line and prints one JSON object per line (with "line");
 a malformed line prints {line, error} and the batch goes on. Defaults: --mode workspace-write,
 --shell-policy allowlist_auto_else_ask, --wall off. Exit: 0 decisions printed, 1 some input

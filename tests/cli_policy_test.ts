@@ -44,6 +44,7 @@ Deno.test("libos policy check prints the documented decision for an argv, nested
   const doc = JSON.parse(out.stdout);
   assert.deepEqual(Object.keys(doc).sort(), [
     "commands",
+    "confined",
     "decision",
     "high_risk",
     "matched_rule",
@@ -53,6 +54,7 @@ Deno.test("libos policy check prints the documented decision for an argv, nested
   assert.equal(doc.reason, "hardline:rm-rf-root");
   assert.equal(doc.matched_rule, null);
   assert.equal(doc.high_risk, false);
+  assert.equal(doc.confined, false);
   // Every command, wrappers included (a rule on a wrapper applies to it).
   assert.deepEqual(doc.commands.map((c: { argv: string[] }) => c.argv[0]), [
     "sudo",

@@ -7,7 +7,10 @@
  * primitive; `libos policy check` takes it as `--shell-policy`):
  * - `always_deny`: every command is denied;
  * - `allowlist_auto_else_ask`: a command runs on its own only when a rule or capability allows
- *   it (allow matches exact tokens: `./git` and `/usr/bin/git` are not `git`); else ask;
+ *   it (allow matches exact tokens: `./git` and `/usr/bin/git` are not `git`) — or, inside the
+ *   OS wall, when it is read-only (`ls`, `cat README.md`, `git status`: the table
+ *   `_read_only_programs.ts`), and then it runs confined (the workspace read-only, secret-bearing
+ *   files masked: {@link ShellDecision.confined}); else ask;
  * - `blocklist_ask_else_auto`: a plain command runs unless a rule or capability denies or asks;
  *   code and anything opaque asks;
  * - `always_allow`: everything runs — interpreters and test runners included — but what the
@@ -40,6 +43,7 @@ import {
   type ScriptAnalyzer,
 } from "./shell_argv.ts";
 import type { ProgramTable } from "./shell_programs.ts";
+import { readOnlyCommand } from "./_read_only_programs.ts";
 
 /** A process's shell policy level. */
 export const ShellPolicyLevel = z.enum([
@@ -76,6 +80,12 @@ export interface ShellDecisionInput {
   readonly programs?: ProgramTable;
   /** The deciding process, for the mode's own-namespace rule (default: none). */
   readonly pid?: string;
+  /**
+   * Why read-only commands may not run confined this time (the shell primitive could not make
+   * the shield): they ask as any other command, and the reason says why. Absent: they run
+   * confined inside the wall under `allowlist_auto_else_ask`.
+   */
+  readonly readOnlyWithheld?: string;
 }
 
 /** The decision for one nested command. */
@@ -96,11 +106,19 @@ export interface ShellDecision {
   readonly matchedRule: string | null;
   /** Allowed under `always_allow`: nothing but the floor and the ceiling looked at it. */
   readonly highRisk: boolean;
+  /**
+   * Allowed, and at least one command only because it is read-only (`read-only:<label>`): the
+   * run must be confined — the workspace read-only, secret-bearing files masked.
+   */
+  readonly confined: boolean;
   readonly commands: readonly CommandDecision[];
 }
 
 /** The largest argv (all tokens, UTF-8 bytes) decided at all; bigger is refused. */
 export const SHELL_HARD_CAP = 1024 * 1024;
+
+/** The reason prefix of a command allowed because it is read-only. */
+export const READ_ONLY = "read-only:";
 
 const RANK: Readonly<Record<Effect, number>> = Object.freeze({ allow: 0, ask: 1, deny: 2 });
 
@@ -211,9 +229,24 @@ function decideCommand(input: ShellDecisionInput, command: NestedCommand): Comma
   if (allowedBy && !(openEnded && allowExact)) {
     return verdict("allow", allowedBy.reason, allowedBy.text);
   }
-  return level === "blocklist_ask_else_auto"
-    ? verdict("allow", "shell-policy:blocklist_ask_else_auto")
-    : verdict("ask", "shell-policy:allowlist_auto_else_ask");
+  if (level === "blocklist_ask_else_auto") {
+    return verdict("allow", "shell-policy:blocklist_ask_else_auto");
+  }
+  // A read-only command runs without asking — inside the wall only, confined (the caller binds
+  // the workspace read-only and masks secret-bearing files). Not with variables set for it
+  // (RIPGREP_CONFIG_PATH can name a --pre program) nor with operands that arrive at run time.
+  const label = input.wall && command.kind === "plain" && !openEnded && command.env.length === 0
+    ? readOnlyCommand(command.argv)
+    : null;
+  if (label !== null) {
+    return input.readOnlyWithheld === undefined
+      ? verdict("allow", `${READ_ONLY}${label}`)
+      : verdict(
+        "ask",
+        `shell-policy:allowlist_auto_else_ask (read-only ${label}, but not confined: ${input.readOnlyWithheld})`,
+      );
+  }
+  return verdict("ask", "shell-policy:allowlist_auto_else_ask");
 }
 
 /** The UTF-8 length of `text` (a lone surrogate counts as the 3 bytes of U+FFFD), without copying it. */
@@ -279,6 +312,7 @@ export function decideShell(input: ShellDecisionInput): ShellDecision {
       reason: "nothing runs",
       matchedRule: null,
       highRisk: false,
+      confined: false,
       commands,
     };
   }
@@ -287,6 +321,8 @@ export function decideShell(input: ShellDecisionInput): ShellDecision {
     reason: worst.reason,
     matchedRule: worst.matchedRule,
     highRisk: worst.decision === "allow" && input.level === "always_allow",
+    confined: worst.decision === "allow" &&
+      commands.some((c) => c.decision === "allow" && c.reason.startsWith(READ_ONLY)),
     commands,
   };
 }

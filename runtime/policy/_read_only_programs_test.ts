@@ -1,0 +1,266 @@
+import assert from "node:assert/strict";
+import { readOnlyCommand, readOnlyRefusal } from "./_read_only_programs.ts";
+
+/** Read-only invocations and their labels. */
+const READ_ONLY: readonly (readonly [readonly string[], string])[] = [
+  [["ls"], "ls"],
+  [["ls", "-la", "src"], "ls"],
+  [["/usr/bin/ls", "-l"], "ls"],
+  [["/bin/ls"], "ls"],
+  [["dir"], "dir"],
+  [["cat", "README.md"], "cat"],
+  [["cat", "-n", "--", "-o"], "cat"],
+  [["tac", "a.txt"], "tac"],
+  [["nl", "a.txt"], "nl"],
+  [["head", "-n", "20", "a.txt"], "head"],
+  [["tail", "-5", "a.txt"], "tail"],
+  [["wc", "-l", "a.txt"], "wc"],
+  [["stat", "a.txt"], "stat"],
+  [["file", "a.bin"], "file"],
+  [["file", "-b", "--mime-type", "a.bin"], "file"],
+  [["du", "-sh", "."], "du"],
+  [["df", "-h"], "df"],
+  [["tree", "-L", "2"], "tree"],
+  [["tree", "-a", "--dirsfirst"], "tree"],
+  [["pwd"], "pwd"],
+  [["echo", "hello", "-o", "x"], "echo"],
+  [["printf", "%s\\n", "x"], "printf"],
+  [["basename", "a/b.ts", ".ts"], "basename"],
+  [["dirname", "a/b"], "dirname"],
+  [["realpath", "."], "realpath"],
+  [["readlink", "-f", "link"], "readlink"],
+  [["grep", "-rn", "TODO", "."], "grep"],
+  [["egrep", "a|b", "x"], "egrep"],
+  [["fgrep", "x", "y"], "fgrep"],
+  [["rg", "-n", "--glob", "*.ts", "TODO"], "rg"],
+  [["rg", "--pretty", "x"], "rg"],
+  [["rg", "--", "--pre"], "rg"],
+  [["find", ".", "-name", "*.ts", "-type", "f"], "find"],
+  [["find", "src", "-newer", "x", "-print0"], "find"],
+  [["sort", "-u", "names.txt"], "sort"],
+  [["sort", "-t", ",", "-k", "2", "a.csv"], "sort"],
+  // -t takes the rest of its token as its value: the separator "o", not -o.
+  [["sort", "-to", "a.txt"], "sort"],
+  [["uniq", "names.txt"], "uniq"],
+  [["uniq", "-c"], "uniq"],
+  [["uniq", "-f", "1", "names.txt"], "uniq"],
+  [["cut", "-d", ",", "-f", "1", "a.csv"], "cut"],
+  [["tr", "a-z", "A-Z"], "tr"],
+  [["comm", "a", "b"], "comm"],
+  [["diff", "-u", "a", "b"], "diff"],
+  [["cmp", "a", "b"], "cmp"],
+  [["md5sum", "a"], "md5sum"],
+  [["sha1sum", "a"], "sha1sum"],
+  [["sha256sum", "-c", "SUMS"], "sha256sum"],
+  [["sha512sum", "a"], "sha512sum"],
+  [["od", "-c", "a"], "od"],
+  [["hexdump", "-C", "a"], "hexdump"],
+  [["strings", "a.bin"], "strings"],
+  [["column", "-t", "a"], "column"],
+  [["fold", "-w", "80", "a"], "fold"],
+  [["paste", "a", "b"], "paste"],
+  [["expand", "a"], "expand"],
+  [["which", "git"], "which"],
+  [["whoami"], "whoami"],
+  [["id"], "id"],
+  [["uname", "-a"], "uname"],
+  [["date"], "date"],
+  [["date", "+%Y-%m-%d"], "date"],
+  [["date", "-u", "-d", "yesterday"], "date"],
+  // -I takes its value attached: "seconds" is not -s.
+  [["date", "-Iseconds"], "date"],
+  [["true"], "true"],
+  [["false"], "false"],
+  [["jq", ".name", "package.json"], "jq"],
+  [["sed", "-n", "1,20p", "a.txt"], "sed -n"],
+  [["sed", "-n", "5p", "a.txt", "b.txt"], "sed -n"],
+  [["git", "status"], "git status"],
+  [["git", "status", "--short", "--branch"], "git status"],
+  [["git", "--no-pager", "log", "--oneline", "-5"], "git log"],
+  [["git", "-C", "sub", "status"], "git status"],
+  [["git", "log", "-p", "--", "--output=x"], "git log"],
+  [["git", "log", "--no-ext-diff"], "git log"],
+  [["git", "diff", "--stat"], "git diff"],
+  [["git", "diff", "--output-indicator-new=+"], "git diff"],
+  [["git", "show", "HEAD"], "git show"],
+  [["git", "rev-parse", "--show-toplevel"], "git rev-parse"],
+  [["git", "ls-files"], "git ls-files"],
+  [["git", "blame", "a.ts"], "git blame"],
+  [["git", "shortlog", "-sn"], "git shortlog"],
+  [["git", "describe", "--tags"], "git describe"],
+  [["git", "grep", "-n", "TODO"], "git grep"],
+  [["git", "branch"], "git branch"],
+  [["git", "branch", "-a", "-vv"], "git branch"],
+  [["git", "branch", "-av"], "git branch"],
+  [["git", "branch", "--show-current"], "git branch"],
+  [["git", "branch", "--contains", "abc123"], "git branch"],
+  [["git", "branch", "--merged=main"], "git branch"],
+  [["git", "branch", "--list", "feat*"], "git branch"],
+  [["git", "branch", "--format=%(refname)", "--sort=-committerdate"], "git branch"],
+  [["git", "tag"], "git tag"],
+  [["git", "tag", "-l", "v1.*"], "git tag"],
+  [["git", "tag", "-n3"], "git tag"],
+  [["git", "remote"], "git remote"],
+  [["git", "remote", "-v"], "git remote"],
+];
+
+/**
+ * Invocations that must NOT be read-only, each with why: the option that writes or runs, or
+ * the program or form that is not in the table. `why` is matched against `readOnlyRefusal()`
+ * where the table names the refused option.
+ */
+const NOT_READ_ONLY: readonly { argv: readonly string[]; why: string; says?: string }[] = [
+  { argv: ["./ls"], why: "a workspace program named ls is whatever that file is" },
+  { argv: ["bin/cat", "x"], why: "a relative path is not the system program" },
+  { argv: ["/tmp/ls"], why: "a path outside the system directories" },
+  { argv: ["/usr/bin/../../tmp/ls"], why: "a path that leaves the system directory" },
+  { argv: ["/usr/bin/sub/ls"], why: "a subdirectory of a system directory is not searched" },
+  { argv: ["LS"], why: "another program's name (names are exact)" },
+  { argv: ["rm", "x"], why: "not in the table" },
+  { argv: ["tee", "x"], why: "tee writes the files it names" },
+  { argv: ["less", "x"], why: "a pager runs shell commands (!cmd)" },
+  { argv: ["awk", "{print}", "x"], why: "awk runs a program (system())" },
+  { argv: ["xxd", "-r", "a", "b"], why: "xxd -r writes its output file" },
+  { argv: ["env"], why: "env prints the environment and runs programs" },
+  { argv: [], why: "nothing to run" },
+  // find
+  { argv: ["find", ".", "-delete"], why: "deletes", says: "-delete" },
+  { argv: ["find", ".", "-exec", "rm", "{}", ";"], why: "runs a command", says: "-exec" },
+  { argv: ["find", ".", "-execdir", "sh", "-c", "x", ";"], why: "runs", says: "-execdir" },
+  { argv: ["find", ".", "-ok", "rm", "{}", ";"], why: "runs", says: "-ok" },
+  { argv: ["find", ".", "-okdir", "rm", "{}", ";"], why: "runs", says: "-okdir" },
+  { argv: ["find", ".", "-fprint", "out"], why: "writes a file", says: "-fprint" },
+  { argv: ["find", ".", "-fprint0", "out"], why: "writes a file", says: "-fprint0" },
+  { argv: ["find", ".", "-fprintf", "out", "%p"], why: "writes a file", says: "-fprintf" },
+  { argv: ["find", ".", "-fls", "out"], why: "writes a file", says: "-fls" },
+  // rg
+  { argv: ["rg", "--pre", "sh", "x"], why: "runs a preprocessor", says: "--pre" },
+  { argv: ["rg", "--pre=./evil", "x"], why: "runs a preprocessor", says: "--pre" },
+  { argv: ["rg", "--pre-glob", "*", "x"], why: "chooses --pre's files", says: "--pre-glob" },
+  { argv: ["rg", "-z", "x"], why: "runs decompressors", says: "-z" },
+  { argv: ["rg", "-iz", "x"], why: "-z in a cluster", says: "-z" },
+  { argv: ["rg", "--search-zip", "x"], why: "runs decompressors", says: "--search-zip" },
+  { argv: ["rg", "--hostname-bin=./x", "y"], why: "runs a program", says: "--hostname-bin" },
+  // sort
+  { argv: ["sort", "-o", "out.txt", "in.txt"], why: "writes its output", says: "-o" },
+  { argv: ["sort", "-oout.txt", "in.txt"], why: "attached value", says: "-o" },
+  { argv: ["sort", "-ro", "out.txt", "in.txt"], why: "-o in a cluster", says: "-o" },
+  { argv: ["sort", "in.txt", "-o", "out.txt"], why: "an option after the operand", says: "-o" },
+  { argv: ["sort", "--output=out.txt", "in.txt"], why: "writes", says: "--output" },
+  { argv: ["sort", "--out=o.txt", "in.txt"], why: "a GNU abbreviation", says: "--output" },
+  { argv: ["sort", "--compress-program=sh", "x"], why: "runs", says: "--compress-program" },
+  { argv: ["sort", "-T", "dir", "x"], why: "writes temporaries", says: "-T" },
+  {
+    argv: ["sort", "--temporary-directory=d", "x"],
+    why: "writes temporaries",
+    says: "--temporary-directory",
+  },
+  // uniq
+  { argv: ["uniq", "in.txt", "out.txt"], why: "the second operand is written", says: "operand" },
+  { argv: ["uniq", "-c", "in.txt", "out.txt"], why: "a flag is not valued", says: "operand" },
+  { argv: ["uniq", "in.txt", "--", "out.txt"], why: "an operand after --", says: "operand" },
+  // file, tree, date
+  { argv: ["file", "-C", "-m", "magic"], why: "compiles and writes magic.mgc", says: "-C" },
+  { argv: ["file", "--compile", "-m", "magic"], why: "writes", says: "--compile" },
+  { argv: ["file", "-z", "a.gz"], why: "runs decompressors", says: "-z" },
+  { argv: ["tree", "-o", "out.txt"], why: "writes its output", says: "-o" },
+  { argv: ["tree", "-ao", "out.txt"], why: "-o in a cluster", says: "-o" },
+  { argv: ["tree", "-R", "-H", "."], why: "writes 00Tree.html everywhere", says: "-R" },
+  { argv: ["date", "-s", "2020-01-01"], why: "sets the clock", says: "-s" },
+  { argv: ["date", "-us", "2020-01-01"], why: "-s in a cluster", says: "-s" },
+  { argv: ["date", "--set=2020-01-01"], why: "sets the clock", says: "--set" },
+  { argv: ["date", "--se", "2020-01-01"], why: "an abbreviation", says: "--set" },
+  { argv: ["date", "010112002020"], why: "an operand sets the clock", says: "operand" },
+  // sed: only -n Np
+  { argv: ["sed", "-i", "s/a/b/", "x"], why: "edits in place" },
+  { argv: ["sed", "-n", "1p", "-i", "x"], why: "-i after the script (GNU permutes)" },
+  { argv: ["sed", "-n", "w out", "x"], why: "w writes a file" },
+  { argv: ["sed", "-n", "1e id", "x"], why: "e runs a command" },
+  { argv: ["sed", "s/a/b/", "x"], why: "a script that is not -n Np" },
+  { argv: ["sed", "-n", "1p"], why: "reads standard input only: not the form" },
+  // git
+  { argv: ["git", "diff", "--output=x"], why: "writes the file", says: "--output" },
+  { argv: ["git", "diff", "--output", "x"], why: "writes the file", says: "--output" },
+  { argv: ["git", "diff", "--out=x"], why: "git accepts abbreviations", says: "--output" },
+  { argv: ["git", "log", "-p", "--output=x"], why: "writes the file", says: "--output" },
+  { argv: ["git", "show", "--output=x"], why: "writes the file", says: "--output" },
+  { argv: ["git", "shortlog", "--output=x"], why: "writes the file", says: "--output" },
+  { argv: ["git", "diff", "--ext-diff"], why: "runs the diff program", says: "--ext-diff" },
+  { argv: ["git", "log", "-p", "--ext-diff"], why: "runs a program", says: "--ext-diff" },
+  { argv: ["git", "show", "--textconv"], why: "runs textconv", says: "--textconv" },
+  { argv: ["git", "blame", "--textconv", "a"], why: "runs textconv", says: "--textconv" },
+  { argv: ["git", "grep", "-O", "x"], why: "opens a pager", says: "-O" },
+  { argv: ["git", "grep", "-Ovim", "x"], why: "opens a pager", says: "-O" },
+  { argv: ["git", "grep", "-nO", "x"], why: "-O in a cluster", says: "-O" },
+  {
+    argv: ["git", "grep", "--open-files-in-pager=sh", "x"],
+    why: "opens a pager",
+    says: "--open-files-in-pager",
+  },
+  { argv: ["git", "-c", "core.pager=x", "log"], why: "-c sets configuration" },
+  { argv: ["git", "-ccore.pager=x", "log"], why: "-c sets configuration" },
+  { argv: ["git", "--git-dir=x", "log"], why: "another repository's configuration" },
+  { argv: ["git", "--work-tree=x", "status"], why: "another work tree" },
+  { argv: ["git", "--exec-path=x", "status"], why: "runs programs from there" },
+  { argv: ["git", "-p", "log"], why: "runs the pager" },
+  { argv: ["git", "--paginate", "log"], why: "runs the pager" },
+  { argv: ["git", "-C"], why: "-C without a directory" },
+  { argv: ["git"], why: "no subcommand" },
+  { argv: ["git", "commit", "-m", "x"], why: "commits" },
+  { argv: ["git", "push"], why: "pushes" },
+  { argv: ["git", "checkout", "x"], why: "changes the work tree" },
+  { argv: ["git", "stash"], why: "changes the work tree" },
+  { argv: ["git", "config", "--get", "user.name"], why: "config is not in the table" },
+  { argv: ["git", "branch", "-D", "main"], why: "deletes a branch" },
+  { argv: ["git", "branch", "-d", "main"], why: "deletes a branch" },
+  { argv: ["git", "branch", "--delete", "main"], why: "deletes a branch" },
+  { argv: ["git", "branch", "new"], why: "creates a branch" },
+  { argv: ["git", "branch", "-a", "new"], why: "creates a branch (no --list)" },
+  { argv: ["git", "branch", "-m", "a", "b"], why: "renames a branch" },
+  { argv: ["git", "branch", "-c", "a", "b"], why: "copies a branch" },
+  { argv: ["git", "branch", "-f", "main", "HEAD~1"], why: "moves a branch" },
+  { argv: ["git", "branch", "-u", "origin/x"], why: "sets the upstream" },
+  { argv: ["git", "branch", "--set-upstream-to=o/x"], why: "sets the upstream" },
+  { argv: ["git", "branch", "--unset-upstream"], why: "changes the configuration" },
+  { argv: ["git", "branch", "--edit-description"], why: "runs the editor" },
+  { argv: ["git", "branch", "-ad", "x"], why: "-d in a cluster" },
+  { argv: ["git", "tag", "v1"], why: "creates a tag" },
+  { argv: ["git", "tag", "-d", "v1"], why: "deletes a tag" },
+  { argv: ["git", "tag", "-a", "v1", "-m", "x"], why: "creates an annotated tag" },
+  { argv: ["git", "tag", "-s", "v1"], why: "signs (runs gpg)" },
+  { argv: ["git", "tag", "-f", "v1"], why: "moves a tag" },
+  { argv: ["git", "remote", "add", "o", "url"], why: "adds a remote" },
+  { argv: ["git", "remote", "set-url", "origin", "url"], why: "repoints a remote" },
+  { argv: ["git", "remote", "remove", "origin"], why: "removes a remote" },
+  { argv: ["git", "remote", "show", "origin"], why: "contacts the remote" },
+  { argv: ["git", "remote", "-v", "update"], why: "fetches" },
+];
+
+Deno.test("readOnlyCommand() labels every read-only invocation in the table", () => {
+  for (const [argv, label] of READ_ONLY) {
+    assert.equal(readOnlyCommand(argv), label, JSON.stringify(argv));
+  }
+});
+
+Deno.test("readOnlyCommand() attack: every option that writes a file or runs a program, and every program or path outside the table, is not read-only (each row says why)", () => {
+  for (const { argv, why, says } of NOT_READ_ONLY) {
+    assert.equal(readOnlyCommand(argv), null, `${JSON.stringify(argv)}: ${why}`);
+    if (says !== undefined) {
+      const refusal = readOnlyRefusal(argv);
+      assert.ok(
+        refusal?.includes(says),
+        `${JSON.stringify(argv)} is refused for ${says}, got ${refusal}`,
+      );
+    }
+  }
+});
+
+Deno.test("readOnlyCommand() attack: a refused long option is caught in each abbreviation getopt accepts, and a longer name is not mistaken for it", () => {
+  for (const prefix of ["--o", "--ou", "--outp", "--output"]) {
+    assert.equal(readOnlyCommand(["sort", `${prefix}=x`, "in"]), null, prefix);
+    assert.equal(readOnlyCommand(["sort", prefix, "x", "in"]), null, prefix);
+  }
+  // Not a prefix of --output: another option (the operand count still holds).
+  assert.equal(readOnlyCommand(["git", "diff", "--output-indicator-old=-"]), "git diff");
+  assert.equal(readOnlyCommand(["rg", "--pretty", "x"]), "rg");
+});
