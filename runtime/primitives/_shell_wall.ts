@@ -263,6 +263,20 @@ export class ShellWall {
   }
 
   /**
+   * The shield of a confined run (a read-only command allowed without asking: `shell_policy.ts`),
+   * found now, under the workspace lock — or why it cannot be made (a workspace too large to look
+   * through, a name that is not UTF-8), in which case the command is not run confined but asked
+   * about like any other.
+   */
+  confinement(): { readonly mounts: ShieldMounts } | { readonly incomplete: string } {
+    const mounts = shieldMounts(this.#fs, this.#workspace);
+    return mounts.incomplete === null ? { mounts } : {
+      incomplete:
+        `${mounts.incomplete}; at most ${SHIELD_SCAN_BUDGET} directories are looked through`,
+    };
+  }
+
+  /**
    * Whether runs go inside the OS wall: probed on first use; when the wall is wanted but does not
    * work here, a notice says so once (or, when it is required, every run is refused).
    * @throws {LibosError} `wall_unavailable` when the wall is required and does not work.

@@ -80,8 +80,10 @@ import type { RuntimeCore } from "../audit/runtime_core.ts";
 import type { PolicyRules } from "../policy/policy_rules.ts";
 import { programName } from "../policy/shell_argv.ts";
 import { ProgramTable } from "../policy/shell_programs.ts";
+import { SHOWS_HISTORY } from "../policy/_read_only_programs.ts";
 import {
   decideShell,
+  READ_ONLY,
   type ShellCapabilityAnswer,
   type ShellDecision,
   type ShellPolicyLevel,
@@ -139,6 +141,11 @@ export interface ShellRunOutput extends ShellRunResult {
   readonly wall: boolean;
   /** Allowed only because the level is `always_allow`. */
   readonly highRisk: boolean;
+  /**
+   * Present when it ran confined — a read-only command allowed without asking: the workspace
+   * read-only, secret-bearing files masked.
+   */
+  readonly confined?: true;
   /** Things the caller should know (a partial repository scan). */
   readonly warnings: readonly string[];
 }
@@ -345,8 +352,17 @@ export class ShellPrimitive implements AsyncDisposable {
     return containedDirectory(this.#fs, this.#workspace, p.cwd, path);
   }
 
-  /** Decides the argv for `pid`; one-shot capabilities that allowed a command are collected. */
-  #decide(pid: string, argv: readonly string[], wall: boolean, used: Capability[]): ShellDecision {
+  /**
+   * Decides the argv for `pid`; one-shot capabilities that allowed a command are collected.
+   * `withheld`: why read-only commands may not run confined this time (they ask instead).
+   */
+  #decide(
+    pid: string,
+    argv: readonly string[],
+    wall: boolean,
+    used: Capability[],
+    withheld: string | undefined,
+  ): ShellDecision {
     const context = this.#authority.context;
     return this.#authority.capabilities.checked(() =>
       decideShell({
@@ -354,6 +370,7 @@ export class ShellPrimitive implements AsyncDisposable {
         level: this.level,
         mode: this.#modeOf(pid),
         wall,
+        ...(withheld === undefined ? {} : { readOnlyWithheld: withheld }),
         denies: context.denies,
         rules: this.#rules,
         scripts: this.#parser.loaded ? this.#parser : null,
@@ -480,6 +497,7 @@ export class ShellPrimitive implements AsyncDisposable {
     digest: string,
     wall: boolean,
     mode: ModeName,
+    withheld: string | undefined,
   ): Omit<ApprovalDetails, "action"> {
     const stdinBytes = stdin === null ? null : new TextEncoder().encode(stdin);
     return actionApproval({
@@ -504,7 +522,7 @@ export class ShellPrimitive implements AsyncDisposable {
       ceiling: decision.reason.startsWith("mode:") || decision.reason.startsWith("run:")
         ? decision.reason
         : null,
-      offers: this.#offers(argv, decision, mode, wall),
+      offers: this.#offers(argv, decision, mode, wall, withheld),
     });
   }
 
@@ -518,6 +536,7 @@ export class ShellPrimitive implements AsyncDisposable {
     decision: ShellDecision,
     mode: ModeName,
     wall: boolean,
+    withheld: string | undefined,
   ): ApprovalDetails["offers"] {
     if (decision.decision !== "ask") return [];
     const fits = argv.length <= 256 && argv.every((t) => t.length >= 1 && t.length <= 4096);
@@ -538,6 +557,9 @@ export class ShellPrimitive implements AsyncDisposable {
         rules: this.#rules,
         scripts: this.#parser.loaded ? this.#parser : null,
         programs: this.#programs,
+        // A capability the human grants is what lets it run then, unconfined: the trial must
+        // not count the read-only allowance, which was withheld for this run.
+        readOnlyWithheld: withheld ?? "the trial of a capability",
         capabilities: (command) => {
           const covers = c.scope === "exact"
             ? command.length === c.argv.length && c.argv.every((t, i) => t === command[i])
@@ -588,6 +610,9 @@ export class ShellPrimitive implements AsyncDisposable {
     const wall = await this.wall();
     const argv = input.argv;
     const quoted = JSON.stringify(argv.join(" ").slice(0, 200));
+    // Why a read-only command may not run confined (set once its shield could not be made):
+    // decided again, it asks like any other command.
+    let withheld: string | undefined;
     return await this.#gate.pass(pid, {
       operation: "shell.run",
       args: callArgs,
@@ -608,7 +633,8 @@ export class ShellPrimitive implements AsyncDisposable {
         const cwd = this.#cwd(pid, input.cwd);
         const cwdAbsolute = cwd === "." ? this.#workspace : join(this.#workspace, cwd);
         const used: Capability[] = [];
-        const decision = this.#decide(pid, argv, wall, used);
+        const decision = this.#decide(pid, argv, wall, used, withheld);
+        const confined = decision.confined;
         if (decision.decision === "deny") {
           this.#record(pid, argv, "deny", decision.reason);
           throw new CapabilityDeniedError(
@@ -659,6 +685,7 @@ export class ShellPrimitive implements AsyncDisposable {
                 digest,
                 wall,
                 this.#modeOf(pid),
+                withheld,
               );
               return { type: "ask", ask: { details, subject: quoted } };
             }
@@ -670,18 +697,42 @@ export class ShellPrimitive implements AsyncDisposable {
             // What was decided and approved is what runs: the files it names, hashed again now
             // that no primitive can change them, still match (a script rewritten meanwhile is
             // decided again, and asks again).
-            if (digestNow() !== digest) return null;
+            if (digestNow() !== digest) return { again: "changed_before_start" } as const;
             // Shielded: decided before anything is used up, so a refused run costs no approval.
-            // A shield that cannot be made refuses the run, recorded as refused (like the wall).
+            // A confined run whose shield cannot be made is decided again without the read-only
+            // allowance (it asks); any other shield that cannot be made refuses the run, recorded
+            // as refused (like the wall).
             let shield: ReturnType<ShellWall["shielded"]>;
-            try {
-              shield = this.#wall.shielded(wall);
-            } catch (error) {
-              if (error instanceof LibosError) {
-                this.#record(pid, argv, "deny", error.code, { inputDigest: digest });
-                recorded = true;
+            if (confined) {
+              const made = this.#wall.confinement();
+              if ("incomplete" in made) {
+                withheld = `the shield that masks secret-bearing files cannot be made (${
+                  made.incomplete.slice(0, 300)
+                })`;
+                return { again: "shield_incomplete" } as const;
               }
-              throw error;
+              // git can show what a masked secret file held, from the repository's history.
+              const history = decision.commands.find((c) =>
+                c.decision === "allow" && c.reason.startsWith(READ_ONLY) &&
+                SHOWS_HISTORY.has(c.reason.slice(READ_ONLY.length))
+              );
+              if (history && made.mounts.masked.length > 0) {
+                withheld = `${
+                  history.reason.slice(READ_ONLY.length)
+                } can show from the repository's history what the ${made.mounts.masked.length} secret-bearing file(s) the shield masks held`;
+                return { again: "shows_history" } as const;
+              }
+              shield = made.mounts;
+            } else {
+              try {
+                shield = this.#wall.shielded(wall);
+              } catch (error) {
+                if (error instanceof LibosError) {
+                  this.#record(pid, argv, "deny", error.code, { inputDigest: digest });
+                  recorded = true;
+                }
+                throw error;
+              }
             }
             // Use up every one-shot capability behind this run before it starts (compare-and-set).
             this.#gate.spend(used);
@@ -717,7 +768,8 @@ export class ShellPrimitive implements AsyncDisposable {
               wall: wall
                 ? {
                   workspace: this.#workspace,
-                  writable: !["read-only", "plan"].includes(this.#modeOf(pid)),
+                  // Confined: nothing a read-only command does can change the workspace.
+                  writable: !confined && !["read-only", "plan"].includes(this.#modeOf(pid)),
                   home,
                   ...this.#wall.mounts(shield),
                   network,
@@ -727,13 +779,15 @@ export class ShellPrimitive implements AsyncDisposable {
             running.catch(() => {/* awaited below, once the lock is released */});
             return { id, warnings, running };
           });
-          if (started === null) {
+          if ("again" in started) {
             // This decision's record: allowed, not used (decided again below).
             this.#record(pid, argv, "allow", authority, {
               inputDigest: digest,
-              detail: { failed: "changed_before_start" },
+              detail: { failed: started.again, ...(confined ? { confined: true } : {}) },
             });
             recorded = true;
+            // Not confined after all: decided again at once, without the read-only allowance.
+            if (started.again !== "changed_before_start") return { type: "again" };
             if (attempt >= 3) {
               throw new ValidationError(
                 `${quoted} changed while it was being started, ${attempt} times; what it would run keeps changing — try again`,
@@ -782,6 +836,7 @@ export class ShellPrimitive implements AsyncDisposable {
             cwd,
             wall,
             highRisk: decision.highRisk,
+            ...(confined ? { confined: true as const } : {}),
             warnings,
           };
           this.#ledger.finish(id, {
@@ -802,6 +857,7 @@ export class ShellPrimitive implements AsyncDisposable {
               timedOut: result.timedOut,
               wall,
               highRisk: decision.highRisk,
+              confined,
             },
           });
           return { type: "done", value: output };

@@ -13,12 +13,15 @@ import { hostFilesystem } from "../providers/filesystem.ts";
 import { parsePolicy, PolicyRules } from "../policy/policy_rules.ts";
 import {
   eventually,
+  exists,
   failure,
   fakeProgram,
+  hostGit,
   logLines,
   processesWith,
   script,
   shellFixture,
+  wallTestMode,
 } from "../../tests/shell_fixture.ts";
 import type { ShellRunArgs } from "./shell.ts";
 
@@ -457,4 +460,221 @@ Deno.test("ShellPrimitive.run() hashes the files it names again once it holds th
     "the first decision did not run; the second, on the new content, did",
   );
   assert.notEqual(records[0]!.inputDigest, records[1]!.inputDigest);
+});
+
+// ------------------------------------------------------------------ read-only commands (issue 23)
+
+const wallMode = wallTestMode();
+const SECRET = "SECRET-readonly-5d19";
+
+/** A workspace with a README, a secret `.env`, notes that mention SECRET, and a real repository. */
+function readOnlyWorkspace(ws: string, options: { commitEnv?: boolean } = {}): void {
+  Deno.writeTextFileSync(join(ws, "README.md"), "# Read me\n");
+  Deno.writeTextFileSync(join(ws, "notes.txt"), "SECRET_NOTES are not secret\n");
+  hostGit(ws, "init", "-q", "-b", "main", ".");
+  if (options.commitEnv) Deno.writeTextFileSync(join(ws, ".env"), `TOKEN=${SECRET}\n`);
+  hostGit(ws, "add", "-A");
+  hostGit(ws, "commit", "-qm", "init");
+  Deno.writeTextFileSync(join(ws, ".env"), `TOKEN=${SECRET}\n`);
+}
+
+Deno.test({
+  name:
+    "ShellPrimitive.run() inside the wall runs ls, cat README.md and git status without a human (no request at all), confined, and audits them as read-only",
+  ignore: wallMode.ignore,
+  fn: async () => {
+    await using f = await shellFixture({ wall: true });
+    readOnlyWorkspace(f.ws);
+    const ls = await f.runtime.primitives.shell.run(f.pid, { argv: ["ls"] });
+    assert.deepEqual(ls.stdout.split("\n").filter((l) => l), ["README.md", "notes.txt"]);
+    const cat = await f.runtime.primitives.shell.run(f.pid, { argv: ["cat", "README.md"] });
+    assert.equal(cat.stdout, "# Read me\n");
+    const status = await f.runtime.primitives.shell.run(f.pid, {
+      argv: ["git", "status", "--short"],
+    });
+    assert.equal(status.exitCode, 0, status.stderr);
+    assert.equal(status.stdout, "?? .env\n");
+    for (const r of [ls, cat, status]) {
+      assert.equal(r.wall, true);
+      assert.equal(r.confined, true);
+    }
+    assert.deepEqual(f.runtime.human.list(), [], "nobody was asked");
+    const audit = f.runtime.audit.query({ action: "shell.run" });
+    assert.deepEqual(audit.map((r) => [r.decision, r.authority, r.detail?.confined]), [
+      ["allow", "read-only:ls", true],
+      ["allow", "read-only:cat", true],
+      ["allow", "read-only:git status", true],
+    ]);
+  },
+});
+
+Deno.test({
+  name:
+    "ShellPrimitive.run() attack: a read-only command reads a secret — cat .env runs confined and sees an empty file; grep -r SECRET . does not find it",
+  ignore: wallMode.ignore,
+  fn: async () => {
+    await using f = await shellFixture({ wall: true });
+    readOnlyWorkspace(f.ws);
+    const cat = await f.runtime.primitives.shell.run(f.pid, { argv: ["cat", ".env"] });
+    assert.equal(cat.exitCode, 0);
+    assert.equal(cat.stdout, "", "the masked .env is empty");
+    assert.equal(cat.confined, true);
+    const grep = await f.runtime.primitives.shell.run(f.pid, {
+      argv: ["grep", "-r", "SECRET", "."],
+    });
+    assert.equal(grep.stdout, "./notes.txt:SECRET_NOTES are not secret\n", "control: grep ran");
+    assert.ok(!(cat.stdout + cat.stderr + grep.stdout + grep.stderr).includes(SECRET));
+    assert.equal(Deno.readTextFileSync(join(f.ws, ".env")), `TOKEN=${SECRET}\n`, "untouched");
+    assert.deepEqual(f.runtime.human.list(), []);
+  },
+});
+
+Deno.test({
+  name:
+    "ShellPrimitive.run() attack: a program allowed as read-only that writes (an option the table missed) cannot — the confined workspace is read-only; unconfined, the same program writes (control)",
+  ignore: wallMode.ignore,
+  fn: async () => {
+    for (const level of ["allowlist_auto_else_ask", "always_allow"] as const) {
+      await using f = await shellFixture({ wall: true, fakePath: true, level });
+      // An `ls` on the search path that writes into the workspace as it lists.
+      script(
+        join(f.bins[0]!, "ls"),
+        'if /usr/bin/touch planted.txt; then echo wrote; else echo "no write"; fi',
+      );
+      const r = await f.runtime.primitives.shell.run(f.pid, { argv: ["ls"] });
+      if (level === "allowlist_auto_else_ask") {
+        assert.equal(r.confined, true);
+        assert.equal(r.stdout, "no write\n");
+        assert.match(r.stderr, /Read-only file system/);
+        assert.equal(exists(join(f.ws, "planted.txt")), false, "nothing was created");
+      } else {
+        assert.equal(r.confined, undefined);
+        assert.equal(r.stdout, "wrote\n", "control: unconfined, the program writes");
+        assert.equal(exists(join(f.ws, "planted.txt")), true);
+      }
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "ShellPrimitive.run() attack: commands that only look read-only still ask inside the wall, and nothing of theirs runs — find -delete, find -exec rm, sort -o, git diff --output, git -c core.pager, git branch -D, ./ls",
+  ignore: wallMode.ignore,
+  fn: async () => {
+    await using f = await shellFixture({ wall: true });
+    readOnlyWorkspace(f.ws);
+    const marker = join(f.ws, "PLANTED");
+    script(join(f.ws, "ls"), `touch '${marker}'`);
+    const attacks: string[][] = [
+      ["find", ".", "-delete"],
+      ["find", ".", "-name", "README.md", "-exec", "rm", "{}", ";"],
+      ["sort", "-o", "out.txt", "README.md"],
+      ["git", "diff", "--output=out.txt"],
+      ["git", "-c", `core.pager=touch ${marker}`, "log"],
+      ["git", "branch", "-D", "main"],
+      ["./ls"],
+    ];
+    for (const argv of attacks) {
+      const error = await failure(
+        f.runtime.primitives.shell.run(f.pid, { argv }),
+        HumanDecisionError,
+      );
+      assert.equal(error.code, "human_unavailable", argv.join(" "));
+    }
+    assert.equal(exists(marker), false, "nothing planted ran");
+    assert.equal(exists(join(f.ws, "out.txt")), false, "nothing was written");
+    assert.equal(Deno.readTextFileSync(join(f.ws, "README.md")), "# Read me\n");
+    assert.equal(hostGit(f.ws, "branch", "--list", "main"), "* main\n");
+    const audit = f.runtime.audit.query({ action: "shell.run" });
+    assert.deepEqual(audit.map((r) => r.decision), attacks.map(() => "ask"));
+    assert.ok(audit.every((r) => !r.authority.startsWith("read-only:")));
+  },
+});
+
+Deno.test({
+  name:
+    "ShellPrimitive.run() a deny rule on ls still denies inside the wall; without the wall, ls asks",
+  ignore: wallMode.ignore,
+  fn: async () => {
+    {
+      await using f = await shellFixture({
+        wall: true,
+        extra: { rules: rulesOf('{"version": 1, "rules": [{"effect": "deny", "shell": ["ls"]}]}') },
+      });
+      const error = await failure(
+        f.runtime.primitives.shell.run(f.pid, { argv: ["ls"] }),
+        CapabilityDeniedError,
+      );
+      assert.match(error.message, /rule:test\.jsonc#1/);
+    }
+    {
+      await using f = await shellFixture({ wall: false });
+      const error = await failure(
+        f.runtime.primitives.shell.run(f.pid, { argv: ["ls"] }),
+        HumanDecisionError,
+      );
+      assert.equal(error.code, "human_unavailable");
+      assert.equal(
+        f.runtime.audit.query({ action: "shell.run" }).at(-1)?.authority,
+        "shell-policy:allowlist_auto_else_ask",
+      );
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "ShellPrimitive.run() a read-only command whose shield cannot be made (a file name that is not UTF-8) is not refused: it asks, saying why, and once approved runs unconfined",
+  ignore: wallMode.ignore,
+  fn: async () => {
+    await using f = await shellFixture({ wall: true, human: "queue" });
+    Deno.writeTextFileSync(join(f.ws, "README.md"), "# Read me\n");
+    new Deno.Command("python3", {
+      args: ["-c", "import sys; open(sys.argv[1].encode() + b'/bad\\xffname.txt', 'wb')", f.ws],
+    }).outputSync();
+    const pending = await failure(
+      f.runtime.primitives.shell.run(f.pid, { argv: ["cat", "README.md"] }),
+      HumanPendingError,
+    );
+    const request = f.runtime.human.get(pending.request);
+    assert.match(
+      request.approval?.reason ?? "",
+      /read-only cat, but not confined: the shield that masks secret-bearing files cannot be made \(.*not UTF-8/,
+    );
+    f.runtime.human.approve(pending.request, { by: "operator" });
+    const r = await f.runtime.primitives.shell.run(f.pid, { argv: ["cat", "README.md"] });
+    assert.equal(r.stdout, "# Read me\n");
+    assert.equal(r.confined, undefined);
+    const audit = f.runtime.audit.query({ action: "shell.run" });
+    assert.deepEqual(audit.map((x) => [x.decision, x.detail?.failed ?? null]), [
+      ["allow", "shield_incomplete"],
+      ["ask", null],
+      ["allow", "shield_incomplete"],
+      ["allow", null],
+    ]);
+  },
+});
+
+Deno.test({
+  name:
+    "ShellPrimitive.run() attack: git show HEAD:.env — git's history holds what the shield masks — asks instead of running confined; in a workspace without secrets, git log runs unasked",
+  ignore: wallMode.ignore,
+  fn: async () => {
+    await using f = await shellFixture({ wall: true });
+    readOnlyWorkspace(f.ws, { commitEnv: true });
+    const error = await failure(
+      f.runtime.primitives.shell.run(f.pid, { argv: ["git", "show", "HEAD:.env"] }),
+      HumanDecisionError,
+    );
+    assert.equal(error.code, "human_unavailable");
+    assert.ok(!error.message.includes(SECRET));
+    const asked = f.runtime.audit.query({ action: "shell.run" }).at(-1);
+    assert.equal(asked?.decision, "ask");
+    assert.match(asked?.authority ?? "", /git show can show from the repository's history/);
+    // Without a secret-bearing file, git log is read-only like any other.
+    Deno.removeSync(join(f.ws, ".env"));
+    const log = await f.runtime.primitives.shell.run(f.pid, { argv: ["git", "log", "--oneline"] });
+    assert.equal(log.confined, true);
+    assert.match(log.stdout, /init/);
+  },
 });
