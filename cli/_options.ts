@@ -24,6 +24,8 @@ export interface CliIo {
   readonly terminal?: TerminalIo;
   /** Whether standard error is a terminal: `libos agent` draws its live status line there. */
   readonly stderrIsTerminal?: boolean;
+  /** Whether standard output is a terminal: `libos log` pages a long transcript there. */
+  readonly stdoutIsTerminal?: boolean;
   /** The terminal's width in columns, when it has one. */
   readonly columns?: () => number | undefined;
   /**
@@ -94,6 +96,10 @@ export const OPTION_SPECS = {
   toolchain: { type: "string", multiple: true },
   widen: { type: "boolean" },
   "policy-from": { type: "string" },
+  "older-than": { type: "string" },
+  "keep-size": { type: "string" },
+  "dry-run": { type: "boolean" },
+  tree: { type: "boolean" },
 } as const;
 
 /** The name of an option. */

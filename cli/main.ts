@@ -34,6 +34,7 @@ if (import.meta.main) {
       write: (text) => write(Deno.stderr, text),
     },
     stderrIsTerminal: Deno.stderr.isTerminal(),
+    stdoutIsTerminal: Deno.stdout.isTerminal(),
     onInterrupt: (handler) => {
       const listener = () => {
         if (handler() === "exit") Deno.exit(130);

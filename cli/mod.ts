@@ -15,6 +15,8 @@ import {
 } from "./checkpoint_commands.ts";
 import { agentCommand } from "./agent_command.ts";
 import { sessionsCommand } from "./sessions_command.ts";
+import { logCommand } from "./log_command.ts";
+import { gcCommand } from "./gc_command.ts";
 import { demoCommand } from "./demo_command.ts";
 import { initCommand } from "./init_command.ts";
 import { capsCommand, grantCommand, revokeCommand } from "./capability_commands.ts";
@@ -104,6 +106,8 @@ const COMMANDS: readonly Command[] = [
   auditVerifyCommand,
   agentCommand,
   sessionsCommand,
+  logCommand,
+  gcCommand,
   demoCommand,
 ];
 
