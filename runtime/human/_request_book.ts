@@ -12,6 +12,7 @@ import type { Authority } from "../authority/authority.ts";
 import type { RuntimeCore } from "../audit/runtime_core.ts";
 import { sha256Hex } from "../base/canonical_json.ts";
 import {
+  type Capability,
   type CapabilityResource,
   resourceString,
   type Right,
@@ -32,6 +33,7 @@ import {
   HumanRequest,
   type HumanRequestKind,
   type HumanRequestStatus,
+  type Remember,
 } from "./human_request.ts";
 
 /** One "allow always" choice and exactly what it would grant, shown before it is minted. */
@@ -52,6 +54,45 @@ export interface RequestBookOptions {
   readonly decided: (request: HumanRequest) => void;
 }
 
+/** An "allow always" grant to remember for the project, as the human approved it. */
+export interface RememberedApproval {
+  readonly resource: CapabilityResource;
+  readonly rights: readonly Right[];
+  readonly scope: GrantScope;
+  readonly description: string;
+  /** The request approved, who approved it and when (ms since the epoch). */
+  readonly request: string;
+  readonly by: string;
+  readonly at: number;
+}
+
+/**
+ * Where "allow always … for this project" answers are kept (the user's grants file; see
+ * `cli/remembered_grants.ts`). Without one, a runtime refuses `remember: "project"`.
+ */
+export interface Rememberer {
+  /**
+   * Refuses, before anything is approved, when a grant cannot be remembered now (a broken
+   * file, a configuration directory inside the workspace).
+   */
+  check(): void;
+  /**
+   * Stores the grant (atomically) and returns its id; called last inside the approval's store
+   * step, so a failure here approves nothing.
+   */
+  remember(grant: RememberedApproval): string;
+}
+
+/**
+ * Whether a capability's issuer marks it as holding for a whole run: an "allow always" for the
+ * run or the project (`human:<request>:run|project`), or a grant the user's grants file
+ * remembered (`user-config:<id>`). Processes forked in the run receive a derived copy.
+ */
+export function runWideIssuer(issuer: string): boolean {
+  return /^human:hreq_[0-9a-f]{12}:(run|project)$/.test(issuer) ||
+    issuer.startsWith("user-config:");
+}
+
 const OWNER: CapabilityResource = Object.freeze({ type: "human", key: "owner", scope: "exact" });
 
 /** The stored human requests of one runtime, and the transitions a decision makes. */
@@ -61,14 +102,99 @@ export class RequestBook {
   readonly #processes: ProcessManager;
   readonly #ttlMs: number;
   readonly #decided: (request: HumanRequest) => void;
+  #rememberer: Rememberer | undefined;
 
-  /** Binds the book to a runtime's store, authority and processes. */
+  /**
+   * Binds the book to a runtime's store, authority and processes. A process forked from one
+   * holding a run-wide "allow always" receives a copy derived from its parent's.
+   */
   constructor(core: RuntimeCore, options: RequestBookOptions) {
     this.#core = core;
     this.#authority = options.authority;
     this.#processes = options.processes;
     this.#ttlMs = options.ttlMs;
     this.#decided = options.decided;
+    options.processes.onFork((child, parent) => this.#inheritRunWide(parent.pid, child.pid));
+  }
+
+  /** Wires where "allow always … for this project" answers are kept. */
+  rememberWith(rememberer: Rememberer): void {
+    this.#rememberer = rememberer;
+  }
+
+  /** Copies every live run-wide grant of `parent` to `child`, each derived from the parent's. */
+  #inheritRunWide(parent: string, child: string): void {
+    const now = this.#core.clock.now();
+    for (const cap of this.#authority.capabilities.list(parent)) {
+      if (!runWide(cap, now)) continue;
+      this.#copy(cap, child);
+    }
+  }
+
+  #copy(from: Capability, subject: string): Capability {
+    return this.#authority.capabilities.grant({
+      subject,
+      resource: from.resource,
+      rights: [...from.rights],
+      effect: "allow",
+      issuer: from.issuer,
+      derivedFrom: from.id,
+      tier: "inherited",
+      ...(from.expiresAt === null ? {} : { expiresAt: from.expiresAt }),
+    }, "runtime");
+  }
+
+  /**
+   * The top-level process of `pid`'s run and every live process of its tree, parents before
+   * children.
+   */
+  #run(pid: string): { readonly root: string; readonly live: readonly [string, string][] } {
+    let root = this.#processes.get(pid);
+    for (let hops = 0; root.parent !== null && hops < 10_000; hops++) {
+      root = this.#processes.get(root.parent);
+    }
+    const live: [string, string][] = [];
+    const queue = [root.pid];
+    for (let i = 0; i < queue.length && queue.length < 10_000; i++) {
+      const parent = queue[i]!;
+      let after: string | undefined;
+      for (;;) {
+        const page = this.#processes.list({
+          parent,
+          limit: 1000,
+          ...(after === undefined ? {} : { afterPid: after }),
+        });
+        for (const child of page) {
+          if (isFinal(child.status)) continue;
+          queue.push(child.pid);
+          live.push([parent, child.pid]);
+        }
+        if (page.length < 1000) break;
+        after = page[page.length - 1]!.pid;
+      }
+    }
+    return { root: root.pid, live };
+  }
+
+  /**
+   * Grants `option` for the whole run of `pid`: to its top-level process, and a derived copy to
+   * each live process of the tree (from its parent's copy). Returns the capability ids.
+   */
+  #grantRunWide(pid: string, option: AlwaysOption, issuer: string, by: string): string[] {
+    const { root, live } = this.#run(pid);
+    const top = this.#authority.capabilities.grant({
+      subject: root,
+      resource: option.resource,
+      rights: [...option.rights],
+      effect: "allow",
+      issuer,
+    }, by);
+    const copies = new Map<string, Capability>([[root, top]]);
+    for (const [parent, child] of live) {
+      const from = copies.get(parent);
+      if (from) copies.set(child, this.#copy(from, child));
+    }
+    return [...copies.values()].map((c) => c.id);
   }
 
   /** Marks an approved request `dispatched` (committed): its action is handed back at most once. */
@@ -310,14 +436,28 @@ export class RequestBook {
    */
   approve(
     id: string,
-    options: { readonly by: string; readonly always?: GrantScope },
+    options: { readonly by: string; readonly always?: GrantScope; readonly remember?: Remember },
   ): HumanRequest {
+    if (options.remember !== undefined && options.always === undefined) {
+      throw new ValidationError(
+        `"remember" (${options.remember}) applies to an allow-always answer; choose a scope with "always" too; nothing was approved`,
+      );
+    }
     this.expireDue();
     this.#refuseIfOrphaned(id);
     this.#refuseIfInconsistent(this.get(id));
     const option = options.always === undefined
       ? undefined
       : this.#alwaysOption(this.get(id), options.always);
+    const remember: Remember | undefined = option ? options.remember ?? "run" : undefined;
+    if (remember === "project") {
+      if (!this.#rememberer) {
+        throw new ValidationError(
+          `This runtime cannot remember a grant for the project (no user configuration is wired); approve with remember "run" or "process"; nothing was approved`,
+        );
+      }
+      this.#rememberer.check();
+    }
     return this.#decide(id, options.by, (request) => {
       const caps: string[] = [];
       const now = Math.trunc(this.#core.clock.now());
@@ -338,7 +478,7 @@ export class RequestBook {
             expiresAt: now + this.#ttlMs,
           }, options.by).id,
         );
-        if (option) {
+        if (option && remember === "process") {
           caps.push(
             this.#authority.capabilities.grant({
               subject: request.pid,
@@ -347,6 +487,10 @@ export class RequestBook {
               effect: "allow",
               issuer: `human:${id}`,
             }, options.by).id,
+          );
+        } else if (option) {
+          caps.push(
+            ...this.#grantRunWide(request.pid, option, `human:${id}:${remember}`, options.by),
           );
         }
       }
@@ -362,6 +506,18 @@ export class RequestBook {
           }, options.by).id,
         );
       }
+      // In the step, after the grants: a grant that cannot be stored approves nothing.
+      const remembered = option && remember === "project"
+        ? this.#rememberer!.remember({
+          resource: option.resource,
+          rights: option.rights,
+          scope: option.scope,
+          description: option.description,
+          request: id,
+          by: options.by,
+          at: now,
+        })
+        : undefined;
       this.#core.audit.append({
         actor: options.by,
         pid: request.pid,
@@ -372,7 +528,12 @@ export class RequestBook {
         authority: options.by,
         correlation: id,
         ...(request.approval ? { inputDigest: request.approval.digest } : {}),
-        detail: { capabilities: caps, always: options.always ?? null },
+        detail: {
+          capabilities: caps,
+          always: options.always ?? null,
+          remember: remember ?? null,
+          remembered: remembered ?? null,
+        },
       });
       return {
         status: "approved",
@@ -381,6 +542,8 @@ export class RequestBook {
           at: now,
           capabilities: caps,
           ...(options.always ? { always: options.always } : {}),
+          ...(remember ? { remember } : {}),
+          ...(remembered === undefined ? {} : { remembered }),
         },
       };
     }, ["approval", "permission"]);
@@ -578,6 +741,13 @@ export class RequestBook {
       }, ["approval", "permission", "question"])
     );
   }
+}
+
+/** A live standing allow that holds for a whole run (see {@link runWideIssuer}). */
+function runWide(cap: Capability, now: number): boolean {
+  return cap.revokedAt === null && cap.effect === "allow" && !cap.oneShot &&
+    cap.actionDigest === null && (cap.expiresAt === null || cap.expiresAt > now) &&
+    runWideIssuer(cap.issuer);
 }
 
 /**

@@ -27,7 +27,7 @@
  */
 import type { ActionOutcome } from "../process/action_ledger.ts";
 import { ActionRegistry } from "./action_registry.ts";
-import { type AlwaysOption, RequestBook } from "./_request_book.ts";
+import { type AlwaysOption, type Rememberer, RequestBook } from "./_request_book.ts";
 import { renderApprovalRequest } from "./approval_render.ts";
 import type { Authority } from "../authority/authority.ts";
 import {
@@ -42,20 +42,30 @@ import type {
   GrantScope,
   HumanRequest,
   PermissionRequest,
+  Remember,
 } from "./human_request.ts";
 import { pauseFor } from "../base/clock.ts";
 import type { ProcessManager } from "../process/process_manager.ts";
 import type { RuntimeCore } from "../audit/runtime_core.ts";
 import { refuseNetPrefix } from "../base/net_host.ts";
 
-export type { AlwaysOption } from "./_request_book.ts";
+export {
+  type AlwaysOption,
+  type RememberedApproval,
+  type Rememberer,
+  runWideIssuer,
+} from "./_request_book.ts";
 
 /** How the runtime reaches its human (DESIGN §4). */
 export type HumanMode = "interactive" | "queue" | "none";
 
-/** What a human decided. */
+/**
+ * What a human decided. An approval may add an "allow always" scope (`always`, one of the
+ * request's {@link AlwaysOption}s) and how far it holds (`remember`: `process`, `run` — the
+ * default — or `project`, see {@link Remember}); `remember` without `always` is refused.
+ */
 export type HumanDecision =
-  | { readonly type: "approve"; readonly always?: GrantScope }
+  | { readonly type: "approve"; readonly always?: GrantScope; readonly remember?: Remember }
   | { readonly type: "reject"; readonly reason?: string }
   | { readonly type: "answer"; readonly text: string };
 
@@ -210,6 +220,7 @@ export class HumanChannel {
       this.approve(request.id, {
         by: "human:terminal",
         ...(decision.always ? { always: decision.always } : {}),
+        ...(decision.always && decision.remember ? { remember: decision.remember } : {}),
       });
       return;
     }
@@ -359,14 +370,23 @@ export class HumanChannel {
 
   /**
    * Approves a pending approval or permission request. For an approval: a one-shot capability
-   * bound to the action's digest, and with `always`, a standing capability of that scope.
+   * bound to the action's digest, and with `always`, a standing capability of that scope — for
+   * the process, its whole run (the default) or, remembered in the user's grants file, every
+   * later run in the workspace too (`remember`).
    * @throws {IllegalTransitionError} for a request that is not pending or not approvable.
+   * @throws {ValidationError} for a scope the request does not offer, `remember` without
+   *   `always`, or `project` where nothing can remember it; nothing is approved.
    */
   approve(
     id: string,
-    options: { readonly by: string; readonly always?: GrantScope },
+    options: { readonly by: string; readonly always?: GrantScope; readonly remember?: Remember },
   ): HumanRequest {
     return this.#book.approve(id, options);
+  }
+
+  /** Wires where "allow always … for this project" answers are kept (the user's grants file). */
+  rememberWith(rememberer: Rememberer): void {
+    this.#book.rememberWith(rememberer);
   }
 
   /** Rejects a pending approval, permission request or question. */

@@ -42,6 +42,17 @@ export const GrantScope = z.enum(["exact", "prefix", "path", "subtree"]);
 /** How far an "allow always" answer reaches. */
 export type GrantScope = z.infer<typeof GrantScope>;
 
+/**
+ * How long and where an "allow always" answer holds: `process`, the asking process only (and
+ * what it delegates); `run`, every process of its run — the top-level process, the processes
+ * alive in its tree, and those forked later, each copy derived from its parent's so a child never
+ * holds more than its parent; `project`, the run as well, and remembered in the user's config for
+ * every later `libos agent` run in the same workspace. The default is `run`.
+ */
+export const Remember = z.enum(["process", "run", "project"]);
+/** How long and where an "allow always" answer holds. */
+export type Remember = z.infer<typeof Remember>;
+
 /** The action a per-use approval stands for, re-dispatched once when approved. */
 export const PendingAction = z.object({
   /** The primitive operation, e.g. `fs.write`. */
@@ -164,6 +175,10 @@ export const HumanResponse = z.object({
   answer: z.string().max(100_000).optional(),
   reason: z.string().max(4096).optional(),
   always: GrantScope.optional(),
+  /** How far the "allow always" reaches (requests decided before it was recorded: `process`). */
+  remember: Remember.optional(),
+  /** The remembered grant's id in the user's grants file, for `project`. */
+  remembered: z.string().max(64).optional(),
   /** Capabilities minted by the decision. */
   capabilities: z.array(z.string()).optional(),
 }).strict();
