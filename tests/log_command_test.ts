@@ -62,7 +62,9 @@ Deno.test("libos log through the launcher: the whole transcript of a finished ru
   assert.equal(log.status, 0, log.stderr);
   const text = log.stdout;
   // Nothing hostile reaches the terminal as it was written.
-  assert.doesNotMatch(text, /\x1b|\x07|\r/, "no raw escape, bell or carriage return");
+  for (const raw of ["\x1b", "\x07", "\r"]) {
+    assert.ok(!text.includes(raw), `no raw ${JSON.stringify(raw)} reaches the terminal`);
+  }
   assert.match(text, /│ Fixed\. \\x1B\[2J\\x1B\]0;pwned\\x07\\rHIDDEN/, "model text, escaped");
   assert.match(text, /"content":"notes \\\\u001b\[2J/, "the file the tool read, escaped");
   assert.match(text, new RegExp(`process ${pid}: exited`));
