@@ -25,6 +25,8 @@ import { escapePreview } from "../runtime/base/escape_preview.ts";
 import type { AuditEntry } from "../runtime/audit/audit_log.ts";
 import { executorFor, PARKED_PREFIX } from "../runtime/model/executor.ts";
 import type { HumanRequest } from "../runtime/human/human_request.ts";
+import type { HumanDecision } from "../runtime/human/human_channel.ts";
+import { UsageError } from "../runtime/base/errors.ts";
 import { OPERATOR_ACTOR } from "../runtime/memory/object_memory.ts";
 import { type AgentProcess, isFinal } from "../runtime/process/process.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
@@ -72,20 +74,57 @@ function parkedRequest(runtime: Runtime, processes: readonly AgentProcess[]): Hu
   return null;
 }
 
-/** Applies a human's decision to a parked request; false when it was decided elsewhere first. */
+/** How often a request shown at the terminal is looked up, to see it decided elsewhere (ms). */
+const ELSEWHERE_POLL_MS = 250;
+
+/**
+ * Applies a human's decision to a parked request. A request decided elsewhere first (`libos
+ * human` in another terminal) withdraws the question at once and says so; an answer typed into
+ * it meanwhile is said not to count. False when it was decided elsewhere.
+ */
 async function answer(
   runtime: Runtime,
   human: LauncherHuman,
   request: HumanRequest,
+  note: (text: string) => void,
 ): Promise<boolean> {
-  const decision = await human.decide(request, runtime.human.alwaysOptions(request));
+  const withdrawn = new AbortController();
+  const elsewhere = () => {
+    const current = runtime.human.get(request.id);
+    return current.status === "pending" ? null : current;
+  };
+  const watch = setInterval(() => {
+    try {
+      if (elsewhere()) withdrawn.abort(new Error("decided elsewhere"));
+    } catch (error) {
+      // A store that cannot be read is not a decision: the question stays; the error is said.
+      withdrawn.abort(error);
+    }
+  }, ELSEWHERE_POLL_MS);
+  let decision: HumanDecision;
+  try {
+    decision = await human.decide(request, runtime.human.alwaysOptions(request), withdrawn.signal);
+  } catch (error) {
+    const decided = elsewhere();
+    if (!decided) throw error;
+    note(`libos: ${decidedElsewhere(decided)}; the question here is withdrawn`);
+    return false;
+  } finally {
+    clearInterval(watch);
+  }
   const by = human.name === "yes" ? "human:yes" : "human:terminal";
-  const current = runtime.human.get(request.id);
-  if (current.status !== "pending") return false;
+  const decided = elsewhere();
+  if (decided) {
+    note(`libos: ${decidedElsewhere(decided)} first; the answer typed here was not used`);
+    return false;
+  }
   if (decision.type === "approve") {
     runtime.human.approve(request.id, {
       by,
       ...(decision.always === undefined ? {} : { always: decision.always }),
+      ...(decision.always === undefined || decision.remember === undefined
+        ? {}
+        : { remember: decision.remember }),
     });
   } else if (decision.type === "answer" && request.kind === "question") {
     runtime.human.answer(request.id, { by, text: decision.text });
@@ -96,6 +135,13 @@ async function answer(
     });
   }
   return true;
+}
+
+/** "request r-1 was approved by human:cli" (escaped). */
+function decidedElsewhere(request: HumanRequest): string {
+  return `request ${request.id} was ${request.status}${
+    request.response ? ` by ${field(request.response.by, 64)}` : ""
+  } in another place`;
 }
 
 /** What the audit log holds for the run's processes. */
@@ -311,7 +357,7 @@ async function runTree(
     runtime.store.flush();
     prompting = true;
     try {
-      await shown.hold(() => answer(runtime, human, parked));
+      await shown.hold(() => answer(runtime, human, parked, (text) => shown.note(text)));
     } finally {
       prompting = false;
     }
@@ -419,7 +465,15 @@ function report(
 async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
   const call = invocation(parsed);
   const json = flagOption(parsed, "json");
-  using shown = progress(io, { quiet: json });
+  const quiet = flagOption(parsed, "quiet");
+  const verbose = flagOption(parsed, "verbose");
+  if (quiet && verbose) {
+    throw new UsageError("--quiet and --verbose contradict each other; give one of them");
+  }
+  using shown = progress(io, {
+    quiet: json,
+    verbosity: quiet ? "quiet" : verbose ? "verbose" : "normal",
+  });
   const note = (text: string) => shown.note(text);
   const workspace = stringOption(parsed, "workspace");
   const db = stringOption(parsed, "db");
@@ -441,6 +495,7 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
   const g = setup.plan.governance;
   await using runtime = await createRuntime({
     ...place,
+    onFileChange: (change) => shown.change(change),
     mode: g.mode,
     ...(g.denies.length === 0 ? {} : { denies: g.denies }),
     rules: setup.rules,
@@ -461,6 +516,7 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
   await using validator = new JitValidator();
   lifecycleFor(runtime, { sandbox, validator });
   const { root, plan } = launch(runtime, parsed, call, setup, held);
+  // "Allow always … for this project": kept in the user's grants file, applied to a new run.
   // What a resume changed is shown (and was audited with agent.resume), --json or not.
   for (const line of describeChanges(plan, root.pid)) {
     io.stderr(`libos agent: ${field(line, 8192)}\n`);
@@ -536,8 +592,13 @@ or an "allow always" choice; queue stops with exit 3, to be decided with "libos 
 and continued with --resume; none refuses whatever needs a human; --yes approves each action
 once (never what a protected path guards, a standing permission or an answer).
 
-A live status line (on a terminal) shows the process, turn and tool. It ends with the final
-report: status, result, an audit summary. --json prints one document:
+What the run does is shown as it happens (on standard error; everything an agent or its model
+wrote is escaped): the model's text, one line per tool call with its key argument, each
+outcome (a refusal with its reason, a command's exit code and the tail of its output), the diff
+of every file written (approved or not) and each turn's tokens (and cost when the endpoint
+reports it), under a live status line on a terminal. -q/--quiet shows only failures and what
+needs a person; -v/--verbose shows every block uncut. It ends with the final report: status,
+result, an audit summary. --json prints one document:
 {pid, status, message, result, waiting, interrupted, db, audit_summary}.
 
 Ctrl-C lets the turns in flight finish and stops there (exit 130, resumable); a second Ctrl-C,
@@ -567,6 +628,8 @@ on its model endpoint (parked), 130 stopped by Ctrl-C.`,
     "toolchain",
     "widen",
     "policy-from",
+    "quiet",
+    "verbose",
   ],
   run: agent,
 };

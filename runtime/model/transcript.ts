@@ -24,6 +24,9 @@ import type { AgentProcess } from "../process/process.ts";
 import type { ProcessManager } from "../process/process_manager.ts";
 import type { Store } from "../store/store.ts";
 import type { TurnRecord } from "./executor.ts";
+import { auditOf, type FilesChanged, filesChanged } from "./files_changed.ts";
+
+export { type FileChange, type FilesChanged, filesChanged } from "./files_changed.ts";
 
 /** What a transcript is read from (a runtime has all of it). */
 export interface TranscriptSource {
@@ -31,22 +34,6 @@ export interface TranscriptSource {
   readonly audit: AuditLog;
   readonly processes: ProcessManager;
   readonly memory: ObjectMemory;
-}
-
-/** A file a run changed, and how. */
-export interface FileChange {
-  readonly path: string;
-  /** The net change: `created`, `edited`, `deleted`, `created+deleted` (gone again). */
-  readonly change: "created" | "edited" | "deleted" | "created+deleted";
-  /** How many writes, deletes and directory changes it took. */
-  readonly operations: number;
-}
-
-/** What a run changed in the workspace, from the audit log. */
-export interface FilesChanged {
-  readonly files: readonly FileChange[];
-  /** Commands that ran: they may have changed files the audit log cannot name. */
-  readonly commands: number;
 }
 
 /** One entry of a transcript (`libos log --json` prints an array of them). */
@@ -150,18 +137,6 @@ const VALUE_CHARS = 600;
 /** Records that only say the ledger moved: the decision and the result say it better. */
 const QUIET = Object.freeze(["action.intent", "action.done", "tool.invoke"]);
 
-/** Every audit record of `pid`, oldest first. */
-function auditOf(audit: AuditLog, pid: string): AuditRecord[] {
-  const out: AuditRecord[] = [];
-  let after = 0;
-  for (;;) {
-    const page = audit.query({ pid, afterSeq: after, limit: PAGE });
-    out.push(...page);
-    if (page.length < PAGE) return out;
-    after = page[page.length - 1]!.seq;
-  }
-}
-
 /** `pid` and its descendants, parents first. */
 function treeOf(processes: ProcessManager, pid: string): string[] {
   const out = [pid];
@@ -169,49 +144,6 @@ function treeOf(processes: ProcessManager, pid: string): string[] {
     for (const child of processes.list({ parent: out[i]!, limit: 1000 })) out.push(child.pid);
   }
   return out;
-}
-
-/**
- * The files a run changed — writes, deletes and directories of `pids`, from the audit log's
- * allowed effects — and how many commands it ran. The one summary `libos log` ends with, and a
- * launcher prints at the end of a run.
- */
-export function filesChanged(audit: AuditLog, pids: readonly string[]): FilesChanged {
-  const byPath = new Map<string, { first: string; last: string; operations: number }>();
-  let commands = 0;
-  for (const pid of pids) {
-    for (const r of auditOf(audit, pid)) {
-      if (r.decision !== "allow" || r.actor !== pid || r.detail?.failed !== undefined) continue;
-      if (r.action === "shell.run") {
-        commands++;
-        continue;
-      }
-      const op = r.action === "fs.write"
-        ? (r.detail?.created === true ? "created" : "edited")
-        : r.action === "fs.mkdir"
-        ? "created"
-        : r.action === "fs.delete" || r.action === "fs.rmdir"
-        ? "deleted"
-        : null;
-      if (op === null || !r.resource.startsWith("fs:")) continue;
-      const path = r.resource.slice("fs:".length);
-      const seen = byPath.get(path);
-      if (seen) {
-        seen.last = op;
-        seen.operations++;
-      } else byPath.set(path, { first: op, last: op, operations: 1 });
-    }
-  }
-  const files = [...byPath.entries()].map(([path, s]): FileChange => ({
-    path,
-    change: s.last === "deleted"
-      ? (s.first === "created" ? "created+deleted" : "deleted")
-      : s.first === "created"
-      ? "created"
-      : "edited",
-    operations: s.operations,
-  })).sort((a, b) => a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
-  return { files, commands };
 }
 
 /** A stored result (`{ok, value}` or `{ok, error}`; a cut one is text), as a transcript shows it. */

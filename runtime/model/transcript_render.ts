@@ -7,7 +7,8 @@
  * @module
  */
 import { escapePreview } from "../base/escape_preview.ts";
-import type { FilesChanged, TranscriptEntry } from "./transcript.ts";
+import { renderFilesChanged } from "./files_changed.ts";
+import type { TranscriptEntry } from "./transcript.ts";
 
 /** The gutter of a multiline block (model text, output, diffs). */
 const GUTTER = "    │ ";
@@ -29,19 +30,6 @@ function time(ms: number | null): string {
   if (ms === null) return "-";
   const d = new Date(ms);
   return Number.isNaN(d.getTime()) ? String(ms) : d.toISOString();
-}
-
-/** The "files changed" summary, escaped, one file per line. */
-export function renderFilesChanged(summary: FilesChanged): string[] {
-  const lines = [`files changed: ${summary.files.length}`];
-  const width = Math.max(0, ...summary.files.map((f) => f.change.length));
-  for (const f of summary.files) lines.push(`  ${f.change.padEnd(width)}  ${one(f.path, 1000)}`);
-  if (summary.commands > 0) {
-    lines.push(
-      `  and ${summary.commands} command(s) ran (a command may change files that are not listed here)`,
-    );
-  }
-  return lines;
 }
 
 /** One entry's lines. */
