@@ -14,7 +14,11 @@ import { Authority, type RunOptions } from "./authority/authority.ts";
 import { parseRunDeny } from "./authority/decide.ts";
 import { parseMode } from "./authority/modes.ts";
 import { ClockPrimitive } from "./primitives/clock.ts";
-import { filesystemActions, FilesystemPrimitive } from "./primitives/filesystem.ts";
+import {
+  type FileChange,
+  filesystemActions,
+  FilesystemPrimitive,
+} from "./primitives/filesystem.ts";
 import { shellActions, type ShellLimits, ShellPrimitive } from "./primitives/shell.ts";
 import { hostShell, type ShellProvider } from "./providers/shell.ts";
 import { netActions, type NetLimits, NetPrimitive } from "./primitives/net.ts";
@@ -98,6 +102,8 @@ export interface RuntimeOptions extends RunOptions {
   readonly conceal?: readonly string[];
   /** Known secret values, removed from every shell output. */
   readonly secrets?: readonly string[];
+  /** Told of every file a process writes or deletes, with its diff (a host's display). */
+  readonly onFileChange?: (change: FileChange) => void;
   readonly shellLimits?: Partial<ShellLimits>;
   /** The host network backend (default: the real resolver and `node:http`/`node:https`). */
   readonly net?: NetProvider;
@@ -309,6 +315,7 @@ function build(options: RuntimeOptions): Runtime {
       lock,
       human,
       ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
+      ...(options.onFileChange === undefined ? {} : { onChange: options.onFileChange }),
     }),
     shell: new ShellPrimitive({
       core,

@@ -261,7 +261,7 @@ export interface TerminalLauncher {
 }
 
 /** The terminal shows a request and waits for the answer. */
-const PROMPTED = /approve this action, once[^\n]*\n[^]*> /;
+const PROMPTED = /(?:yes, once|approve this action, once)[^\n]*\n[^]*> /;
 
 /**
  * Starts `libos agent --goal … --model replay:SCRIPT [MORE…]` on a terminal and reads its screen

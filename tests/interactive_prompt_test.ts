@@ -60,22 +60,25 @@ async function onTerminal(
   }
 }
 
+/** The compact card: what, who asked, the content's first lines in the gutter, the choices. */
 function assertShownSafely(screen: string): void {
-  assert.match(screen, /Approval request hreq_[0-9a-f]{12} \(pending\)/);
-  assert.match(screen, /\npath: \.gitmodules\n/);
-  assert.match(screen, /\nwhy it asks: protected:\*\*\/\.gitmodules\n/);
-  assert.match(screen, /\nwill create: yes\n/);
+  assert.match(screen, /⚑ Approve\? · process pid_[0-9a-f]{12} · request hreq_[0-9a-f]{12}\n/);
+  assert.match(screen, /\n {2}fs\.write \.gitmodules \(new file, \d+ bytes\)\n/);
+  assert.match(screen, /\n {2}asked by: a protected path \(\*\*\/\.gitmodules\)\n/);
+  assert.match(screen, /\n {2}y yes, once · n \[reason\] no · d details\n/);
   assert.ok(!screen.includes("\x1b[2J") && !screen.includes("\x1b[H"), "no raw escape sequence");
   assert.ok(screen.includes(String.raw`\x1B[2J\x1B[HAPPROVED by security`), "shown, escaped");
   for (const l of screen.split("\n").filter((l) => l.includes("APPROVED by security"))) {
     assert.ok(l.startsWith(GUTTER), `agent text outside the gutter: ${JSON.stringify(l)}`);
   }
+  const card = screen.slice(screen.indexOf("⚑"), screen.indexOf("\n> "));
+  assert.ok(card.split("\n").length <= 8, `the card is at most eight lines:\n${card}`);
 }
 
 Deno.test("terminalPrompt() on a real terminal: the human sees the escaped request and approves with y; the write happens once", async () => {
   const { screen, result, file } = await onTerminal("y\n");
   assertShownSafely(screen);
-  assert.match(screen, /y {2}approve this action, once/);
+  assert.ok(!screen.includes("why it asks:"), "the details stay one key away");
   assert.equal(result.ok, true, JSON.stringify(result));
   assert.deepEqual(result.statuses, ["approved"]);
   assert.equal(file, HOSTILE, "the exact content shown was written");
@@ -93,8 +96,19 @@ Deno.test("terminalPrompt() on a real terminal: n with a reason rejects, and not
 
 Deno.test("terminalPrompt() on a real terminal: unclear answers are asked again, and three of them reject", async () => {
   const { screen, result, file } = await onTerminal("maybe\nyes please\n42\n");
-  assert.equal(screen.split("Please answer y or n").length - 1, 3);
+  assert.equal(screen.split("Please answer y, n or d (details).").length - 1, 3);
   assert.equal(result.ok, false);
   assert.equal(result.code, "approval_rejected");
   assert.equal(file, null);
+});
+
+Deno.test("terminalPrompt() on a real terminal: d shows the whole request (escaped, in the gutter) and asks again; then y approves", async () => {
+  const { screen, result, file } = await onTerminal("d\ny\n");
+  assertShownSafely(screen);
+  assert.match(screen, /Approval request hreq_[0-9a-f]{12} \(pending\)/);
+  assert.match(screen, /\nwhy it asks: protected:\*\*\/\.gitmodules\n/);
+  assert.match(screen, /\nwill create: yes\n/);
+  assert.equal(screen.split("\n> ").length - 1, 2, "asked twice: d is not an answer");
+  assert.equal(result.ok, true, JSON.stringify(result));
+  assert.equal(file, HOSTILE);
 });

@@ -242,8 +242,28 @@ export interface ToolDefinition {
   readonly effects: readonly ToolEffect[];
   /** Built-in tools ship with libos; JIT tools are registered by processes. */
   readonly origin: "builtin" | "jit";
+  /**
+   * Whether the tool takes the optional `justification` argument (a built-in tool with an
+   * effect a human may be asked about): the broker hands it to the human channel, never to
+   * {@link run}.
+   */
+  readonly justified?: boolean;
   run(args: unknown, ctx: ToolContext): Promise<ToolValue> | ToolValue;
 }
+
+/** The effects whose calls may reach a human for approval: their tools take a justification. */
+const ASKING_EFFECTS: readonly ToolEffect[] = Object.freeze([
+  "fs.write",
+  "fs.delete",
+  "shell",
+  "net",
+  "jit",
+]);
+
+/** The optional argument an effectful built-in tool takes: the model's reason, for its human. */
+export const Justification = z.string().max(2000).describe(
+  "Optional: one short sentence for your human saying why this call is needed; shown on the approval card as your words when the call needs approval",
+);
 
 /**
  * The primitives a JIT tool's syscall reaches, bound to the calling process by its syscall
@@ -435,10 +455,17 @@ export function defineTool<S extends z.ZodType, N extends string = never>(
       `Tool ${spec.name} declares an unknown effect; use ${ToolEffect.options.join(", ")}`,
     );
   }
+  // A built-in tool that may ask a human takes the model's reason for the call; run() never
+  // sees it (the broker takes it out).
+  const justified = origin === "builtin" && spec.args instanceof z.ZodObject &&
+    effects.data.some((e) => ASKING_EFFECTS.includes(e)) && !("justification" in spec.args.shape);
+  const args: z.ZodType = justified && spec.args instanceof z.ZodObject
+    ? spec.args.extend({ justification: Justification.optional() })
+    : spec.args;
   const convert = (): Readonly<Record<string, unknown>> => {
     let converted: Record<string, unknown>;
     try {
-      converted = z.toJSONSchema(spec.args, { io: "input" }) as Record<string, unknown>;
+      converted = z.toJSONSchema(args, { io: "input" }) as Record<string, unknown>;
     } catch (error) {
       throw new ValidationError(
         `Tool ${spec.name}'s argument schema cannot be shown to a model as JSON Schema`,
@@ -459,12 +486,13 @@ export function defineTool<S extends z.ZodType, N extends string = never>(
   return Object.freeze({
     name: name.data,
     description: spec.description,
-    args: spec.args,
+    args,
     get parameters() {
       return parameters ??= convert();
     },
     effects: Object.freeze([...effects.data]),
     origin,
+    ...(justified ? { justified: true } : {}),
     run: (args: unknown, ctx: ToolContext) => spec.run(args as z.output<S>, ctx),
   });
 }

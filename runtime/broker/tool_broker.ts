@@ -117,6 +117,18 @@ function isPending(error: unknown): error is HumanPendingError | QuantumEnd {
   }
 }
 
+/** A justified tool's arguments without the model's stated reason, and the reason. */
+function withoutJustification(
+  tool: ToolDefinition,
+  data: unknown,
+): { args: unknown; stated: string | undefined } {
+  if (!tool.justified || typeof data !== "object" || data === null || Array.isArray(data)) {
+    return { args: data, stated: undefined };
+  }
+  const { justification, ...args } = data as { justification?: unknown };
+  return { args, stated: typeof justification === "string" ? justification : undefined };
+}
+
 /** errorInfo() that survives a hostile thrown value (throwing getters, proxy traps). */
 function safeErrorInfo(error: unknown): ErrorInfo {
   try {
@@ -343,10 +355,16 @@ export class ToolBroker {
       ...(callId ? { call: callId } : {}),
     });
     const live = { settled: false };
+    const { args, stated } = withoutJustification(tool, parsed.data);
     try {
-      const value = await this.#untilAborted(
-        Promise.resolve().then(() => tool.run(parsed.data, this.#context(pid, tool, signal, live))),
-        signal,
+      const value = await this.#o.human.stating(
+        pid,
+        stated,
+        () =>
+          this.#untilAborted(
+            Promise.resolve().then(() => tool.run(args, this.#context(pid, tool, signal, live))),
+            signal,
+          ),
       );
       return this.#stored(pid, name, callId, { ok: true, value: this.#json(name, value) });
     } catch (error) {

@@ -132,6 +132,9 @@ export function renderApprovalRequest(request: HumanRequest): string {
       );
     }
     out.push(line("digest", a.digest));
+    if (a.justification) {
+      out.push(...block("the model's stated reason (its words, not checked)", a.justification));
+    }
     if (a.diff !== null) out.push(...block("diff", a.diff));
     else out.push(...block("preview", a.preview, LIMITS.text));
   }

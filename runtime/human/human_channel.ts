@@ -37,12 +37,13 @@ import {
   IllegalTransitionError,
   ValidationError,
 } from "../base/errors.ts";
-import type {
-  ApprovalDetails,
-  GrantScope,
-  HumanRequest,
-  PermissionRequest,
-  Remember,
+import {
+  type ApprovalDetails,
+  type GrantScope,
+  type HumanRequest,
+  JUSTIFICATION_MAX,
+  type PermissionRequest,
+  type Remember,
 } from "./human_request.ts";
 import { pauseFor } from "../base/clock.ts";
 import type { ProcessManager } from "../process/process_manager.ts";
@@ -75,6 +76,8 @@ export interface HumanPrompt {
     request: HumanRequest,
     rendered: string,
     always: readonly AlwaysOption[],
+    /** Aborted when the request was decided elsewhere: the prompt withdraws the question. */
+    signal?: AbortSignal,
   ): Promise<HumanDecision>;
   /** Shows a message from a process (optional). */
   notify?(request: HumanRequest, rendered: string): void;
@@ -113,6 +116,8 @@ export class HumanChannel {
    * lifecycle) registers its own; {@link resume} runs a stored action only through one of them.
    */
   readonly actions: ActionRegistry = new ActionRegistry();
+  /** The reason each process's model gave for the tool call it is in (see {@link stating}). */
+  readonly #stated = new Map<string, string>();
 
   /**
    * Builds the channel.
@@ -176,6 +181,20 @@ export class HumanChannel {
   }
 
   /**
+   * Runs `during` (one tool call of process `pid`) with the reason its model gave for the call:
+   * an approval the call asks for carries it, as the model's words, to the human.
+   */
+  async stating<T>(pid: string, reason: string | undefined, during: () => Promise<T>): Promise<T> {
+    if (reason === undefined || reason.trim() === "") return await during();
+    this.#stated.set(pid, reason.trim());
+    try {
+      return await during();
+    } finally {
+      this.#stated.delete(pid);
+    }
+  }
+
+  /**
    * A primitive's `decide()` said ask: resolves when the action may now run (interactive
    * approval), or throws.
    * @throws {HumanPendingError} in `queue` mode: the process should park on the request.
@@ -200,7 +219,13 @@ export class HumanChannel {
         { reason: details.reason },
       );
     }
-    const request = this.#book.create(pid, "approval", { approval: details });
+    const stated = this.#stated.get(pid);
+    const request = this.#book.create(pid, "approval", {
+      approval: stated === undefined ? details : {
+        ...details,
+        justification: stated.slice(0, JUSTIFICATION_MAX),
+      },
+    });
     if (this.mode === "queue") {
       throw new HumanPendingError(
         `${details.operation} ${

@@ -72,6 +72,9 @@ export const TargetFacts = z.object({
   links: z.number().nullable(),
 }).strict();
 
+/** The longest stated reason kept with a request (a longer one is cut, never refused). */
+export const JUSTIFICATION_MAX = 500;
+
 /** What a human is shown before approving one action (DESIGN §5). */
 export const ApprovalDetails = z.object({
   primitive: z.string(),
@@ -123,6 +126,11 @@ export const ApprovalDetails = z.object({
    * earlier versions lack it; the request book derives it from {@link primitive} for those.
    */
   grant: CapabilityResource.optional(),
+  /**
+   * The reason the model gave for the call (its tool call's optional `justification`): the
+   * model's words, untrusted, shown escaped and marked as such. Absent when it gave none.
+   */
+  justification: z.string().max(JUSTIFICATION_MAX).nullable().optional(),
   action: PendingAction,
 }).strict();
 /** What a human is shown before approving one action. */

@@ -12,6 +12,7 @@ import { ValidationError } from "../base/errors.ts";
 import { escapePreview } from "../base/escape_preview.ts";
 import type { AlwaysOption, HumanDecision, HumanPrompt } from "./human_channel.ts";
 import type { HumanRequest } from "./human_request.ts";
+import { approvalCard } from "./approval_card.ts";
 
 /** Where the prompt reads and writes (the process's terminal by default). */
 export interface TerminalIo {
@@ -36,19 +37,60 @@ function standardIo(): TerminalIo {
   };
 }
 
-/** Reads lines from `io`, keeping what follows a line for the next read. */
-function lineReader(
-  io: TerminalIo,
-): { next(): Promise<string | null>; discard(): void } {
+/** A line reader that outlives one question: a read in flight when a card is withdrawn is kept. */
+interface LineReader {
+  /** The next line, or null at end of input; rejects with the signal's reason when aborted. */
+  next(signal?: AbortSignal): Promise<string | null>;
+  /** Drops what was typed ahead (an answer counts only if typed after its question); returns it. */
+  discard(): string;
+}
+
+/** Waits for `promise`, or rejects as soon as `signal` aborts (leaving `promise` running). */
+function until<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const stop = () => reject(signal.reason);
+    signal.addEventListener("abort", stop, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", stop);
+        resolve(value);
+      },
+      (error) => {
+        signal.removeEventListener("abort", stop);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** Reads lines from `io`, keeping what follows a line — and a read in flight — for the next one. */
+function lineReader(io: TerminalIo): LineReader {
   const decoder = new TextDecoder();
+  const chunk = new Uint8Array(4096);
   let pending = "";
   let ended = false;
+  let reading: Promise<void> | undefined;
+  const fill = (): Promise<void> =>
+    reading ??= io.read(chunk).then((n) => {
+      reading = undefined;
+      if (n === null) {
+        ended = true;
+        pending += decoder.decode();
+      } else pending += decoder.decode(chunk.subarray(0, n), { stream: true });
+    }, (error) => {
+      reading = undefined;
+      ended = true;
+      throw error;
+    });
   return {
-    /** Drops what was typed ahead: an answer counts only if typed after its question. */
     discard() {
+      const dropped = pending;
       pending = "";
+      return dropped;
     },
-    next: async () => {
+    async next(signal) {
       for (;;) {
         const newline = pending.indexOf("\n");
         if (newline >= 0) {
@@ -61,12 +103,7 @@ function lineReader(
           pending = "";
           return rest === "" ? null : rest;
         }
-        const buffer = new Uint8Array(4096);
-        const n = await io.read(buffer);
-        if (n === null) {
-          ended = true;
-          pending += decoder.decode();
-        } else pending += decoder.decode(buffer.subarray(0, n), { stream: true });
+        await until(fill(), signal);
       }
     },
   };
@@ -85,12 +122,12 @@ function choices(request: HumanRequest, always: readonly AlwaysOption[]): string
   return `${lines.join("\n")}\n> `;
 }
 
-/** What an answer means, or undefined when it is unclear. */
+/** What an answer means, "details" for a request to see the whole request, or undefined. */
 function parse(
   request: HumanRequest,
   answer: string,
   always: readonly AlwaysOption[],
-): HumanDecision | undefined {
+): HumanDecision | "details" | undefined {
   if (request.kind === "question") {
     return answer.trim() === ""
       ? { type: "reject", reason: "declined to answer" }
@@ -100,34 +137,80 @@ function parse(
   if (/^(?:y|yes)$/i.test(text)) return { type: "approve" };
   const no = /^(?:n|no)(?:\s+(.*))?$/is.exec(text);
   if (no) return { type: "reject", ...(no[1] ? { reason: no[1].slice(0, 4096) } : {}) };
+  if (/^(?:d|details|\?)$/i.test(text)) return "details";
+  if (/^(?:a|always)$/i.test(text) && always[0]) {
+    return { type: "approve", always: always[0].scope };
+  }
   const index = /^\d{1,2}$/.test(text) ? Number(text) - 1 : -1;
   const option = always[index];
   return option ? { type: "approve", always: option.scope } : undefined;
 }
 
+/** How the prompt draws its cards. */
+export interface TerminalPromptOptions {
+  /** ANSI colour on the cards (default false; the CLI turns it on at a terminal without NO_COLOR). */
+  readonly color?: boolean;
+  /** The terminal's width, when it has one. */
+  readonly columns?: () => number | undefined;
+}
+
 /**
- * The prompt of the `interactive` human mode, on this process's terminal (or `io`).
+ * The prompt of the `interactive` human mode, on this process's terminal (or `io`). An approval
+ * is shown as its compact card (`approval_card.ts`), the whole request one key (`d`) away; other
+ * requests as rendered. An aborted `signal` (the request was decided elsewhere) withdraws the
+ * question: `decide` rejects with the signal's reason, and a read in flight serves the next one.
  * @throws {ValidationError} when standard input is not a terminal: use `queue` or `none` then.
  */
-export function terminalPrompt(io: TerminalIo = standardIo()): HumanPrompt {
+export function terminalPrompt(
+  io: TerminalIo = standardIo(),
+  options: TerminalPromptOptions = {},
+): HumanPrompt {
   if (!io.isTerminal()) {
     throw new ValidationError(
       "The interactive human mode needs a terminal on standard input; use --human queue (answer later with libos human) or --human none",
     );
   }
   const lines = lineReader(io);
+  const color = options.color ?? false;
   return {
-    async decide(request, rendered, always) {
-      lines.discard();
-      io.write(`\n${rendered}\n\n`);
-      for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
-        io.write(choices(request, always));
-        const answer = await lines.next();
+    async decide(request, rendered, always, signal) {
+      const dropped = lines.discard();
+      if (dropped.trim() !== "") {
+        io.write(
+          `\n(what was typed before this request was shown is not an answer to it: ${
+            escapePreview(dropped.trim(), { maxChars: 80 })
+          })\n`,
+        );
+      }
+      const card = approvalCard(request, { color, always, columns: options.columns?.() ?? 100 });
+      const details = () =>
+        `\n${rendered}${
+          always.length
+            ? `\n\nAllow always (a, or its number):\n${
+              always.map((o, i) =>
+                `  ${i + 1}  ${o.scope}: ${escapePreview(o.description, { maxChars: 400 })}`
+              ).join("\n")
+            }`
+            : ""
+        }\n\n`;
+      const ask = card.length > 0 ? () => "> " : () => choices(request, always);
+      io.write(card.length > 0 ? `\n${card.join("\n")}\n` : `\n${rendered}\n\n`);
+      for (let attempt = 1; attempt <= ATTEMPTS;) {
+        io.write(ask());
+        const answer = await lines.next(signal);
         if (answer === null) return { type: "reject", reason: "the terminal closed" };
         const decision = parse(request, answer, always);
+        if (decision === "details") {
+          io.write(details());
+          if (card.length > 0) io.write(`${card.at(-1)}\n`);
+          continue;
+        }
         if (decision) return decision;
+        attempt++;
         io.write(
-          `Please answer y or n${always.length ? ` or 1-${always.length}` : ""}.\n`,
+          card.length > 0
+            ? `Please answer y, n${always.length ? ", a" : ""} or d (details).\n`
+            : `Please answer y or n${always.length ? ` or 1-${always.length}` : ""}.\n`,
         );
       }
       return { type: "reject", reason: `no clear answer after ${ATTEMPTS} attempts` };

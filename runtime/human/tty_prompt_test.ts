@@ -72,7 +72,9 @@ Deno.test("terminalPrompt() maps answers to decisions: y, n with a reason, an al
     ["2\n", { type: "approve", always: "subtree" }],
     ["3\n1\n", { type: "approve", always: "path" }],
     ["", { type: "reject", reason: "the terminal closed" }],
-    ["?\n?\n?\ny\n", { type: "reject", reason: "no clear answer after 3 attempts" }],
+    ["maybe\nsure\n?!\ny\n", { type: "reject", reason: "no clear answer after 3 attempts" }],
+    ["a\n", { type: "approve", always: "path" }],
+    ["d\ny\n", { type: "approve" }],
   ];
   for (const [typed, expected] of cases) {
     const io = fakeTerminal(typed);
@@ -95,4 +97,52 @@ Deno.test("terminalPrompt() reads a question's answer as typed; an empty line de
     type: "reject",
     reason: "declined to answer",
   });
+});
+
+Deno.test("terminalPrompt(): a request withdrawn while the human reads it rejects with the signal's reason; the read in flight answers the next request", async () => {
+  let deliver: ((n: number | null) => void) | undefined;
+  let reads = 0;
+  const pending: Uint8Array[] = [];
+  const io: TerminalIo & { out: string } = {
+    out: "",
+    read(buffer) {
+      reads++;
+      return new Promise((resolve) => {
+        deliver = (n) => {
+          if (n !== null) buffer.set(pending.shift()!);
+          resolve(n);
+        };
+      });
+    },
+    isTerminal: () => true,
+    write(text) {
+      io.out += text;
+    },
+  };
+  const prompt = terminalPrompt(io);
+  const withdrawn = new AbortController();
+  const first = prompt.decide(request("approval"), "FIRST", [], withdrawn.signal);
+  await new Promise((r) => setTimeout(r, 10));
+  withdrawn.abort(new Error("decided elsewhere"));
+  await assert.rejects(first, /decided elsewhere/);
+  // The next request's answer arrives through the same read: nothing typed is lost or doubled.
+  const second = prompt.decide(request("approval"), "SECOND", []);
+  await new Promise((r) => setTimeout(r, 10));
+  pending.push(new TextEncoder().encode("y\n"));
+  deliver!(2);
+  assert.deepEqual(await second, { type: "approve" });
+  assert.equal(reads, 1, "one read served both");
+  assert.ok(io.out.includes("FIRST") && io.out.includes("SECOND"));
+});
+
+Deno.test("terminalPrompt(): what was typed before a request was shown is not its answer, and the human is told", async () => {
+  const io = fakeTerminal("y\nn\n", 64);
+  const prompt = terminalPrompt(io);
+  assert.deepEqual(await prompt.decide(request("approval"), "ONE", []), { type: "approve" });
+  // "n\n" was read with the first answer: typed ahead, it does not answer the second request.
+  assert.deepEqual(await prompt.decide(request("approval"), "TWO", []), {
+    type: "reject",
+    reason: "the terminal closed",
+  });
+  assert.match(io.out, /what was typed before this request was shown is not an answer to it: n/);
 });

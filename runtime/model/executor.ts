@@ -30,6 +30,7 @@ import {
   ModelError,
   type ModelReply,
   type ModelToolCall,
+  type TokenUsage,
 } from "./model_client.ts";
 import { type ObjectMemory, RUNTIME_ACTOR } from "../memory/object_memory.ts";
 import type { MaterializerState } from "../memory/materializer.ts";
@@ -89,10 +90,20 @@ function describeRequest(request: JsonValue): string {
 }
 
 /** A command's exit code in a tool's value (`{exitCode}`), for the observer. */
-function exitCodeOf(value: JsonValue): { readonly exitCode?: number | null } {
+/** How many of a command's last output lines an event carries (a host shows fewer). */
+const TAIL_LINES = 40;
+
+function exitCodeOf(
+  value: JsonValue,
+): { readonly exitCode?: number | null; readonly tail?: string } {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return {};
-  const code = (value as { readonly [key: string]: JsonValue }).exitCode;
-  return typeof code === "number" || code === null ? { exitCode: code } : {};
+  const v = value as { readonly [key: string]: JsonValue };
+  const code = v.exitCode;
+  if (typeof code !== "number" && code !== null) return {};
+  const output = [v.stdout, v.stderr].filter((t): t is string => typeof t === "string")
+    .map((t) => t.replace(/\s+$/, "")).filter((t) => t !== "").join("\n");
+  const tail = output.split("\n").slice(-TAIL_LINES).join("\n").slice(-8_000);
+  return { exitCode: code, ...(tail === "" ? {} : { tail }) };
 }
 
 /**
@@ -104,7 +115,26 @@ export const PARKED_PREFIX = "parked: ";
 /** What a turn is doing, for a host to show (the status line of `libos agent`). */
 export type ExecutorEvent =
   | { readonly kind: "model"; readonly pid: string; readonly seq: number }
-  | { readonly kind: "tool"; readonly pid: string; readonly seq: number; readonly name: string }
+  /**
+   * The model answered: its text (untrusted: a host escapes it), and the tokens the turn was
+   * charged — the provider's figures when it gave plausible ones (`usage`), else an estimate.
+   */
+  | {
+    readonly kind: "reply";
+    readonly pid: string;
+    readonly seq: number;
+    readonly content: string | null;
+    readonly tokens: number;
+    readonly usage?: TokenUsage;
+  }
+  /** A tool is called, with the arguments the model gave (untrusted: a host escapes them). */
+  | {
+    readonly kind: "tool";
+    readonly pid: string;
+    readonly seq: number;
+    readonly name: string;
+    readonly args?: unknown;
+  }
   /**
    * A tool call's outcome: `error` when it was refused or failed; `exitCode` for a command that
    * ran (whatever its exit status).
@@ -128,6 +158,8 @@ export type ExecutorEvent =
     readonly name: string;
     readonly error?: { readonly code: string; readonly message: string };
     readonly exitCode?: number | null;
+    /** A command's last lines of output (stdout, then stderr; redacted as the result is). */
+    readonly tail?: string;
   };
 
 /** Receives {@link ExecutorEvent}s; what it throws is ignored. */
@@ -239,13 +271,19 @@ export class ModelExecutor implements ProcessDriver {
       (reply.content?.length ?? 0) + JSON.stringify(reply.toolCalls).length,
     );
     const usage = plausible(reply.usage);
-    processes.chargeTokens(
-      p.pid,
-      usage
-        ? Math.max(usage.promptTokens + usage.completionTokens, replyTokens)
-        : estimateTokens(promptChars) + replyTokens,
-    );
+    const tokens = usage
+      ? Math.max(usage.promptTokens + usage.completionTokens, replyTokens)
+      : estimateTokens(promptChars) + replyTokens;
+    processes.chargeTokens(p.pid, tokens);
     const seq = (last?.seq ?? 0) + 1;
+    this.#tell({
+      kind: "reply",
+      pid: p.pid,
+      seq,
+      content: reply.content,
+      tokens,
+      ...(usage ? { usage } : {}),
+    });
     const keep = (turn: Omit<TurnRecord, "pid" | "seq" | "unavailable">) =>
       this.#keep({ ...turn, pid: p.pid, seq, unavailable: 0 });
     if (reply.finishReason === "length") {
@@ -338,26 +376,26 @@ export class ModelExecutor implements ProcessDriver {
       });
     for (const call of reply.toolCalls) {
       if (!visible.has(call.name)) {
-        // The repair: the model is told which names exist.
-        results[call.id] = JSON.stringify({
-          ok: false,
-          error: {
-            code: "tool_not_visible",
-            message: `There is no tool named ${
-              JSON.stringify(call.name.slice(0, 64))
-            }. Your tools are: ${[...visible].join(", ")}`,
-          },
-        });
+        // The repair: the model is told which names exist (and the host sees the miss).
+        const error = {
+          code: "tool_not_visible",
+          message: `There is no tool named ${
+            JSON.stringify(call.name.slice(0, 64))
+          }. Your tools are: ${[...visible].join(", ")}`,
+        };
+        results[call.id] = JSON.stringify({ ok: false, error });
+        this.#tell({ kind: "result", pid, seq, name: call.name.slice(0, 64), error });
         continue;
       }
-      this.#tell({ kind: "tool", pid, seq, name: call.name });
+      const args = typeof call.arguments === "string"
+        ? parseArguments(call.arguments)
+        : call.arguments;
+      this.#tell({ kind: "tool", pid, seq, name: call.name, args });
       try {
         const result = await this.#o.tools.invoke(pid, {
           id: call.id,
           name: call.name,
-          arguments: typeof call.arguments === "string"
-            ? parseArguments(call.arguments)
-            : call.arguments,
+          arguments: args,
         }, ctx.signal);
         results[call.id] = result.forModel;
         this.#tell({

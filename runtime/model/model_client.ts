@@ -55,6 +55,8 @@ export type FinishReason = z.infer<typeof FinishReason>;
 export const TokenUsage = z.object({
   promptTokens: z.number().int().nonnegative(),
   completionTokens: z.number().int().nonnegative(),
+  /** What the turn cost, in the endpoint's currency (USD at OpenRouter), when it says. */
+  cost: z.number().nonnegative().optional(),
 }).strict();
 /** Tokens a turn cost. */
 export type TokenUsage = z.infer<typeof TokenUsage>;

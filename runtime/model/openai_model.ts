@@ -274,6 +274,7 @@ export class OpenAIModel implements ModelClient {
           usage: {
             promptTokens: completion.usage.prompt_tokens,
             completionTokens: completion.usage.completion_tokens,
+            ...costOf(completion.usage),
           },
         }
         : {}),
@@ -335,6 +336,7 @@ export class OpenAIModel implements ModelClient {
         usage = {
           promptTokens: chunk.usage.prompt_tokens,
           completionTokens: chunk.usage.completion_tokens,
+          ...costOf(chunk.usage),
         };
       }
       const choice = chunk.choices[0];
@@ -423,10 +425,22 @@ export class OpenAIModel implements ModelClient {
           usage: {
             promptTokens: response.usage.input_tokens,
             completionTokens: response.usage.output_tokens,
+            ...costOf(response.usage),
           },
         }
         : {}),
       model: response.model,
     };
   }
+}
+
+/**
+ * The cost an endpoint reports beside its token counts (OpenRouter's `usage.cost`; the OpenAI
+ * API reports none), when it is a plausible number.
+ */
+function costOf(usage: object): { cost?: number } {
+  const cost = (usage as { cost?: unknown }).cost;
+  return typeof cost === "number" && Number.isFinite(cost) && cost >= 0 && cost < 1e6
+    ? { cost }
+    : {};
 }

@@ -93,6 +93,25 @@ export interface FilesystemPrimitiveOptions {
    * leave part of one), a search matches the redacted text, and an edit refuses a file holding one.
    */
   readonly secrets?: readonly string[];
+  /**
+   * Told of every file a process wrote or deleted, after the change (what a host shows its user:
+   * `libos agent` prints each edit's diff, approved or not). What it throws is ignored.
+   */
+  readonly onChange?: (change: FileChange) => void;
+}
+
+/** A file a process changed, as a host is told of it. */
+export interface FileChange {
+  readonly pid: string;
+  /** Workspace-relative. */
+  readonly path: string;
+  readonly op: "create" | "write" | "delete";
+  /**
+   * A unified diff of the change (raw: a host escapes it); null when it is not shown — a secret
+   * (by its name or its content), or a file too large or not text.
+   */
+  readonly diff: string | null;
+  readonly bytes: number | null;
 }
 
 /** What an operation's body works with. */
@@ -137,6 +156,7 @@ export class FilesystemPrimitive {
   /** Secret-bearing files by path, whose current content a write's diff must not show. */
   readonly #secretPaths = globSet(SECRET_GLOBS);
   readonly limits: FilesystemLimits;
+  readonly #onChange: ((change: FileChange) => void) | undefined;
 
   /** Binds the primitive to a runtime. */
   constructor(options: FilesystemPrimitiveOptions) {
@@ -148,6 +168,7 @@ export class FilesystemPrimitive {
     this.#fs = options.provider;
     this.#workspace = options.workspace;
     this.#lock = options.lock;
+    this.#onChange = options.onChange;
     this.limits = { ...DEFAULT_FILESYSTEM_LIMITS, ...options.limits };
     this.#redactor = redactor(options.secrets ?? []);
     this.#secretBytes = Math.max(
@@ -578,6 +599,15 @@ export class FilesystemPrimitive {
     );
   }
 
+  /** Tells the host of a change; a host's display never changes what the primitive did. */
+  #changed(change: FileChange): void {
+    try {
+      this.#onChange?.(change);
+    } catch {
+      // Ignored: the change is done and audited either way.
+    }
+  }
+
   /** The current content of a file for a diff, when it is small and readable. */
   #current(absolute: string, facts: PathFacts): string | undefined {
     if (!facts.isFile || facts.size > DIFF_SOURCE_MAX) return undefined;
@@ -672,13 +702,15 @@ export class FilesystemPrimitive {
           "it changed since it was read (its sha256 differs); read it again",
         );
       }
-      const readable = existing && (ctx.decision.effect === "ask" || existing.nlink > 1)
+      const readable = existing &&
+          (ctx.decision.effect === "ask" || existing.nlink > 1 || this.#onChange !== undefined)
         ? this.#current(path.absolute, existing)
         : undefined;
       // A diff shows the human — and stores with the request, in the database — what the file
       // holds now: never for a secret (by its name, as written or resolved, or by its content).
-      const current = readable !== undefined &&
-          !this.#secretPaths.match(ctx.written) && !this.#secretPaths.match(path.relative) &&
+      const secret = this.#secretPaths.match(ctx.written) ||
+        this.#secretPaths.match(path.relative);
+      const current = readable !== undefined && !secret &&
           this.#scanner.scan(readable) === undefined
         ? readable
         : undefined;
@@ -727,6 +759,22 @@ export class FilesystemPrimitive {
         inputDigest: ctx.digest,
         detail: { bytes: data.length, created: !existing },
       });
+      if (this.#onChange) {
+        const shown = !secret && (existing ? current !== undefined : true) &&
+          this.#scanner.scan(args.content) === undefined;
+        this.#changed({
+          pid,
+          path: path.relative,
+          op: existing ? "write" : "create",
+          diff: shown
+            ? unifiedDiff(current ?? "", args.content, {
+              fromLabel: existing ? `a/${path.relative}` : "/dev/null",
+              toLabel: `b/${path.relative}`,
+            }).text
+            : null,
+          bytes: data.length,
+        });
+      }
       return { path: path.relative, bytes: data.length, sha256, created: !existing };
     });
   }
@@ -991,6 +1039,7 @@ export class FilesystemPrimitive {
           inputDigest: ctx.digest,
           detail: { deleted: true },
         });
+        this.#changed({ pid, path: path.relative, op: "delete", diff: null, bytes: facts.size });
         return { path: path.relative, deleted: true };
       },
     );
@@ -1071,6 +1120,7 @@ export class FilesystemPrimitive {
           inputDigest: ctx.digest,
           detail: { entries: entries.length },
         });
+        this.#changed({ pid, path: `${path.relative}/`, op: "delete", diff: null, bytes: null });
         return { path: path.relative, deleted: entries.length + 1 };
       },
       refuseRoot,
