@@ -8,8 +8,16 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { sandbox } from "./_cli_sandbox.ts";
-import { call, final, fixRepository, onTerminal, turn } from "./agent_fixture.ts";
+import { sandbox, task } from "./_cli_sandbox.ts";
+import {
+  call,
+  final,
+  FIX_EDIT,
+  fixRepository,
+  onTerminal,
+  RUN_TESTS,
+  turn,
+} from "./agent_fixture.ts";
 
 const ESC = "\x1b";
 
@@ -90,4 +98,66 @@ Deno.test("libos agent on a real terminal: the screen shows the model's text, an
   const sequences = screen.split(ESC).slice(1).map((rest) => rest.slice(0, 3));
   assert.deepEqual([...new Set(sequences)], sequences.length ? ["[2K"] : [], "only libos's own");
   assert.ok(!screen.includes("pwned\x07"));
+});
+
+Deno.test("before/after: a scripted survey-and-fix run through the real launcher asks only for what runs workspace code — 2 asks where every command used to ask (8)", async () => {
+  using s = sandbox();
+  fixRepository(s.workspace);
+  Deno.writeTextFileSync(join(s.workspace, "README.md"), "# mathlib\n");
+  const git = (...args: string[]) =>
+    new Deno.Command("git", {
+      args: ["-c", "user.email=t@example.invalid", "-c", "user.name=t", ...args],
+      cwd: s.workspace,
+      stdout: "null",
+      stderr: "null",
+    }).outputSync();
+  git("init", "-q");
+  git("add", "-A");
+  git("commit", "-qm", "init");
+  const sh = (...argv: string[]) => call("run_shell_command", { argv });
+  const script = join(s.workspace, "..", "survey_fix.jsonl");
+  Deno.writeTextFileSync(
+    script,
+    [
+      sh("ls", "-la"),
+      sh("cat", "README.md"),
+      sh("git", "status", "--short"),
+      sh("git", "log", "--oneline", "-5"),
+      sh("grep", "-rn", "def add", "src"),
+      call("read_text_file", { path: "tests/test_mathlib.py" }),
+      turn({ tool_calls: [RUN_TESTS] }),
+      turn({ tool_calls: [FIX_EDIT] }),
+      turn({ tool_calls: [RUN_TESTS] }),
+      sh("git", "diff", "--stat"),
+      final("Fixed add()."),
+    ].join("\n") + "\n",
+  );
+  const run = await task(
+    s.workspace,
+    s.state,
+    "libos",
+    "agent",
+    "--goal",
+    "Survey, then fix the failing test",
+    "--model",
+    `replay:${script}`,
+    "--yes",
+    "--json",
+  );
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  const doc = JSON.parse(run.stdout) as {
+    audit_summary: { asked: number; tool_calls: number; human_decisions: number };
+  };
+  assert.equal(doc.audit_summary.tool_calls, 10);
+  // The two test runs (python runs workspace code); ls, cat, git status/log/diff and grep run
+  // read-only, confined, without a person.
+  assert.equal(doc.audit_summary.asked, 2, run.stderr);
+  assert.equal(
+    run.stderr.match(/--yes approved shell\.run shell:python3 tests\/test_mathlib\.py/g)?.length,
+    2,
+  );
+  assert.equal(
+    Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")),
+    "def add(a, b):\n    return a + b\n",
+  );
 });
