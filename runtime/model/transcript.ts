@@ -137,8 +137,11 @@ const VALUE_CHARS = 600;
 /** Records that only say the ledger moved: the decision and the result say it better. */
 const QUIET = Object.freeze(["action.intent", "action.done", "tool.invoke"]);
 
-/** `pid` and its descendants, parents first. */
-function treeOf(processes: ProcessManager, pid: string): string[] {
+/**
+ * `pid` and its descendants, parents first: the processes of one run (what a launcher passes to
+ * `filesChanged` for its end-of-run summary).
+ */
+export function processTree(processes: ProcessManager, pid: string): string[] {
   const out = [pid];
   for (let i = 0; i < out.length; i++) {
     for (const child of processes.list({ parent: out[i]!, limit: 1000 })) out.push(child.pid);
@@ -245,7 +248,7 @@ export function transcript(
       } in this database; list processes with "libos ps" (or "libos sessions" for agent runs)`,
     );
   }
-  const pids = options.tree ? treeOf(source.processes, pid) : [pid];
+  const pids = options.tree ? processTree(source.processes, pid) : [pid];
   const out: TranscriptEntry[] = [];
   let turns = 0;
   let tokens = 0;
