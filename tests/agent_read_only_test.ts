@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type Sandbox, sandbox, taskWith } from "./_cli_sandbox.ts";
-import { chatEndpoint, type SentMessage } from "./agent_fixture.ts";
+import { call, chatEndpoint, final, onTerminal, type SentMessage } from "./agent_fixture.ts";
 import { hostGit, wallTestMode } from "./shell_fixture.ts";
 
 const wallMode = wallTestMode();
@@ -121,6 +121,47 @@ Deno.test({
     const human = await s.json("human", "list", "--all");
     const asked = JSON.stringify(human.doc);
     assert.ok(!asked.includes('"ls"') && !asked.includes("git status"), asked);
+  },
+});
+
+Deno.test({
+  name:
+    "libos agent on a real terminal (real bootstrap, scripted model): ls and git status run with no approval card and their output is shown; the only card is rm x's, and declining it leaves x",
+  ignore: wallMode.ignore,
+  fn: async () => {
+    using s = sandbox();
+    workspace(s.workspace);
+    const script = join(s.workspace, "..", "script.jsonl");
+    Deno.writeTextFileSync(
+      script,
+      [
+        call("run_shell_command", { argv: ["ls"] }),
+        call("run_shell_command", { argv: ["git", "status", "--short"] }),
+        call("run_shell_command", { argv: ["rm", "x"] }),
+        final("Looked around."),
+      ].join("\n") + "\n",
+    );
+    const launcher = await onTerminal(s, script, { more: ["--mode", "workspace-write"] });
+    let screen = launcher.screen;
+    try {
+      const before = screen.replaceAll("\r\n", "\n");
+      // Before the first card: both commands ran and their output is on the screen.
+      const card = before.indexOf("⚑ Approve?");
+      assert.ok(card > 0, before);
+      const ran = before.slice(0, card);
+      assert.match(ran, /run_shell_command \$ ls\n/);
+      assert.match(ran, /README\.md/);
+      assert.match(ran, /run_shell_command \$ git status --short\n/);
+      assert.match(ran, /\?\? \.env/);
+      assert.match(before.slice(card), /\$ rm x\n/, "the card is rm's");
+      const { rest, code } = await launcher.type("n\n");
+      screen += rest;
+      assert.equal(code, 0, screen);
+    } finally {
+      await launcher.close();
+    }
+    assert.equal(screen.split("⚑ Approve?").length - 1, 1, "one card: rm's");
+    assert.equal(Deno.readTextFileSync(join(s.workspace, "x")), "keep me\n", "x is still there");
   },
 });
 

@@ -455,7 +455,7 @@ export function readOnlyRefusal(argv: readonly string[]): string | null {
  * file the shield masks in the working tree is still there (`git show HEAD:.env`, or `git diff`
  * of a masked tracked file).
  */
-export const SHOWS_HISTORY: ReadonlySet<string> = new Set([
+export const SHOWS_HISTORY: readonly string[] = Object.freeze([
   "git log",
   "git diff",
   "git show",

@@ -45,6 +45,8 @@ import {
 import type { ProgramTable } from "./shell_programs.ts";
 import { readOnlyCommand } from "./_read_only_programs.ts";
 
+export { readOnlyCommand, SHOWS_HISTORY } from "./_read_only_programs.ts";
+
 /** A process's shell policy level. */
 export const ShellPolicyLevel = z.enum([
   "always_deny",

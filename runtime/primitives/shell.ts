@@ -80,13 +80,13 @@ import type { RuntimeCore } from "../audit/runtime_core.ts";
 import type { PolicyRules } from "../policy/policy_rules.ts";
 import { programName } from "../policy/shell_argv.ts";
 import { ProgramTable } from "../policy/shell_programs.ts";
-import { SHOWS_HISTORY } from "../policy/_read_only_programs.ts";
 import {
   decideShell,
   READ_ONLY,
   type ShellCapabilityAnswer,
   type ShellDecision,
   type ShellPolicyLevel,
+  SHOWS_HISTORY,
 } from "../policy/shell_policy.ts";
 import type { ShellParser } from "../policy/shell_script.ts";
 import type { WorkspaceLock } from "../base/workspace_lock.ts";
@@ -714,7 +714,7 @@ export class ShellPrimitive implements AsyncDisposable {
               // git can show what a masked secret file held, from the repository's history.
               const history = decision.commands.find((c) =>
                 c.decision === "allow" && c.reason.startsWith(READ_ONLY) &&
-                SHOWS_HISTORY.has(c.reason.slice(READ_ONLY.length))
+                SHOWS_HISTORY.includes(c.reason.slice(READ_ONLY.length))
               );
               if (history && made.mounts.masked.length > 0) {
                 withheld = `${
