@@ -310,7 +310,11 @@ export class ObjectMemory {
         "list",
         () => this.#a.namespaceRefusal(actor, ns, "list"),
       );
-      const row = this.#a.core.store.getObjectByName(ns, objectName);
+      const found = this.#a.core.store.getObjectByName(ns, objectName);
+      // A retained object is, to a process, one that is not there.
+      const row = found && !isPrivileged(actor) && this.#a.retained(found.namespace, found.oid)
+        ? undefined
+        : found;
       if (!row) throw new NotFoundError(`No object named ${JSON.stringify(objectName)} in ${ns}`);
       const read = this.#a.require(
         actor,

@@ -817,6 +817,39 @@ Deno.test("ObjectMemory retains a process's scratch objects and their links when
   }
 });
 
+Deno.test("ObjectMemory attack: a live process holding list and read on a finished process's namespace learns nothing of its retained objects — not by name, listing, query, link or handle", async () => {
+  await using f = await fixture();
+  const pm = f.rt.processes;
+  const dead = f.spawn();
+  const spy = f.spawn();
+  const kept = note(f.mem, dead, { name: "secret.plan", payload: "retained" });
+  const mine = note(f.mem, spy, { name: "mine" });
+  // The spy is handed every right over the namespace — and they work while its owner lives.
+  grantNamespace(f.rt, spy, processNamespace(dead), ["list", "create"]);
+  grantObjects(f.rt, spy, processNamespace(dead), ["read", "link"]);
+  assert.equal(f.mem.readByName(spy, processNamespace(dead), "secret.plan").payload, "retained");
+  assert.equal(f.mem.list(spy, processNamespace(dead)).length, 1);
+  pm.exit(dead);
+  assert.ok(f.rt.store.getObject(kept.oid), "retained");
+  const byName = refusal(() => f.mem.readByName(spy, processNamespace(dead), "secret.plan"));
+  const absent = refusal(() => f.mem.readByName(spy, processNamespace(dead), "no.such"));
+  assert.ok(byName instanceof NotFoundError);
+  assert.equal(
+    byName.message.replace("secret.plan", "X"),
+    absent.message.replace("no.such", "X"),
+    "the same answer as for a name that does not exist",
+  );
+  assert.deepEqual(f.mem.list(spy, processNamespace(dead)), []);
+  assert.deepEqual(f.mem.query(spy, { text: "retained" }).objects, []);
+  assert.ok(
+    refusal(() => f.mem.link(spy, mine.oid, kept.oid, "cites")) instanceof
+      CapabilityDeniedError,
+  );
+  assert.ok(refusal(() => f.mem.handle(spy, kept.oid)) instanceof CapabilityDeniedError);
+  assert.ok(refusal(() => f.mem.read(spy, kept.oid)) instanceof CapabilityDeniedError);
+  assert.deepEqual(f.rt.store.listLinks(mine.oid, 10), [], "no link was made");
+});
+
 Deno.test("ObjectMemory retains a child's scratch objects when its parent's exit terminates it", async () => {
   await using f = await fixture();
   const pm = f.rt.processes;
