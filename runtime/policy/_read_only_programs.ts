@@ -76,6 +76,8 @@ const GIT_DIFF_REFUSED: readonly Refusal[] = [
 
 /** Programs whose every invocation is read-only (no option writes a file or runs a program). */
 const PLAIN: readonly string[] = [
+  // A shell builtin in `sh -c "cd sub && ls"` (it changes only the shell's directory).
+  "cd",
   "ls",
   "dir",
   "cat",

@@ -8,6 +8,7 @@ const READ_ONLY: readonly (readonly [readonly string[], string])[] = [
   [["/usr/bin/ls", "-l"], "ls"],
   [["/bin/ls"], "ls"],
   [["dir"], "dir"],
+  [["cd", "src"], "cd"],
   [["cat", "README.md"], "cat"],
   [["cat", "-n", "--", "-o"], "cat"],
   [["tac", "a.txt"], "tac"],

@@ -80,6 +80,7 @@ Deno.test("decideShell() inside the wall allows a read-only command without aski
     [["/usr/bin/ls", "-la"], "read-only:ls"],
     [["timeout", "5", "grep", "-rn", "x", "."], "read-only:grep"],
     [["sh", "-c", "ls | wc -l"], "read-only:ls"],
+    [["sh", "-c", "cd src && git log --oneline | head -5"], "read-only:cd"],
   ];
   for (const [argv, reason] of cases) {
     const d = decideShell(readOnlyInput(argv, { scripts }));
