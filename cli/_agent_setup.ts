@@ -13,7 +13,8 @@ import { type ModeName, parseMode } from "../runtime/authority/modes.ts";
 import type { AgentProcess } from "../runtime/process/process.ts";
 import type { PolicyRules } from "../runtime/policy/policy_rules.ts";
 import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime/runtime.ts";
-import { MEMORY_DB } from "../runtime/base/state_paths.ts";
+import { MEMORY_DB, resolveWorkspace } from "../runtime/base/state_paths.ts";
+import { fileRememberer, loadRememberedGrants, type WorkspaceGrants } from "./remembered_grants.ts";
 import { type LauncherHuman, terminalHuman, yesHuman } from "./_agent_terminal.ts";
 import { lastLaunch, policyNow, recordedText } from "./_governance_store.ts";
 import { chooseModel, type ModelChoice } from "./_model_choice.ts";
@@ -30,6 +31,7 @@ import {
   rulesOf,
 } from "./_run_governance.ts";
 import { loadedPolicyOf, shellPolicyOf, toolchainsOf } from "./_run_options.ts";
+import { field } from "./_output.ts";
 
 const PRESETS: Readonly<Record<string, ModeName>> = Object.freeze({
   "read-only": "read-only",
@@ -137,6 +139,11 @@ export interface Setup {
   readonly rules: PolicyRules;
   /** Who answers parked requests here; null: nobody (`queue`, `none`). */
   readonly human: LauncherHuman | null;
+  /**
+   * The workspace's remembered grants ("allow always … for this project"), read before anything
+   * is written; null with `--no-user-config`.
+   */
+  readonly remembered: WorkspaceGrants | null;
 }
 
 /** Where the database is, as `createRuntime` takes it. */
@@ -212,10 +219,82 @@ function finish(
   chosen: ModelChoice,
   plan: GovernancePlan,
   note: (text: string) => void,
+  remembered: WorkspaceGrants | null,
 ): Setup {
   checkRecordable(plan);
   const rules = rulesOf(plan);
-  return { chosen, plan, rules, human: humanOf(io, plan.human, note) };
+  return { chosen, plan, rules, human: humanOf(io, plan.human, note), remembered };
+}
+
+/**
+ * The workspace's remembered grants (none with `--no-user-config`); says on stderr when the
+ * grants file is ignored because the configuration directory lies inside the workspace.
+ * @throws {GrantsFileError} `grants_file_invalid` for a file that cannot be read or parsed.
+ */
+function rememberedOf(parsed: ParsedArgs, io: CliIo): WorkspaceGrants | null {
+  if (flagOption(parsed, "no-user-config")) return null;
+  const workspace = resolveWorkspace(stringOption(parsed, "workspace") ?? ".", io.cwd);
+  const remembered = loadRememberedGrants(io.env, workspace);
+  if (remembered.ignored !== null) {
+    io.stderr(
+      `libos: ignoring the grants file ${
+        field(remembered.ignored, 4096)
+      }: it is inside the workspace, which the agent can write (set XDG_CONFIG_HOME outside it)\n`,
+    );
+  }
+  return remembered;
+}
+
+/**
+ * Wires the run's "allow always … for this project" answers to the user's grants file, and
+ * gives the top-level process of a new run (`fresh`) the workspace's remembered grants — each
+ * a capability issued by `user-config:<id>` (granted as actor `user-config`, audited), which
+ * processes forked in the run inherit, and which the hardline, the mode's ceiling and the rules
+ * still overrule. A resumed run keeps what it was given, less what was revoked from the file
+ * since (revoked now, audited, with every copy derived from it).
+ */
+export function applyRemembered(
+  runtime: Runtime,
+  root: string,
+  setup: Setup,
+  io: CliIo,
+  fresh: boolean,
+): void {
+  const remembered = setup.remembered;
+  const workspace = runtime.location.workspace;
+  if (remembered === null || remembered.ignored !== null) return;
+  runtime.human.rememberWith(fileRememberer(io.env, workspace));
+  const caps = runtime.authority.capabilities;
+  if (!fresh) {
+    const kept = new Set(remembered.grants.map((g) => `user-config:${g.id}`));
+    for (const cap of caps.list(root)) {
+      if (cap.revokedAt !== null || !cap.issuer.startsWith("user-config:")) continue;
+      if (!kept.has(cap.issuer)) caps.revoke(cap.id, "user-config");
+    }
+    return;
+  }
+  if (remembered.grants.length === 0) return;
+  const applied = runtime.store.step(() =>
+    remembered.grants.map((g) => ({
+      grant: g.id,
+      capability: caps.grant({
+        subject: root,
+        resource: g.resource,
+        rights: [...g.rights],
+        effect: "allow",
+        issuer: `user-config:${g.id}`,
+      }, "user-config").id,
+    }))
+  );
+  runtime.audit.append({
+    actor: "user-config",
+    pid: root,
+    action: "grants.apply",
+    resource: `process:${root}`,
+    decision: "none",
+    authority: "user-config",
+    detail: { file: remembered.path, workspace, applied },
+  });
 }
 
 /**
@@ -234,7 +313,14 @@ export function launchSetup(
     toolchains: toolchainsOf(parsed, io),
   });
   const terminal = io.terminal?.isTerminal() ?? false;
-  return finish(io, chosen, launchGovernance(flags, { mode: DEFAULT_MODE, terminal }), note);
+  const remembered = rememberedOf(parsed, io);
+  return finish(
+    io,
+    chosen,
+    launchGovernance(flags, { mode: DEFAULT_MODE, terminal }),
+    note,
+    remembered,
+  );
 }
 
 /** `--model` as given, else the one the run was launched with. */
@@ -299,7 +385,7 @@ export async function resumeSetup(
     });
     const mode = parseRecordedMode(last.mode);
     const plan = launchGovernance(flags, { mode, terminal });
-    return finish(io, chosen, { ...plan, recorded: false }, context.note);
+    return finish(io, chosen, { ...plan, recorded: false }, context.note, rememberedOf(parsed, io));
   }
   const recordedPaths = new Set(stored.policies.map((p) => p.path));
   const flags = flagsOf(parsed, call, chosen, {
@@ -318,7 +404,13 @@ export async function resumeSetup(
     widen: call.widen,
     policyFrom: call.policyFrom,
   });
-  return finish(io, chosen, plan, context.note);
+  return finish(
+    io,
+    chosen,
+    plan,
+    context.note,
+    rememberedOf({ ...parsed, values: { ...parsed.values, "no-user-config": false } }, io),
+  );
 }
 
 /**

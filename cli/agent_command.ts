@@ -31,6 +31,7 @@ import { OPERATOR_ACTOR } from "../runtime/memory/object_memory.ts";
 import { type AgentProcess, isFinal } from "../runtime/process/process.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
 import {
+  applyRemembered,
   type Invocation,
   invocation,
   launchSetup,
@@ -517,6 +518,7 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
   lifecycleFor(runtime, { sandbox, validator });
   const { root, plan } = launch(runtime, parsed, call, setup, held);
   // "Allow always … for this project": kept in the user's grants file, applied to a new run.
+  applyRemembered(runtime, root.pid, setup, io, call.resume === undefined);
   // What a resume changed is shown (and was audited with agent.resume), --json or not.
   for (const line of describeChanges(plan, root.pid)) {
     io.stderr(`libos agent: ${field(line, 8192)}\n`);

@@ -159,6 +159,16 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   ) {
     if (file !== "-" && file.trim() !== "") grant(resolve(facts.cwd, file), false);
   }
+  // The remembered grants file ("allow always … for this project") and the temporary file it is
+  // written through: an agent run (its prompt may remember an answer) may write those two files
+  // only; `human approve` and `grants`, which run no agent, may also make the directory.
+  const [first, second] = facts.args.filter((a) => !a.startsWith("-"));
+  if (config && (first === "grants" || (first === "human" && second === "approve"))) {
+    grant(config);
+  } else if (config && first === "agent") {
+    grant(join(config, "grants.jsonc"));
+    grant(join(config, "grants.jsonc.tmp"));
+  }
   // `jit check FILE...`: read on each file it names (every word after the command words that is
   // not an option; an option's value read by mistake is only a read grant on a missing path),
   // and on libos's own jit/ directory: Deno reads a Worker's modules as files.

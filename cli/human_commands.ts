@@ -12,6 +12,7 @@ import {
   GrantScope,
   type HumanRequest,
   HumanRequestStatus,
+  Remember,
 } from "../runtime/human/human_request.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import {
@@ -25,6 +26,7 @@ import {
 } from "./_options.ts";
 import { field, say } from "./_output.ts";
 import { openRuntime } from "./_workspace.ts";
+import { fileRememberer } from "./remembered_grants.ts";
 
 /** Who a decision made here is recorded as. */
 const BY = "human:cli";
@@ -101,8 +103,13 @@ function alwaysText(runtime: Runtime, request: HumanRequest): string[] {
   return [
     "",
     `Approve once: libos human approve ${request.id}`,
-    "Allow always (mints a standing, revocable capability for this process; shown before it exists):",
+    "Allow always (mints a standing, revocable capability; shown before it exists):",
     ...options.map((o) => `  --always ${o.scope.padEnd(7)}  ${field(o.description, 400)}`),
+    "How far it holds (with --always):",
+    "  --remember run      this run: its top-level process and every process of it (the default)",
+    "  --remember project  this run, and every later libos agent run in this workspace (kept in",
+    '                      your config, not the workspace; "libos grants list" shows it)',
+    "  --remember process  the asking process only",
     `Reject: libos human reject ${request.id} [--reason TEXT]`,
   ];
 }
@@ -135,11 +142,35 @@ async function approve(parsed: ParsedArgs, io: CliIo): Promise<number> {
     }
     always = scope.data;
   }
+  const rememberRaw = stringOption(parsed, "remember");
+  let remember: Remember | undefined;
+  if (rememberRaw !== undefined) {
+    const parsedRemember = Remember.safeParse(rememberRaw);
+    if (!parsedRemember.success) {
+      throw new UsageError(
+        `--remember must be one of ${Remember.options.join(", ")}, got ${
+          JSON.stringify(rememberRaw)
+        }`,
+      );
+    }
+    if (always === undefined) {
+      throw new UsageError(
+        `--remember applies to an allow-always answer; give --always SCOPE too ("libos human show ${id}" lists them)`,
+      );
+    }
+    remember = parsedRemember.data;
+  }
   await using runtime = await openRuntime(parsed, io, "write");
+  runtime.human.rememberWith(fileRememberer(io.env, runtime.location.workspace));
   const option = always === undefined
     ? undefined
     : runtime.human.alwaysOptions(runtime.human.get(id!)).find((o) => o.scope === always);
-  const decided = runtime.human.approve(id!, { by: BY, ...(always ? { always } : {}) });
+  const decided = runtime.human.approve(id!, {
+    by: BY,
+    ...(always ? { always } : {}),
+    ...(remember ? { remember } : {}),
+  });
+  const reach = decided.response?.remember;
   const minted = decided.response?.capabilities ?? [];
   return say(
     io,
@@ -151,6 +182,23 @@ async function approve(parsed: ParsedArgs, io: CliIo): Promise<number> {
         decided.kind === "approval" ? "the approved action run once" : "the granted permission"
       } at its next quantum.`,
       ...(option ? [`Allow always: ${field(option.description, 400)}.`] : []),
+      ...(reach === "run" || reach === "project"
+        ? [
+          `It holds for the whole run of ${
+            field(decided.pid)
+          } (its top-level process and every process of it)${
+            reach === "project"
+              ? `, and for every later libos agent run in ${
+                field(runtime.location.workspace, 4096)
+              }: remembered as ${
+                field(decided.response?.remembered ?? "")
+              } (libos grants list; libos grants revoke ${
+                field(decided.response?.remembered ?? "")
+              })`
+              : ""
+          }.`,
+        ]
+        : []),
       `Capabilities minted: ${minted.join(", ") || "none"}.`,
     ].join("\n"),
   );
@@ -235,13 +283,19 @@ what each would grant.`,
 export const humanApproveCommand: Command = {
   name: "human approve",
   summary: "approve a pending action or permission request",
-  usage: `Usage: libos human approve ID [--always exact|path|subtree] [--json]
+  usage:
+    `Usage: libos human approve ID [--always exact|prefix|path|subtree [--remember run|project|process]] [--json]
 
 Approves this one action: a one-shot grant bound to its digest, so only exactly the action
 shown runs — once, when the process resumes (a running runtime notices within a moment; a
 stopped one on its next start). --always also mints a standing, revocable capability of that
-scope for the process ("libos human show ID" lists what each scope grants).`,
-  options: ["always"],
+scope ("libos human show ID" lists what each scope grants). --remember says how far it holds:
+run (the default) — the run's top-level process and every process of it, those forked later
+included; project — the run, and every later "libos agent" run in this workspace (kept in
+grants.jsonc in your configuration directory, never in the workspace; listed by "libos grants
+list", removed by "libos grants revoke ID"); process — the asking process only. A remembered
+grant is a capability: the hardline, the mode's ceiling and the rules still overrule it.`,
+  options: ["always", "remember"],
   positionals: ["ID"],
   run: approve,
 };

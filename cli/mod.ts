@@ -20,6 +20,7 @@ import { gcCommand } from "./gc_command.ts";
 import { demoCommand } from "./demo_command.ts";
 import { initCommand } from "./init_command.ts";
 import { capsCommand, grantCommand, revokeCommand } from "./capability_commands.ts";
+import { grantsListCommand, grantsRevokeCommand } from "./grants_command.ts";
 import {
   humanAnswerCommand,
   humanApproveCommand,
@@ -82,6 +83,8 @@ const COMMANDS: readonly Command[] = [
   capsCommand,
   grantCommand,
   revokeCommand,
+  grantsListCommand,
+  grantsRevokeCommand,
   humanListCommand,
   humanShowCommand,
   humanApproveCommand,

@@ -1575,6 +1575,8 @@ const NOT_DECISIONS: Readonly<Record<string, string>> = {
     "the runtime's expiry of unanswered requests (audited as human.expire, deny)",
   "HumanChannel.awaitResolution": "waits for a human's decision (recorded by approve/reject)",
   "HumanChannel.resume": "re-dispatches an approved action through its primitive (its row)",
+  "HumanChannel.rememberWith":
+    "wiring: where project answers are kept (human.approve records what was remembered)",
   "Checkpoints.list": "the operator's read",
   "Checkpoints.get": "the operator's read",
   "Checkpoints.diff": "the operator's read",
