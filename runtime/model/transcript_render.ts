@@ -96,7 +96,7 @@ function entryLines(e: TranscriptEntry): string[] {
         : "";
       const exit = typeof e.detail?.exitCode === "number" ? ` (exit ${e.detail.exitCode})` : "";
       return [
-        `  ${e.effect === "none" ? "event" : "decision"}: ${one(e.effect)} ${one(e.action)} ${
+        `  ${e.effect === "none" ? "event:" : `decision: ${one(e.effect)}`} ${one(e.action)} ${
           one(e.resource, 500)
         }${exit} by ${one(e.authority, 500)}${who}  [#${e.auditSeq}]`,
       ];
