@@ -154,6 +154,17 @@ Deno.test("collectRetained(): a finished child whose parent lives is kept; --kee
   clock.advance(60_000);
   rt.processes.exit(young);
   clock.advance(60_000);
+  // A tree another runner holds is left alone, whatever the policy.
+  const busy = collectRetained(rt, rt.processes, {
+    olderThanMs: 0,
+    keepBytes: 0,
+    dryRun: false,
+    busy: (pid) => pid === old || pid === young,
+  });
+  assert.deepEqual(busy.removed, []);
+  assert.deepEqual(busy.skipped.map((e) => e.reason).sort(), ["busy", "busy", "parent_live"]);
+  assert.equal(busy.auditSeq, null, "nothing removed, nothing audited");
+  assert.equal(rt.store.namespaceUsage(processNamespace(old)).objects, 1);
   const first = collectRetained(rt, rt.processes, { olderThanMs: 0, dryRun: true });
   assert.deepEqual(first.skipped.map((e) => [e.pid, e.reason]), [[child, "parent_live"]]);
   assert.deepEqual(first.removed.map((e) => e.pid).sort(), [old, young].sort());
