@@ -1575,6 +1575,8 @@ const NOT_DECISIONS: Readonly<Record<string, string>> = {
     "the runtime's expiry of unanswered requests (audited as human.expire, deny)",
   "HumanChannel.awaitResolution": "waits for a human's decision (recorded by approve/reject)",
   "HumanChannel.resume": "re-dispatches an approved action through its primitive (its row)",
+  "HumanChannel.stating":
+    "carries the model's stated reason to an approval request (the request's own record)",
   "HumanChannel.rememberWith":
     "wiring: where project answers are kept (human.approve records what was remembered)",
   "Checkpoints.list": "the operator's read",
