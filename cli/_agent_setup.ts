@@ -262,8 +262,10 @@ export function applyRemembered(
 ): void {
   const remembered = setup.remembered;
   const workspace = runtime.location.workspace;
-  if (remembered === null || remembered.ignored !== null) return;
+  if (remembered === null) return;
+  // Wired even when the file is ignored: a project answer then says why it cannot be kept.
   runtime.human.rememberWith(fileRememberer(io.env, workspace));
+  if (remembered.ignored !== null) return;
   const caps = runtime.authority.capabilities;
   if (!fresh) {
     const kept = new Set(remembered.grants.map((g) => `user-config:${g.id}`));

@@ -283,7 +283,7 @@ Deno.test("a malformed grants file refuses libos agent with grants_file_invalid 
 
 Deno.test("a remembered grant is a capability: it does not lift the mode's ceiling (a delete in workspace-write still asks), a --deny or a deny rule of the user's policy", async () => {
   using s = sandbox();
-  const script = fixture(s.workspace);
+  fixture(s.workspace);
   const env = configOf(s);
   Deno.writeTextFileSync(join(s.workspace, "notes.txt"), "keep me");
   Deno.mkdirSync(join(env.XDG_CONFIG_HOME, "libos"), { recursive: true });
@@ -417,4 +417,73 @@ Deno.test("bootstrap permissionFlags(): an agent run may write the grants file a
   for (const args of [["human", "list"], ["init"], ["run", "pid_0123456789ab"], ["caps", "p"]]) {
     assert.deepEqual(writes(...args), [], args.join(" "));
   }
+});
+
+Deno.test("libos agent --resume: a remembered grant revoked from the file since the launch is revoked as the run resumes (audited), and the command asks again", async () => {
+  using s = sandbox();
+  fixture(s.workspace);
+  const env = configOf(s);
+  Deno.writeTextFileSync(join(s.workspace, "notes.txt"), "old");
+  Deno.mkdirSync(join(env.XDG_CONFIG_HOME, "libos"), { recursive: true });
+  const id = "grant_00000000000c";
+  Deno.writeTextFileSync(
+    grantsFile(env),
+    JSON.stringify({
+      version: 1,
+      workspaces: {
+        [s.workspace]: [{
+          id,
+          resource: { type: "shell", argv: TEST_ARGV, scope: "exact" },
+          rights: ["execute"],
+          scope: "exact",
+        }],
+      },
+    }),
+  );
+  // The run parks on a delete first (the mode's ceiling asks), then runs the test.
+  const script = join(s.workspace, "..", "park.jsonl");
+  Deno.writeTextFileSync(
+    script,
+    [
+      call("delete_file", { path: "notes.txt" }),
+      turn({ tool_calls: [RUN_TESTS] }),
+      final("done"),
+    ].join("\n") + "\n",
+  );
+  const first = await agent(s, env, script);
+  assert.equal(first.status, 3);
+  const caps = await cli(s, { env }, "caps", first.doc.pid);
+  assert.match(
+    caps.stdout,
+    new RegExp(`shell:python3 tests/test_mathlib\\.py\\s+execute.*user-config:${id}`),
+  );
+  assert.equal((await json(s, env, "grants", "revoke", id)).status, 0);
+  const approved = await cli(s, { env }, "human", "approve", first.doc.waiting!.request);
+  assert.equal(approved.status, 0, approved.stderr);
+  const resumed = await cli(
+    s,
+    { env },
+    "agent",
+    "--resume",
+    first.doc.pid,
+    "--human",
+    "queue",
+    "--json",
+  );
+  assert.equal(resumed.status, 3, "the test run asks again");
+  const doc = JSON.parse(resumed.stdout) as AgentDoc;
+  const waiting = (await json(s, env, "human", "show", doc.waiting!.request)).doc
+    .request as HumanRequest;
+  assert.deepEqual(waiting.approval?.argv, TEST_ARGV);
+  const revoked = await json(
+    s,
+    env,
+    "audit",
+    "query",
+    "--action",
+    "capability.revoke",
+    "--actor",
+    "user-config",
+  );
+  assert.equal((revoked.doc.records as unknown[]).length, 1);
 });

@@ -453,7 +453,7 @@ export class RequestBook {
     if (remember === "project") {
       if (!this.#rememberer) {
         throw new ValidationError(
-          `This runtime cannot remember a grant for the project (no user configuration is wired); approve with remember "run" or "process"; nothing was approved`,
+          `This runtime cannot remember a grant for the project: no user configuration is wired (libos agent --no-user-config, or a runtime embedded without one); approve with remember "run" or "process"; nothing was approved`,
         );
       }
       this.#rememberer.check();
