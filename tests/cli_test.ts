@@ -608,7 +608,14 @@ Deno.test("bootstrap permissionFlags() for libos agent: the endpoint of its defa
   for (const dir of ["/usr/bin", "/bin", "/usr/local/bin", "/opt/deno/bin/deno"]) {
     assert.ok(read.includes(dir), `read on ${dir}`);
   }
-  assert.deepEqual(value(byDefault, "write"), ["/w", "/home/u/.local/state/libos", "/tmp"]);
+  assert.deepEqual(value(byDefault, "write"), [
+    "/w",
+    "/home/u/.local/state/libos",
+    "/tmp",
+    // The remembered grants file and its temporary file ("allow always … for this project").
+    "/home/u/.config/libos/grants.jsonc",
+    "/home/u/.config/libos/grants.jsonc.tmp",
+  ]);
   const scripted = permissionFlags({
     args: ["agent", "--goal", "fix it", "--model", "replay:/s/script.jsonl"],
     cwd: "/w",
