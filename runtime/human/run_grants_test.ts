@@ -10,10 +10,20 @@ import { CapabilityDeniedError, HumanPendingError, ValidationError } from "../ba
 import type { HumanRequest } from "./human_request.ts";
 import type { Capability } from "../authority/capability.ts";
 import { createRuntime, type Runtime } from "../runtime.ts";
-import { type Sandbox, sandbox } from "../../tests/_cli_sandbox.ts";
 import type { Rememberer } from "./human_channel.ts";
 
-function open(s: Sandbox): Promise<Runtime> {
+/** A scratch workspace and state directory, removed when disposed. */
+function sandbox(): { readonly workspace: string; readonly state: string } & Disposable {
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-run-grants-" }));
+  Deno.mkdirSync(join(root, "ws"));
+  return {
+    workspace: join(root, "ws"),
+    state: join(root, "state"),
+    [Symbol.dispose]: () => Deno.removeSync(root, { recursive: true }),
+  };
+}
+
+function open(s: { readonly workspace: string; readonly state: string }): Promise<Runtime> {
   return createRuntime({
     workspace: s.workspace,
     env: { get: (name) => name === "XDG_STATE_HOME" ? s.state : undefined },
