@@ -27,6 +27,7 @@ import { executorFor, PARKED_PREFIX } from "../runtime/model/executor.ts";
 import type { HumanRequest } from "../runtime/human/human_request.ts";
 import type { HumanDecision } from "../runtime/human/human_channel.ts";
 import { UsageError } from "../runtime/base/errors.ts";
+import { filesChanged, renderFilesChanged } from "../runtime/model/files_changed.ts";
 import { OPERATOR_ACTOR } from "../runtime/memory/object_memory.ts";
 import { type AgentProcess, isFinal } from "../runtime/process/process.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
@@ -389,7 +390,9 @@ function report(
 ): number {
   const { root, parked, interrupted } = end;
   const pid = root.pid;
-  const summary = auditSummary(runtime, treeProcesses(runtime, pid).map((p) => p.pid));
+  const pids = treeProcesses(runtime, pid).map((p) => p.pid);
+  const summary = auditSummary(runtime, pids);
+  const changed = filesChanged(runtime.audit, pids);
   const result = resultOf(runtime, root);
   // A process of the run its model endpoint parked: resumable once the endpoint answers.
   const model = isFinal(root.status)
@@ -418,6 +421,7 @@ function report(
       interrupted,
       db: dbPath,
       audit_summary: summary,
+      files_changed: changed,
     });
     return status;
   }
@@ -453,6 +457,10 @@ function report(
       } while ${root.status}; continue with "libos agent --resume ${pid}".`,
     );
   }
+  // What the run changed, every run: writes and deletes from the audit log, and the commands.
+  lines.push(
+    ...renderFilesChanged(changed).map((l, i) => i === 0 ? l[0]!.toUpperCase() + l.slice(1) : l),
+  );
   lines.push(
     `Audit: ${summary.records} records for this run (${summary.tool_calls} tool calls, ${summary.denied} denied, ${summary.asked} asked, ${summary.human_decisions} human decisions); chain ${
       summary.chain_verified ? "verified" : "NOT verified (run libos audit verify)"
@@ -600,8 +608,8 @@ outcome (a refusal with its reason, a command's exit code and the tail of its ou
 of every file written (approved or not) and each turn's tokens (and cost when the endpoint
 reports it), under a live status line on a terminal. -q/--quiet shows only failures and what
 needs a person; -v/--verbose shows every block uncut. It ends with the final report: status,
-result, an audit summary. --json prints one document:
-{pid, status, message, result, waiting, interrupted, db, audit_summary}.
+result, the files changed, an audit summary. --json prints one document:
+{pid, status, message, result, waiting, interrupted, db, audit_summary, files_changed}.
 
 Ctrl-C lets the turns in flight finish and stops there (exit 130, resumable); a second Ctrl-C,
 or one at a prompt, stops at once.

@@ -1598,6 +1598,8 @@ const NOT_DECISIONS: Readonly<Record<string, string>> = {
   "ToolBroker.dropJit": "the runtime's, at an exec or a finish",
   "ToolBroker.builtins": "a lookup",
   "ToolBroker.visible": "a lookup",
+  "ToolBroker.keepResumed":
+    "stores the outcome of an action its own records already decided (an approved call's result)",
   "ToolBroker.schemas": "a lookup",
   "JitToolLifecycle.dispatch": "re-runs an approved registration through register (its row)",
   "JitToolLifecycle.restore": "puts back registrations already decided, after a restart",

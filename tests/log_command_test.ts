@@ -76,6 +76,8 @@ Deno.test("libos log through the launcher: the whole transcript of a finished ru
   );
   assert.match(text, /result of read_text_file: ok/);
   assert.match(text, /result of run_shell_command: exit 1/, "the first test run failed");
+  assert.ok(!text.includes("its output was not stored"), "an approved command's output is kept");
+  assert.match(text, /AssertionError|FAILED|Error/, "the failing run's output is in the log");
   assert.match(text, /diff of src\/mathlib.py/);
   assert.match(text, /│ -return a \+ b \+ 1/);
   assert.match(text, /│ \+return a \+ b/);
@@ -112,7 +114,8 @@ Deno.test("libos log through the launcher: the whole transcript of a finished ru
     const kinds = db.prepare(
       "SELECT type, count(*) AS n FROM objects WHERE namespace = ? GROUP BY type ORDER BY type",
     ).all(`process:${pid}`).map((r) => `${r.type}:${r.n}`);
-    assert.deepEqual(kinds, ["checkpoint:1", "model.final:1", "model.turn:5", "tool.result:3"]);
+    // Every call's result, the one that waited on the human (--yes) included.
+    assert.deepEqual(kinds, ["checkpoint:1", "model.final:1", "model.turn:5", "tool.result:4"]);
     const retained = db.prepare("SELECT since, removed FROM retained WHERE pid = ?").get(pid);
     assert.equal(typeof retained?.since, "number");
     assert.equal(retained?.removed, null);

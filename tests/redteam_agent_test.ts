@@ -29,8 +29,15 @@ function script(s: Sandbox, name: string, turns: string[]): string {
 }
 
 /** Asserts that nothing raw that could drive a terminal is in `text`. */
-function assertInert(text: string, where: string, options: { statusLine?: boolean } = {}): void {
+function assertInert(
+  text: string,
+  where: string,
+  options: { statusLine?: boolean; colors?: boolean } = {},
+): void {
   let rest = options.statusLine ? text.replaceAll(CLEAR_LINE, "") : text;
+  // The launcher's own paint (bold, dim, green, red, yellow, cyan and their resets), only where
+  // colour is on.
+  if (options.colors) rest = rest.replace(/\x1b\[(?:1|22|2|31|32|33|36|39)m/g, "");
   // A real pseudo-terminal turns each LF into CR LF.
   rest = rest.replaceAll("\r\n", "\n");
   for (
@@ -148,17 +155,19 @@ function hostileRun(s: Sandbox): string {
   ]);
 }
 
-for (const stderrIsTerminal of [false, true]) {
+for (
+  const [stderrIsTerminal, colors] of [[false, false], [true, false], [true, true]] as const
+) {
   Deno.test(
     `attack: terminal injection through human_output, a --yes note, the final answer, the goal and the script's name (stderr ${
-      stderrIsTerminal ? "a terminal" : "not a terminal"
+      stderrIsTerminal ? `a terminal, ${colors ? "in colour" : "NO_COLOR"}` : "not a terminal"
     }) — everything is shown escaped`,
     async () => {
       using s = sandbox();
       const model = hostileRun(s);
       const run = await cli(
         s,
-        { stderrIsTerminal, columns: 200 },
+        { stderrIsTerminal, columns: 200, ...(colors ? {} : { env: { NO_COLOR: "1" } }) },
         "agent",
         "--goal",
         `goal ${HOSTILE}`,
@@ -168,7 +177,8 @@ for (const stderrIsTerminal of [false, true]) {
       );
       assert.equal(run.status, 0, run.stdout + run.stderr);
       assertInert(run.stdout, "stdout");
-      assertInert(run.stderr, "stderr", { statusLine: stderrIsTerminal });
+      assertInert(run.stderr, "stderr", { statusLine: stderrIsTerminal, colors });
+      if (!colors) assert.ok(!run.stderr.replaceAll(CLEAR_LINE, "").includes("\x1b"), "no colour");
       if (!stderrIsTerminal) {
         assert.ok(!run.stderr.includes(CLEAR_LINE), "no status line where stderr is no terminal");
       } else {
@@ -215,7 +225,7 @@ Deno.test("attack: terminal injection through tool names the model invents (stat
     );
     assert.equal(run.status, 1, run.stdout + run.stderr);
     assertInert(run.stdout, "stdout");
-    assertInert(run.stderr, "stderr", { statusLine: stderrIsTerminal });
+    assertInert(run.stderr, "stderr", { statusLine: stderrIsTerminal, colors: stderrIsTerminal });
     assert.match(run.stdout, /: failed — invalid_tool_name: /);
     assert.ok(run.stdout.includes(String.raw`(read_text_file\x1B]0;pwned\x07`), run.stdout);
   }
@@ -245,9 +255,9 @@ Deno.test("attack: terminal injection in an interactive prompt — a question an
   );
   assert.equal(run.status, 0, run.stdout + run.stderr + terminal.screen());
   const screen = terminal.screen();
-  assertInert(screen, "the terminal");
+  assertInert(screen, "the terminal", { colors: true });
   assertInert(run.stdout, "stdout");
-  assertInert(run.stderr, "stderr", { statusLine: true });
+  assertInert(run.stderr, "stderr", { statusLine: true, colors: true });
   assert.ok(screen.includes(`Q ${HOSTILE_SHOWN}`), screen);
   assert.ok(screen.includes(`R ${HOSTILE_SHOWN}`), screen);
   await using runtime = await open(s);
@@ -791,7 +801,17 @@ Deno.test("attack: the exit status table — exited 0, failed (replay_exhausted)
       assert.equal(doc.status, status, name);
       assert.deepEqual(
         Object.keys(doc).sort(),
-        ["audit_summary", "db", "interrupted", "message", "pid", "result", "status", "waiting"],
+        [
+          "audit_summary",
+          "db",
+          "files_changed",
+          "interrupted",
+          "message",
+          "pid",
+          "result",
+          "status",
+          "waiting",
+        ],
       );
       assert.equal(doc.waiting === null, code !== 3, name);
       // Under --json, no status line (it would interleave with a prompt or a reader of stderr).

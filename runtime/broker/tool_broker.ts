@@ -409,6 +409,18 @@ export class ToolBroker {
     };
   }
 
+  /**
+   * Keeps the outcome of a call that waited on a human (an approved command run on resume) as
+   * the call's `tool.result`, as a call that ran at once keeps its result: what `libos log` shows.
+   */
+  keepResumed(
+    pid: string,
+    call: { readonly name: string; readonly id?: string },
+    outcome: { ok: true; value: JsonValue } | { ok: false; error: ErrorInfo },
+  ): ToolResult {
+    return this.#stored(pid, call.name, call.id, outcome);
+  }
+
   /** Stores the result as an immutable `tool.result` object and caps what the model sees. */
   #stored(
     pid: string,

@@ -55,6 +55,8 @@ export interface TurnRecord {
   readonly invalidNames: number;
   /** Consecutive turns the model could not be reached. */
   readonly unavailable: number;
+  /** The tokens the turn was charged (absent in turns kept before libos recorded them). */
+  readonly tokens?: number;
 }
 
 /** What the executor needs. */
@@ -224,6 +226,16 @@ export class ModelExecutor implements ProcessDriver {
       // The call the last quantum ended on (an approval) has its outcome now.
       const call = last?.toolCalls.find((c) => !Object.hasOwn(last.results, c.id));
       const outcome = ctx.resumed.outcome;
+      if (call) {
+        // Kept like any call's result (the human-approved command's output is reviewable).
+        tools.keepResumed(
+          p.pid,
+          { name: call.name, ...(call.id === undefined ? {} : { id: call.id }) },
+          outcome.ok
+            ? { ok: true, value: outcome.value }
+            : { ok: false, error: { code: outcome.error.code, message: outcome.error.message } },
+        );
+      }
       this.#tell({
         kind: "result",
         pid: p.pid,
@@ -285,7 +297,7 @@ export class ModelExecutor implements ProcessDriver {
       ...(usage ? { usage } : {}),
     });
     const keep = (turn: Omit<TurnRecord, "pid" | "seq" | "unavailable">) =>
-      this.#keep({ ...turn, pid: p.pid, seq, unavailable: 0 });
+      this.#keep({ ...turn, pid: p.pid, seq, unavailable: 0, tokens });
     if (reply.finishReason === "length") {
       // A cut reply's tool calls may be cut too: none runs.
       keep({
@@ -330,7 +342,7 @@ export class ModelExecutor implements ProcessDriver {
         return { type: "exit", message };
       }
     }
-    return await this.#runCalls(ctx, reply, seq, last);
+    return await this.#runCalls(ctx, reply, seq, last, tokens);
   }
 
   /** Runs a reply's tool calls in order; what ends the quantum ends it after the turn is kept. */
@@ -339,6 +351,7 @@ export class ModelExecutor implements ProcessDriver {
     reply: ModelReply,
     seq: number,
     last: TurnRecord | undefined,
+    tokens: number,
   ): Promise<QuantumResult> {
     const pid = ctx.process.pid;
     const visible = new Set(this.#o.tools.schemas(pid).map((t) => t.name));
@@ -353,6 +366,7 @@ export class ModelExecutor implements ProcessDriver {
         results: {},
         invalidNames: invalid,
         unavailable: 0,
+        tokens,
       });
       return {
         type: "fail",
@@ -373,6 +387,7 @@ export class ModelExecutor implements ProcessDriver {
         results,
         invalidNames: invalid,
         unavailable: 0,
+        tokens,
       });
     for (const call of reply.toolCalls) {
       if (!visible.has(call.name)) {
