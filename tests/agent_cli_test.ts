@@ -277,7 +277,10 @@ Deno.test("libos agent in a terminal: the human sees each request escaped, an ed
   );
   assert.equal(run.status, 0, run.stdout + run.stderr + terminal.screen());
   const screen = terminal.screen();
-  assert.equal(screen.match(/⚑ Approve\? · process pid_[0-9a-f]{12} · request hreq_[0-9a-f]{12}/g)?.length, 3);
+  assert.equal(
+    screen.match(/⚑ Approve\? · process pid_[0-9a-f]{12} · request hreq_[0-9a-f]{12}/g)?.length,
+    3,
+  );
   assert.match(screen, /\n {2}\$ \S+ .*tests\/test_mathlib\.py\n/);
   // The diff of the edit, and the hostile bytes only as visible escapes.
   assert.match(screen, /-\s+return a \+ b \+ 1/);
@@ -335,13 +338,19 @@ Deno.test("libos agent killed at its terminal prompt: --resume shows the same re
   let screen: string;
   try {
     screen = launcher.screen;
-    assert.match(screen, /⚑ Approve\? · process pid_[0-9a-f]{12} · request hreq_[0-9a-f]{12}/, screen);
+    assert.match(
+      screen,
+      /⚑ Approve\? · process pid_[0-9a-f]{12} · request hreq_[0-9a-f]{12}/,
+      screen,
+    );
     // Killed while the human reads the request.
     launcher.kill();
   } finally {
     await launcher.close();
   }
-  const request = /⚑ Approve\? · process pid_[0-9a-f]{12} · request (hreq_[0-9a-f]{12})/.exec(screen)![1]!;
+  const request = /⚑ Approve\? · process pid_[0-9a-f]{12} · request (hreq_[0-9a-f]{12})/.exec(
+    screen,
+  )![1]!;
   const sessions = await s.json("sessions");
   const [session] = sessions.doc.sessions as { pid: string; status: string }[];
   assert.equal(session?.status, "waiting_human", "parked on the request it was showing");
@@ -466,7 +475,10 @@ Deno.test("libos agent: a second launcher on a run another launcher is running i
   const script = fixture(s.workspace);
   const launcher = await onTerminal(s, script);
   try {
-    assert.match(launcher.screen, /⚑ Approve\? · process pid_[0-9a-f]{12} · request hreq_[0-9a-f]{12}/);
+    assert.match(
+      launcher.screen,
+      /⚑ Approve\? · process pid_[0-9a-f]{12} · request hreq_[0-9a-f]{12}/,
+    );
     const pid = ((await s.json("sessions")).doc.sessions as { pid: string }[])[0]!.pid;
     const before = (await s.json("human", "list")).doc.requests;
     const second = await resumeThroughBootstrap(s, pid, script, "--yes", "--json");
@@ -667,7 +679,10 @@ Deno.test("libos agent on a real terminal: Ctrl-C at the prompt stops it at once
   const script = fixture(s.workspace);
   const launcher = await onTerminal(s, script);
   try {
-    assert.match(launcher.screen, /⚑ Approve\? · process pid_[0-9a-f]{12} · request (hreq_[0-9a-f]{12})/);
+    assert.match(
+      launcher.screen,
+      /⚑ Approve\? · process pid_[0-9a-f]{12} · request (hreq_[0-9a-f]{12})/,
+    );
     const { rest, code } = await launcher.type("\x03");
     assert.equal(code, 130, rest);
     assert.match(rest, /stopped; continue with "libos agent --resume pid_[0-9a-f]{12}"/);
