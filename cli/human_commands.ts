@@ -184,9 +184,9 @@ async function approve(parsed: ParsedArgs, io: CliIo): Promise<number> {
       ...(option ? [`Allow always: ${field(option.description, 400)}.`] : []),
       ...(reach === "run" || reach === "project"
         ? [
-          `It holds for the whole run of ${
+          `It holds for the whole run ${
             field(decided.pid)
-          } (its top-level process and every process of it)${
+          } is part of (its top-level process and every process of it)${
             reach === "project"
               ? `, and for every later libos agent run in ${
                 field(runtime.location.workspace, 4096)

@@ -379,7 +379,6 @@ export function fileRememberer(env: EnvReader, workspace: string): Rememberer {
         resource: grant.resource,
         rights: [...grant.rights],
         scope: grant.scope,
-        description: grant.description.slice(0, 1000),
         request: grant.request,
         by: grant.by.slice(0, 64),
         at: new Date(grant.at).toISOString(),
