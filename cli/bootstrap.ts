@@ -189,6 +189,8 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
       grant(facts.execPath, false);
     }
   }
+  // `log` pages a long transcript through less (on a terminal): that program only.
+  if (words[0] === "log") run = "less";
   // `run`/`step --model replay:FILE`: read on the script; `--record FILE`: write on the log.
   const model = optionValue(facts.args, "model");
   if (model?.startsWith("replay:") && model.length > "replay:".length) {

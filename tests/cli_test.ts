@@ -280,6 +280,20 @@ Deno.test("bootstrap permissionFlags() grants read and write only on the workspa
   assert.ok(!value("write")?.includes("/data"), "the --db directory is readable, not writable");
 });
 
+Deno.test("bootstrap permissionFlags(): libos log may run the pager less and nothing else; no other read-only command may run a program", () => {
+  const facts = {
+    cwd: "/home/u",
+    env: { get: (n: string) => ({ HOME: "/home/u", TMPDIR: "/tmp" } as Record<string, string>)[n] },
+    realPath: (p: string) => p,
+  };
+  const runOf = (args: string[]) =>
+    permissionFlags({ ...facts, args }).filter((f) => f.startsWith("--allow-run"));
+  assert.deepEqual(runOf(["log", "pid_0123456789ab"]), ["--allow-run=less"]);
+  for (const args of [["ps"], ["audit", "verify"], ["gc", "--dry-run"], ["human", "list"]]) {
+    assert.deepEqual(runOf(args), [], args.join(" "));
+  }
+});
+
 Deno.test("bootstrap recordedReads() finds what a run's last launch recorded (policy files, toolchains, a replay script) without writing; permissionFlags() grants read, not write, on them for agent --resume", async () => {
   using s = sandbox();
   assert.equal((await s.cli("init")).status, 0);
