@@ -8,7 +8,7 @@
 import { renderApprovalRequest } from "../runtime/human/approval_render.ts";
 import { UsageError } from "../runtime/base/errors.ts";
 import type { ExecutorEvent } from "../runtime/model/executor.ts";
-import type { AlwaysOption, HumanDecision } from "../runtime/human/human_channel.ts";
+import type { AlwaysOption, HumanDecision, PromptOptions } from "../runtime/human/human_channel.ts";
 import type { ApprovalDetails, HumanRequest } from "../runtime/human/human_request.ts";
 import { terminalPrompt } from "../runtime/human/tty_prompt.ts";
 import { commandLine } from "../runtime/human/approval_card.ts";
@@ -285,7 +285,7 @@ export interface LauncherHuman {
   decide(
     request: HumanRequest,
     always: readonly AlwaysOption[],
-    signal?: AbortSignal,
+    options?: PromptOptions,
   ): Promise<HumanDecision>;
 }
 
@@ -311,8 +311,8 @@ export function terminalHuman(io: CliIo): LauncherHuman {
   });
   return {
     name: "interactive",
-    decide: (request, always, signal) =>
-      prompt.decide(request, renderApprovalRequest(request), always, signal),
+    decide: (request, always, options) =>
+      prompt.decide(request, renderApprovalRequest(request), always, options),
   };
 }
 

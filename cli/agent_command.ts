@@ -26,7 +26,7 @@ import type { AuditEntry } from "../runtime/audit/audit_log.ts";
 import { executorFor, PARKED_PREFIX } from "../runtime/model/executor.ts";
 import type { HumanRequest } from "../runtime/human/human_request.ts";
 import type { HumanDecision } from "../runtime/human/human_channel.ts";
-import { UsageError } from "../runtime/base/errors.ts";
+import { LibosError, UsageError } from "../runtime/base/errors.ts";
 import { filesChanged, renderFilesChanged } from "../runtime/model/files_changed.ts";
 import { OPERATOR_ACTOR } from "../runtime/memory/object_memory.ts";
 import { type AgentProcess, isFinal } from "../runtime/process/process.ts";
@@ -105,7 +105,10 @@ async function answer(
   }, ELSEWHERE_POLL_MS);
   let decision: HumanDecision;
   try {
-    decision = await human.decide(request, runtime.human.alwaysOptions(request), withdrawn.signal);
+    decision = await human.decide(request, runtime.human.alwaysOptions(request), {
+      signal: withdrawn.signal,
+      project: runtime.human.remembers,
+    });
   } catch (error) {
     const decided = elsewhere();
     if (!decided) throw error;
@@ -121,13 +124,25 @@ async function answer(
     return false;
   }
   if (decision.type === "approve") {
-    runtime.human.approve(request.id, {
-      by,
-      ...(decision.always === undefined ? {} : { always: decision.always }),
-      ...(decision.always === undefined || decision.remember === undefined
-        ? {}
-        : { remember: decision.remember }),
-    });
+    try {
+      runtime.human.approve(request.id, {
+        by,
+        ...(decision.always === undefined ? {} : { always: decision.always }),
+        ...(decision.always === undefined || decision.remember === undefined
+          ? {}
+          : { remember: decision.remember }),
+      });
+    } catch (error) {
+      // A project answer the grants file cannot keep approves nothing: the request stays
+      // pending, and is shown again (the human may answer for this run only).
+      if (decision.remember !== "project" || !(error instanceof LibosError)) throw error;
+      note(
+        `libos: "allow always" could not be remembered for this project (${error.code}: ${
+          field(error.message, 500)
+        }); nothing was approved — answer again`,
+      );
+      return false;
+    }
   } else if (decision.type === "answer" && request.kind === "question") {
     runtime.human.answer(request.id, { by, text: decision.text });
   } else {

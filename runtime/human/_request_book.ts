@@ -118,6 +118,11 @@ export class RequestBook {
   }
 
   /** Wires where "allow always … for this project" answers are kept. */
+  /** Whether a "project" answer can be remembered (a grants file is wired). */
+  get remembers(): boolean {
+    return this.#rememberer !== undefined;
+  }
+
   rememberWith(rememberer: Rememberer): void {
     this.#rememberer = rememberer;
   }
@@ -344,7 +349,7 @@ export class RequestBook {
         rights: [...o.rights] as Right[],
         description: `allow ${o.rights.join(", ")} on ${resourceString(o.resource)}${
           o.scope === "prefix" ? " followed by any arguments" : ""
-        } for ${request.pid} from now on (revocable with "libos revoke")`,
+        } from now on, in this run (revocable with "libos revoke")`,
       }));
     }
     if (!a || a.path === null || !a.reason.startsWith("cap:") || a.ceiling) return [];
@@ -371,7 +376,7 @@ export class RequestBook {
         rights: [right],
         description: `allow ${right} on ${
           resourceString(resource)
-        } for ${request.pid} from now on (revocable with "libos revoke")`,
+        } from now on, in this run (revocable with "libos revoke")`,
       }));
   }
 

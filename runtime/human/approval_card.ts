@@ -32,6 +32,8 @@ export interface CardOptions {
   readonly color: boolean;
   /** The "allow always" choices, the first of which `a` picks. */
   readonly always: readonly AlwaysOption[];
+  /** Whether `p` (allow always, remembered for the project) is offered too. */
+  readonly project?: boolean;
   /** The terminal's width (default 100): long lines are cut with `…`. */
   readonly columns?: number;
 }
@@ -144,6 +146,9 @@ export function cardChoices(options: CardOptions): string {
     `${key("y")} yes, once`,
     `${key("n")} [reason] no`,
     ...(options.always.length > 0 ? [`${key("a")} always`] : []),
+    ...(options.always.length > 0 && options.project
+      ? [`${key("p")} always, and in later runs here`]
+      : []),
     `${key("d")} details`,
   ].join(" · ");
 }

@@ -70,14 +70,21 @@ export type HumanDecision =
   | { readonly type: "reject"; readonly reason?: string }
   | { readonly type: "answer"; readonly text: string };
 
+/** How a prompt asks. */
+export interface PromptOptions {
+  /** Aborted when the request was decided elsewhere: the prompt withdraws the question. */
+  readonly signal?: AbortSignal;
+  /** Whether an "allow always" answer may be remembered for the project (a grants file). */
+  readonly project?: boolean;
+}
+
 /** The interactive prompt: shows a rendered request and waits for the human. */
 export interface HumanPrompt {
   decide(
     request: HumanRequest,
     rendered: string,
     always: readonly AlwaysOption[],
-    /** Aborted when the request was decided elsewhere: the prompt withdraws the question. */
-    signal?: AbortSignal,
+    options?: PromptOptions,
   ): Promise<HumanDecision>;
   /** Shows a message from a process (optional). */
   notify?(request: HumanRequest, rendered: string): void;
@@ -407,6 +414,11 @@ export class HumanChannel {
     options: { readonly by: string; readonly always?: GrantScope; readonly remember?: Remember },
   ): HumanRequest {
     return this.#book.approve(id, options);
+  }
+
+  /** Whether "allow always … for this project" answers can be kept (see {@link rememberWith}). */
+  get remembers(): boolean {
+    return this.#book.remembers;
   }
 
   /** Wires where "allow always … for this project" answers are kept (the user's grants file). */

@@ -122,11 +122,16 @@ function choices(request: HumanRequest, always: readonly AlwaysOption[]): string
   return `${lines.join("\n")}\n> `;
 }
 
-/** What an answer means, "details" for a request to see the whole request, or undefined. */
+/**
+ * What an answer means, "details" for a request to see the whole request, or undefined. `a` (or
+ * an option's number) allows always for this run; `p` (or the number and `p`) for this project
+ * too, where it can be remembered.
+ */
 function parse(
   request: HumanRequest,
   answer: string,
   always: readonly AlwaysOption[],
+  project: boolean,
 ): HumanDecision | "details" | undefined {
   if (request.kind === "question") {
     return answer.trim() === ""
@@ -138,12 +143,16 @@ function parse(
   const no = /^(?:n|no)(?:\s+(.*))?$/is.exec(text);
   if (no) return { type: "reject", ...(no[1] ? { reason: no[1].slice(0, 4096) } : {}) };
   if (/^(?:d|details|\?)$/i.test(text)) return "details";
-  if (/^(?:a|always)$/i.test(text) && always[0]) {
-    return { type: "approve", always: always[0].scope };
-  }
-  const index = /^\d{1,2}$/.test(text) ? Number(text) - 1 : -1;
-  const option = always[index];
-  return option ? { type: "approve", always: option.scope } : undefined;
+  const chosen = /^(?:(a|always)|(p|project)|(\d{1,2})(p?))$/i.exec(text);
+  if (!chosen) return undefined;
+  const option = chosen[3] !== undefined ? always[Number(chosen[3]) - 1] : always[0];
+  const forProject = chosen[2] !== undefined || chosen[4] !== undefined && chosen[4] !== "";
+  if (!option || (forProject && !project)) return undefined;
+  return {
+    type: "approve",
+    always: option.scope,
+    ...(forProject ? { remember: "project" as const } : {}),
+  };
 }
 
 /** How the prompt draws its cards. */
@@ -172,8 +181,11 @@ export function terminalPrompt(
   }
   const lines = lineReader(io);
   const color = options.color ?? false;
+  const columns = options.columns;
   return {
-    async decide(request, rendered, always, signal) {
+    async decide(request, rendered, always, options = {}) {
+      const { signal } = options;
+      const project = options.project === true;
       const dropped = lines.discard();
       if (dropped.trim() !== "") {
         io.write(
@@ -182,11 +194,18 @@ export function terminalPrompt(
           })\n`,
         );
       }
-      const card = approvalCard(request, { color, always, columns: options.columns?.() ?? 100 });
+      const card = approvalCard(request, {
+        color,
+        always,
+        project,
+        columns: columns?.() ?? 100,
+      });
       const details = () =>
         `\n${rendered}${
           always.length
-            ? `\n\nAllow always (a, or its number):\n${
+            ? `\n\nAllow always in this run (a, or its number)${
+              project ? "; in every later run of this workspace too (p, or the number and p)" : ""
+            }:\n${
               always.map((o, i) =>
                 `  ${i + 1}  ${o.scope}: ${escapePreview(o.description, { maxChars: 400 })}`
               ).join("\n")
@@ -199,7 +218,7 @@ export function terminalPrompt(
         io.write(ask());
         const answer = await lines.next(signal);
         if (answer === null) return { type: "reject", reason: "the terminal closed" };
-        const decision = parse(request, answer, always);
+        const decision = parse(request, answer, always, project);
         if (decision === "details") {
           io.write(details());
           if (card.length > 0) io.write(`${card.at(-1)}\n`);
@@ -209,7 +228,9 @@ export function terminalPrompt(
         attempt++;
         io.write(
           card.length > 0
-            ? `Please answer y, n${always.length ? ", a" : ""} or d (details).\n`
+            ? `Please answer y, n${always.length ? ", a" : ""}${
+              always.length && project ? ", p" : ""
+            } or d (details).\n`
             : `Please answer y or n${always.length ? ` or 1-${always.length}` : ""}.\n`,
         );
       }

@@ -121,7 +121,7 @@ Deno.test("terminalPrompt(): a request withdrawn while the human reads it reject
   };
   const prompt = terminalPrompt(io);
   const withdrawn = new AbortController();
-  const first = prompt.decide(request("approval"), "FIRST", [], withdrawn.signal);
+  const first = prompt.decide(request("approval"), "FIRST", [], { signal: withdrawn.signal });
   await new Promise((r) => setTimeout(r, 10));
   withdrawn.abort(new Error("decided elsewhere"));
   await assert.rejects(first, /decided elsewhere/);
@@ -145,4 +145,23 @@ Deno.test("terminalPrompt(): what was typed before a request was shown is not it
     reason: "the terminal closed",
   });
   assert.match(io.out, /what was typed before this request was shown is not an answer to it: n/);
+});
+
+Deno.test("terminalPrompt(): a remembers the allow-always for this run; p (or N p) for this project too — only where the project can remember it", async () => {
+  const cases: [string, boolean, unknown][] = [
+    ["a\n", true, { type: "approve", always: "path" }],
+    ["p\n", true, { type: "approve", always: "path", remember: "project" }],
+    ["2p\n", true, { type: "approve", always: "subtree", remember: "project" }],
+    ["2\n", true, { type: "approve", always: "subtree" }],
+    // Without a grants file to keep it, p is not an answer (asked again, then rejected).
+    ["p\n2p\nP\n", false, { type: "reject", reason: "no clear answer after 3 attempts" }],
+    ["p\na\n", false, { type: "approve", always: "path" }],
+  ];
+  for (const [typed, project, expected] of cases) {
+    const io = fakeTerminal(typed);
+    const decision = await terminalPrompt(io).decide(request("approval"), "R", ALWAYS, {
+      project,
+    });
+    assert.deepEqual(decision, expected, `${JSON.stringify(typed)} project=${project}`);
+  }
 });
