@@ -109,3 +109,14 @@ Deno.test("README and docs: libos commands all parse and run in a scratch worksp
     Deno.removeSync(root, { recursive: true });
   }
 });
+
+Deno.test("README: its policy example is examples/policy.jsonc as it is, and a valid policy", async () => {
+  const { parsePolicy } = await import("../runtime/policy/policy_rules.ts");
+  const readme = Deno.readTextFileSync(join(REPO, "README.md"));
+  const shown = /```jsonc\n([\s\S]*?)```/.exec(readme)?.[1];
+  assert.ok(shown, "the README shows a policy");
+  const file = Deno.readTextFileSync(join(REPO, "examples", "policy.jsonc"));
+  assert.ok(file.endsWith(shown), "the README shows the file's rules exactly");
+  const rules = parsePolicy(file, "examples/policy.jsonc");
+  assert.equal(rules.length, 6);
+});
