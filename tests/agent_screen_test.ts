@@ -9,8 +9,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { sandbox, task } from "./_cli_sandbox.ts";
+import type { TerminalIo } from "../runtime/human/tty_prompt.ts";
 import {
   call,
+  cli,
   final,
   FIX_EDIT,
   fixRepository,
@@ -160,4 +162,57 @@ Deno.test("before/after: a scripted survey-and-fix run through the real launcher
     Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")),
     "def add(a, b):\n    return a + b\n",
   );
+});
+
+Deno.test("silent spot: a card decided from another terminal is withdrawn at once and says so; the run goes on with that decision (in process, two launchers' worth of libos)", async () => {
+  using s = sandbox();
+  fixRepository(s.workspace);
+  const script = join(s.workspace, "..", "elsewhere.jsonl");
+  Deno.writeTextFileSync(
+    script,
+    [call("run_shell_command", { argv: ["python3", "tests/test_mathlib.py"] }), final("Ran it.")]
+      .join("\n") + "\n",
+  );
+  // A terminal whose human never types: the card waits until another terminal decides.
+  let screen = "";
+  let shown: (id: string) => void = () => {};
+  const onCard = new Promise<string>((resolve) => shown = resolve);
+  const reads: Promise<number | null>[] = [];
+  const terminal: TerminalIo = {
+    read: () => {
+      const never = new Promise<number | null>(() => {});
+      reads.push(never);
+      return never;
+    },
+    isTerminal: () => true,
+    write(text) {
+      screen += text;
+      const card = /request (hreq_[0-9a-f]{12})/.exec(screen);
+      if (card) shown(card[1]!);
+    },
+  };
+  const run = cli(
+    s,
+    { terminal, env: { NO_COLOR: "1" } },
+    "agent",
+    "--goal",
+    "Run the test",
+    "--model",
+    `replay:${script}`,
+  );
+  const id = await onCard;
+  const approved = await cli(s, {}, "human", "approve", id);
+  assert.equal(approved.status, 0, approved.stderr);
+  const { status, stdout, stderr } = await run;
+  assert.equal(status, 0, stdout + stderr + screen);
+  assert.match(
+    stderr,
+    new RegExp(
+      `libos: request ${id} was approved by human:cli in another place; the question here is withdrawn`,
+    ),
+  );
+  // The command ran once, on the other terminal's approval; the prompt read only once.
+  assert.match(stderr, /✗ pid_\w+ · turn 1 · run_shell_command: exit 1/);
+  assert.equal(reads.length, 1);
+  assert.match(stdout, /exited — Ran it\./);
 });
