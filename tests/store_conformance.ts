@@ -432,6 +432,57 @@ const CASES: readonly Case[] = [
     },
   },
   {
+    name: "lists human requests made in the same millisecond in the order they were made",
+    run(store) {
+      // Ids are random: "oldest first" must not fall back to their order.
+      for (const id of ["hreq_c", "hreq_a", "hreq_b"]) {
+        store.putHumanRequest({
+          id,
+          pid: "pid_a",
+          kind: "approval",
+          status: "pending",
+          data: "{}",
+          created: 7,
+          expires: null,
+        });
+      }
+      assert.deepEqual(store.listHumanRequests({ pid: "pid_a", limit: 10 }).map((r) => r.id), [
+        "hreq_c",
+        "hreq_a",
+        "hreq_b",
+      ]);
+    },
+  },
+  {
+    name: "keeps what finished processes retained, lists it oldest first by filter and cursor",
+    run(store) {
+      const r = (pid: string, since: number, removed: number | null = null) => ({
+        pid,
+        namespace: `process:${pid}`,
+        since,
+        objects: 3,
+        bytes: 1_024,
+        removed,
+      });
+      store.putRetained(r("pid_b", 20));
+      store.putRetained(r("pid_a", 10));
+      store.putRetained(r("pid_c", 20, 99));
+      assert.deepEqual(store.getRetained("pid_a"), r("pid_a", 10));
+      assert.equal(store.getRetained("pid_zz"), undefined);
+      const pids = (q: Parameters<Store["listRetained"]>[0]) =>
+        store.listRetained(q).map((x) => x.pid);
+      assert.deepEqual(pids({ limit: 10 }), ["pid_a", "pid_b", "pid_c"]);
+      assert.deepEqual(pids({ removed: false, limit: 10 }), ["pid_a", "pid_b"]);
+      assert.deepEqual(pids({ removed: true, limit: 10 }), ["pid_c"]);
+      assert.deepEqual(pids({ before: 20, limit: 10 }), ["pid_a"]);
+      assert.deepEqual(pids({ after: { since: 10, pid: "pid_a" }, limit: 10 }), ["pid_b", "pid_c"]);
+      // Marking a row removed replaces it.
+      store.putRetained(r("pid_a", 10, 50));
+      assert.equal(store.getRetained("pid_a")?.removed, 50);
+      assert.deepEqual(store.namespaceUsage("process:nobody"), { objects: 0, bytes: 0 });
+    },
+  },
+  {
     name: "stores objects with unique names per namespace, lists them by filter, and deletes links",
     run(store) {
       const o = (oid: string, namespace: string, name: string | null, type = "note") => ({

@@ -38,7 +38,7 @@
  * - Not decisions: checks that only shape an answer (whether an error may say a file exists,
  *   which objects a listing shows) and reads by the operator or the runtime, which act on their
  *   own authority (their writes are audited, authority `operator` / `runtime`). Records of what
- *   merely happened (`action.*`, `process.recover`, `object.release`) carry `none`.
+ *   merely happened (`action.*`, `process.recover`, `object.retain`) carry `none`.
  *
  * @module
  */
