@@ -37,7 +37,9 @@ function assertInert(
   let rest = options.statusLine ? text.replaceAll(CLEAR_LINE, "") : text;
   // The launcher's own paint (bold, dim, green, red, yellow, cyan and their resets), only where
   // colour is on.
-  if (options.colors) rest = rest.replace(/\x1b\[(?:1|22|2|31|32|33|36|39)m/g, "");
+  if (options.colors) {
+    for (const code of [1, 22, 2, 31, 32, 33, 36, 39]) rest = rest.replaceAll(`\x1b[${code}m`, "");
+  }
   // A real pseudo-terminal turns each LF into CR LF.
   rest = rest.replaceAll("\r\n", "\n");
   for (
