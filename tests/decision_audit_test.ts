@@ -1577,6 +1577,7 @@ const NOT_DECISIONS: Readonly<Record<string, string>> = {
   "HumanChannel.resume": "re-dispatches an approved action through its primitive (its row)",
   "HumanChannel.stating":
     "carries the model's stated reason to an approval request (the request's own record)",
+  "HumanChannel.remembers": "a lookup: whether a project answer can be kept",
   "HumanChannel.rememberWith":
     "wiring: where project answers are kept (human.approve records what was remembered)",
   "Checkpoints.list": "the operator's read",
