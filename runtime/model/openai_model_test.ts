@@ -261,3 +261,36 @@ Deno.test("OpenAIModel (Responses API) maps the conversation to input items and 
     "function_call_output",
   ]);
 });
+
+Deno.test("OpenAIModel reads the cost an endpoint reports beside its usage (OpenRouter's usage.cost); an implausible one is left out", async () => {
+  for (
+    const [cost, expected] of [
+      [0.00042, { cost: 0.00042 }],
+      [-1, {}],
+      ["0.1", {}],
+      [Number.MAX_VALUE, {}],
+    ] as const
+  ) {
+    await using server = endpoint(() =>
+      Response.json({
+        id: "chatcmpl-1",
+        object: "chat.completion",
+        created: 1,
+        model: "local-model",
+        choices: [{
+          index: 0,
+          finish_reason: "stop",
+          message: { role: "assistant", content: "ok" },
+        }],
+        usage: { prompt_tokens: 50, completion_tokens: 7, total_tokens: 57, cost },
+      })
+    );
+    const model = new OpenAIModel({ apiKey: "k", model: "local-model", baseURL: server.baseURL });
+    const reply = await model.complete(REQUEST, NEVER);
+    assert.deepEqual(
+      reply.usage,
+      { promptTokens: 50, completionTokens: 7, ...expected },
+      String(cost),
+    );
+  }
+});
