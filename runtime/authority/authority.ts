@@ -42,6 +42,7 @@ import {
 } from "./modes.ts";
 import type { RuntimeCore } from "../audit/runtime_core.ts";
 import { digestOf } from "../base/canonical_json.ts";
+import { type ExplainJson, recordedExplanation } from "./explain.ts";
 
 /** How a run is bounded (DESIGN §3 layer 2). */
 export interface RunOptions {
@@ -94,6 +95,7 @@ export class Authority {
   readonly #core: RuntimeCore;
   /** Built once: a check allocates nothing it does not have to. */
   readonly #layers: Layers;
+  readonly #rules: DecisionLayer | undefined;
 
   /**
    * Builds the run's decision context.
@@ -108,6 +110,7 @@ export class Authority {
       wall: options.wall === true,
       protection: compileProtection(options.protectedPaths ?? []),
     };
+    this.#rules = options.rules;
     const capabilities = this.capabilities;
     this.#layers = {
       ...(options.hardline ? { hardline: options.hardline } : {}),
@@ -178,6 +181,22 @@ export class Authority {
   }
 
   /**
+   * What a decision record whose authority is `reason` keeps to explain it later (`explain.ts`):
+   * `{explain: …}` to merge into the record's detail for a rule (its file, line and text) or a
+   * run deny (its text); undefined for every other reason, which explains itself.
+   */
+  explanation(reason: string): { explain: ExplainJson } | undefined {
+    const c = reason.charCodeAt(0);
+    // 'r': only rule: and run: reasons record anything; the rest return at once.
+    if (c !== 114) return undefined;
+    const rules = this.#rules;
+    return recordedExplanation(reason, {
+      rule: (r) => rules?.source?.(r),
+      denies: this.#context.denies,
+    });
+  }
+
+  /**
    * Requires `allow` for an action: returns the decision, consuming a one-shot capability that
    * allowed it (call it inside the step that records the action).
    * @throws {CapabilityDeniedError} when the decision is deny.
@@ -210,6 +229,7 @@ export class Authority {
           decision: error instanceof ApprovalRequiredError ? "ask" : "deny",
           authority: error.reason,
           ...(action.digest === undefined ? {} : { inputDigest: action.digest }),
+          ...explained(this.explanation(error.reason)),
         });
       }
       throw error;
@@ -330,6 +350,15 @@ export class Authority {
     for (const grant of grants) this.capabilities.grant(grant, parent);
     return grants;
   }
+}
+
+/** A record's `detail` holding an explanation, or nothing to spread. */
+export function explained(
+  explanation: { explain: ExplainJson } | undefined,
+  detail?: Readonly<Record<string, string | number | boolean | null>>,
+): { detail?: Record<string, string | number | boolean | null | ExplainJson> } {
+  if (explanation === undefined) return detail === undefined ? {} : { detail: { ...detail } };
+  return { detail: { ...detail, ...explanation } };
 }
 
 /** What of an image decides a top-level process's starting grants. */

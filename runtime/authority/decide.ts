@@ -125,6 +125,8 @@ export interface DecisionContext {
 /** A layer that may have an opinion (hardline, rules). */
 export interface DecisionLayer {
   decide(subject: Subject, action: Action, context: DecisionContext): Decision | undefined;
+  /** Where the rule a reason of this layer names was written (the rules layer; explanations). */
+  source?(reason: string): { source: string; line: number; text: string } | undefined;
 }
 
 /** The capability layer's view: the capability answer for a subject's action. */

@@ -24,6 +24,7 @@
  * @module
  */
 import { z } from "zod";
+import { type Node, parseTree } from "jsonc-parser";
 import { foldArgv } from "../authority/capability.ts";
 import type {
   Action,
@@ -77,6 +78,8 @@ export interface LoadedRule {
   readonly reason: string;
   /** The rule as one line of JSON, for `matched_rule`. */
   readonly text: string;
+  /** Where it was written: the file and the 1-based line its `{` is on (explanations). */
+  readonly at: RuleSource;
   readonly glob: PathGlob | null;
   readonly folded: readonly string[] | null;
 }
@@ -92,19 +95,50 @@ export function parsePolicy(text: string, source: string): LoadedRule[] {
     maxDepth: MAX_DEPTH,
     what: 'a policy is {"version": 1, "rules": [...]}',
   });
-  return parsed.rules.map((rule, i) => ({
-    rule,
-    reason: `rule:${source}#${i + 1}`,
-    text: JSON.stringify(rule),
-    glob: rule.tool !== undefined
-      ? compileGlob(rule.tool, { segments: false })
-      : rule.path !== undefined
-      ? compileGlob(rule.path)
-      : rule.host !== undefined
-      ? compileGlob(netHostPattern(rule.host), { segments: false })
-      : null,
-    folded: rule.shell ? foldArgv(rule.shell) : null,
-  }));
+  const lines = ruleLines(text, parsed.rules.length);
+  return parsed.rules.map((rule, i) => {
+    const text = JSON.stringify(rule);
+    return {
+      rule,
+      reason: `rule:${source}#${i + 1}`,
+      text,
+      at: Object.freeze({ source, line: lines[i] ?? 1, text }),
+      glob: rule.tool !== undefined
+        ? compileGlob(rule.tool, { segments: false })
+        : rule.path !== undefined
+        ? compileGlob(rule.path)
+        : rule.host !== undefined
+        ? compileGlob(netHostPattern(rule.host), { segments: false })
+        : null,
+      folded: rule.shell ? foldArgv(rule.shell) : null,
+    };
+  });
+}
+
+/** Where a rule came from: its file, line and text (one line of JSON), for explanations. */
+export interface RuleSource {
+  readonly source: string;
+  readonly line: number;
+  readonly text: string;
+}
+
+/**
+ * The 1-based line of each rule's opening brace. Called on text `parseStrictJsonc` accepted, so
+ * the tree is there; a rule it cannot place gets line 1 rather than failing a valid policy.
+ */
+function ruleLines(text: string, count: number): number[] {
+  const root = parseTree(text, [], { allowTrailingComma: true, disallowComments: false });
+  const rules: Node | undefined = root?.children?.find((p) => p.children?.[0]?.value === "rules")
+    ?.children?.[1];
+  const offsets = (rules?.children ?? []).slice(0, count).map((n) => n.offset);
+  const lines: number[] = [];
+  let line = 1;
+  let at = 0;
+  for (const offset of offsets) {
+    for (; at < offset && at < text.length; at++) if (text.charCodeAt(at) === 10) line++;
+    lines.push(line);
+  }
+  return lines;
 }
 
 const RANK = { allow: 0, ask: 1, deny: 2 } as const;
@@ -112,10 +146,18 @@ const RANK = { allow: 0, ask: 1, deny: 2 } as const;
 /** The rules in force for a run: every file's, in order. */
 export class PolicyRules implements DecisionLayer {
   readonly rules: readonly LoadedRule[];
+  #sources: Map<string, RuleSource> | undefined;
 
   /** Holds the rules of the given files, in order. */
   constructor(rules: readonly LoadedRule[]) {
     this.rules = Object.freeze([...rules]);
+  }
+
+  /** Where the rule a reason (`rule:<file>#<n>`) names was written, if it is one of these. */
+  source(reason: string): RuleSource | undefined {
+    if (!reason.startsWith("rule:")) return undefined;
+    this.#sources ??= new Map(this.rules.map((r) => [r.reason, r.at]));
+    return this.#sources.get(reason);
   }
 
   /** The rules matching an action, in file order. */

@@ -32,7 +32,7 @@
  */
 import { basename, dirname, join } from "node:path";
 import type { ActionLedger } from "../process/action_ledger.ts";
-import type { Authority } from "../authority/authority.ts";
+import { type Authority, explained } from "../authority/authority.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../base/canonical_json.ts";
 import type { Right } from "../authority/capability.ts";
 import type { Decision } from "../authority/decide.ts";
@@ -196,6 +196,7 @@ export class FilesystemPrimitive {
       decision,
       authority,
       ...extra,
+      ...explained(this.#authority.explanation(authority), extra.detail),
     });
   }
 

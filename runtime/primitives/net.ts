@@ -48,7 +48,7 @@
  * @module
  */
 import type { ActionLedger } from "../process/action_ledger.ts";
-import type { Authority } from "../authority/authority.ts";
+import { type Authority, explained } from "../authority/authority.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../base/canonical_json.ts";
 import type { Action, Decision } from "../authority/decide.ts";
 import {
@@ -286,6 +286,7 @@ export class NetPrimitive {
       decision,
       authority,
       ...extra,
+      ...explained(this.#authority.explanation(authority), extra.detail),
     });
   }
 

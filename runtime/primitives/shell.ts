@@ -50,7 +50,7 @@ import { SYSTEM_PATH } from "../base/system_path.ts";
 import { wallFailure } from "../providers/wall.ts";
 import { join, relative, resolve } from "node:path";
 import type { ActionLedger } from "../process/action_ledger.ts";
-import type { Authority } from "../authority/authority.ts";
+import { type Authority, explained } from "../authority/authority.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../base/canonical_json.ts";
 import type { Capability } from "../authority/capability.ts";
 import {
@@ -417,6 +417,7 @@ export class ShellPrimitive implements AsyncDisposable {
       decision,
       authority,
       ...extra,
+      ...explained(this.#authority.explanation(authority), extra.detail),
     });
   }
 
