@@ -103,6 +103,8 @@ export const OPTION_SPECS = {
   "keep-size": { type: "string" },
   "dry-run": { type: "boolean" },
   tree: { type: "boolean" },
+  follow: { type: "boolean" },
+  kind: { type: "string", multiple: true },
 } as const;
 
 /** The name of an option. */

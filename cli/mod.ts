@@ -16,6 +16,7 @@ import {
 import { agentCommand } from "./agent_command.ts";
 import { sessionsCommand } from "./sessions_command.ts";
 import { logCommand } from "./log_command.ts";
+import { eventsCommand } from "./events_command.ts";
 import { gcCommand } from "./gc_command.ts";
 import { demoCommand } from "./demo_command.ts";
 import { initCommand } from "./init_command.ts";
@@ -107,6 +108,7 @@ const COMMANDS: readonly Command[] = [
   jitRunCommand,
   auditQueryCommand,
   auditVerifyCommand,
+  eventsCommand,
   agentCommand,
   sessionsCommand,
   logCommand,

@@ -8,7 +8,7 @@ import { AuditLog } from "./audit/audit_log.ts";
 import { type Clock, systemClock } from "./base/clock.ts";
 import { type DatabaseLocation, locateDatabase, openDatabase } from "./store/database.ts";
 import { LibosError, ValidationError } from "./base/errors.ts";
-import { EventLog } from "./audit/event_log.ts";
+import { decisionEvent, EventLog } from "./audit/event_log.ts";
 import { ActionLedger } from "./process/action_ledger.ts";
 import { Authority, type RunOptions } from "./authority/authority.ts";
 import { parseRunDeny } from "./authority/decide.ts";
@@ -242,7 +242,13 @@ function build(options: RuntimeOptions): Runtime {
   let audit: AuditLog | undefined;
   let events: EventLog | undefined;
   try {
-    audit = new AuditLog(store, { clock, headPath: location.headPath, database: location.path });
+    // Every decision the audit log records is also a `decision` event, in the same step.
+    audit = new AuditLog(store, {
+      clock,
+      headPath: location.headPath,
+      database: location.path,
+      onDecision: (record) => events?.emit(decisionEvent(record)),
+    });
     events = new EventLog(store, { clock, session: options.session ?? ids.next("ses") });
     if (!readOnly) {
       events.emit({

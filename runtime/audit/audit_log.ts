@@ -175,7 +175,20 @@ export interface AuditLogOptions {
   /** The database's real path, recorded in the head file. */
   readonly database: string;
   readonly chain?: string;
+  /**
+   * Told of each decision record (allow, ask, deny) inside the step that appends it, so what it
+   * writes (the `decision` event) commits or rolls back with the record.
+   */
+  readonly onDecision?: (record: DecisionRecord) => void;
 }
+
+/** What {@link AuditLogOptions.onDecision} is told of a decision record. */
+export type DecisionRecord =
+  & Pick<
+    AuditRow,
+    "seq" | "pid" | "actor" | "action" | "resource" | "authority"
+  >
+  & { readonly decision: "allow" | "ask" | "deny" };
 
 /** Filters of {@link AuditLog.query}; `limit` defaults to 100 and `order` to ascending. */
 export type AuditFilter = Omit<AuditQuery, "limit" | "order"> & {
@@ -234,6 +247,7 @@ export class AuditLog implements Disposable {
   #open: { readonly file: Deno.FsFile; readonly ino: number } | undefined;
   readonly #database: string;
   readonly #chain: string;
+  readonly #onDecision: ((record: DecisionRecord) => void) | undefined;
   readonly #unsubscribe: () => void;
   /**
    * Whether commits advance the head file: `fresh` (no head yet and an empty chain: the first
@@ -254,6 +268,7 @@ export class AuditLog implements Disposable {
     this.#headPath = options.headPath;
     this.#database = options.database;
     this.#chain = options.chain ?? MAIN_CHAIN;
+    this.#onDecision = options.onDecision;
     this.#anchor = "off";
     if (this.#headPath !== null) {
       try {
@@ -402,6 +417,10 @@ export class AuditLog implements Disposable {
       this.#dirty = true;
       if (scope !== undefined && e.decision !== "none") {
         scope.decisions.push({ seq, hash: row.hash });
+      }
+      if (this.#onDecision !== undefined && e.decision !== "none") {
+        const { pid, actor, action, resource, authority } = row;
+        this.#onDecision({ seq, pid, actor, action, resource, authority, decision: e.decision });
       }
       return toRecord(row);
     });

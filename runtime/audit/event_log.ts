@@ -8,7 +8,15 @@
  */
 import type { Clock } from "../base/clock.ts";
 import { ValidationError } from "../base/errors.ts";
-import { EVENT_VERSION, EventBody, type EventEnvelope, type EventKind } from "./events.ts";
+import {
+  type DecisionLayer,
+  EVENT_TEXT_MAX,
+  EVENT_VERSION,
+  EventBody,
+  type EventEnvelope,
+  type EventKind,
+} from "./events.ts";
+import type { DecisionRecord } from "./audit_log.ts";
 import type { EventRow, Store } from "../store/store.ts";
 
 /** Options of {@link EventLog}. */
@@ -35,6 +43,52 @@ export interface SubscribeOptions extends EventSelection {
 }
 
 const PAGE = 256;
+
+const LAYERS: ReadonlySet<string> = new Set<DecisionLayer>([
+  "hardline",
+  "run",
+  "mode",
+  "protected",
+  "rule",
+  "cap",
+  "human",
+]);
+
+/** `text` cut to `max` characters, the cut marked with an ellipsis. */
+function cut(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+/**
+ * The layer an authority names: `decide()`'s reasons start with their layer (`cap:…`,
+ * `rule:…`, `mode:…`), a human's answer with `human:`, `default` is the default deny; anything
+ * else (`runtime`, `tool_table`, `budget:…`, `lineage:…`) is the runtime's own bookkeeping.
+ */
+function layerOf(authority: string): DecisionLayer {
+  if (authority === "default") return "default";
+  const prefix = authority.slice(0, Math.max(0, authority.indexOf(":")));
+  return LAYERS.has(prefix) ? prefix as DecisionLayer : "runtime";
+}
+
+/**
+ * The `decision` event of an audit decision record: derived from the record (its `seq` is the
+ * event's `auditSeq`), with the resource and the authority cut to the schema's bounds.
+ */
+export function decisionEvent(record: DecisionRecord): EventBody {
+  return {
+    kind: "decision",
+    payload: {
+      auditSeq: record.seq,
+      pid: record.pid === null ? null : cut(record.pid, 200),
+      actor: cut(record.actor, 200),
+      action: cut(record.action, 100),
+      resource: cut(record.resource, EVENT_TEXT_MAX.resource),
+      effect: record.decision,
+      authority: cut(record.authority, EVENT_TEXT_MAX.authority),
+      layer: layerOf(record.authority),
+    },
+  };
+}
 
 function redactStrings(value: unknown, redact: (text: string) => string): unknown {
   if (typeof value === "string") return redact(value);

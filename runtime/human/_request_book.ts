@@ -326,7 +326,13 @@ export class RequestBook {
       });
       this.#core.events.emit({
         kind: "human.request",
-        payload: { id: request.id, pid, requestKind: kind },
+        payload: {
+          id: request.id,
+          pid,
+          requestKind: kind,
+          // What an approval is for, cut to the event's bound (the request holds it whole).
+          resource: request.approval ? request.approval.resource.slice(0, 1024) : null,
+        },
       });
       return request;
     });
@@ -427,7 +433,7 @@ export class RequestBook {
       this.#save(next);
       this.#core.events.emit({
         kind: "human.decision",
-        payload: { id, pid: next.pid, status: next.status, by },
+        payload: { id, pid: next.pid, status: next.status, by: by.slice(0, 256) },
       });
       this.#decided(next);
       return next;

@@ -193,6 +193,15 @@ export class Checkpoints {
         correlation: created.oid,
         detail: { objects: body.objects.length },
       });
+      this.#o.core.events.emit({
+        kind: "checkpoint.created",
+        payload: {
+          pid,
+          checkpoint: created.oid,
+          by: by.slice(0, 256),
+          objects: body.objects.length,
+        },
+      });
       return created;
     });
     return { id: info.oid, ...body };
@@ -321,6 +330,18 @@ export class Checkpoints {
         authority: by,
         correlation: cp.id,
         detail: {
+          objects: diff.objects.added.length + diff.objects.changed.length +
+            diff.objects.removed.length,
+          revoked: diff.capabilities.granted.length,
+          irreversible: diff.irreversible.length,
+        },
+      });
+      core.events.emit({
+        kind: "checkpoint.restored",
+        payload: {
+          pid,
+          checkpoint: cp.id,
+          by: by.slice(0, 256),
           objects: diff.objects.added.length + diff.objects.changed.length +
             diff.objects.removed.length,
           revoked: diff.capabilities.granted.length,

@@ -37,7 +37,8 @@ import type { MaterializerState } from "../memory/materializer.ts";
 import { processContext } from "../memory/process_context.ts";
 import type { ProcessManager, QuantumResult } from "../process/process_manager.ts";
 import type { ProcessDriver, QuantumContext } from "../kernel/scheduler.ts";
-import type { ToolBroker } from "../broker/tool_broker.ts";
+import type { ToolBroker, ToolResult } from "../broker/tool_broker.ts";
+import type { EventLog } from "../audit/event_log.ts";
 
 /** How a turn ended. */
 export type TurnOutcome = "tool_calls" | "final" | "length_truncated" | "refused" | "error";
@@ -78,6 +79,8 @@ export interface ExecutorOptions {
   readonly unavailableLimit?: number;
   /** Told what a turn is doing as it happens (a launcher's status line); never changes it. */
   readonly observer?: ExecutorObserver;
+  /** Where turn and tool events go (`turn.*`, `tool.*`: see `runtime/audit/events.ts`). */
+  readonly events?: Pick<EventLog, "emit">;
 }
 
 /** What an action was, in a few words: a command's argv, a file's path, else its JSON. */
@@ -228,13 +231,14 @@ export class ModelExecutor implements ProcessDriver {
       const outcome = ctx.resumed.outcome;
       if (call) {
         // Kept like any call's result (the human-approved command's output is reviewable).
-        tools.keepResumed(
+        const kept = tools.keepResumed(
           p.pid,
           { name: call.name, ...(call.id === undefined ? {} : { id: call.id }) },
           outcome.ok
             ? { ok: true, value: outcome.value }
             : { ok: false, error: { code: outcome.error.code, message: outcome.error.message } },
         );
+        this.#toolResult(p.pid, last?.seq ?? 0, call, kept);
       }
       this.#tell({
         kind: "result",
@@ -270,6 +274,10 @@ export class ModelExecutor implements ProcessDriver {
     };
     let reply: ModelReply;
     this.#tell({ kind: "model", pid: p.pid, seq: (last?.seq ?? 0) + 1 });
+    this.#o.events?.emit(
+      { kind: "turn.started", payload: { pid: p.pid, seq: (last?.seq ?? 0) + 1 } },
+      { turn: (last?.seq ?? 0) + 1 },
+    );
     try {
       reply = checkedReply(await model.complete(request, ctx.signal));
     } catch (error) {
@@ -400,12 +408,23 @@ export class ModelExecutor implements ProcessDriver {
         };
         results[call.id] = JSON.stringify({ ok: false, error });
         this.#tell({ kind: "result", pid, seq, name: call.name.slice(0, 64), error });
+        this.#toolResult(pid, seq, call, {
+          ok: false,
+          error,
+          object: null,
+          forModel: results[call.id]!,
+          truncated: false,
+        });
         continue;
       }
       const args = typeof call.arguments === "string"
         ? parseArguments(call.arguments)
         : call.arguments;
       this.#tell({ kind: "tool", pid, seq, name: call.name, args });
+      this.#o.events?.emit({
+        kind: "tool.call",
+        payload: { pid, seq, callId: callIdOf(call), tool: call.name.slice(0, 64) },
+      }, { turn: seq });
       try {
         const result = await this.#o.tools.invoke(pid, {
           id: call.id,
@@ -413,6 +432,7 @@ export class ModelExecutor implements ProcessDriver {
           arguments: args,
         }, ctx.signal);
         results[call.id] = result.forModel;
+        this.#toolResult(pid, seq, call, result);
         this.#tell({
           kind: "result",
           pid,
@@ -471,7 +491,41 @@ export class ModelExecutor implements ProcessDriver {
     }
   }
 
+  /** The `tool.result` event of a call: its outcome and size, never its content. */
+  #toolResult(
+    pid: string,
+    seq: number,
+    call: { readonly id?: string; readonly name: string },
+    result: ToolResult,
+  ): void {
+    this.#o.events?.emit({
+      kind: "tool.result",
+      payload: {
+        pid,
+        seq,
+        callId: callIdOf(call),
+        tool: call.name.slice(0, 64),
+        ok: result.ok,
+        errorCode: result.ok ? null : eventCode(result.error.code),
+        exitCode: result.ok ? exitCodeOf(result.value).exitCode ?? null : null,
+        object: result.object,
+        chars: result.forModel.length,
+        truncated: result.truncated,
+      },
+    }, { turn: seq });
+  }
+
   #keep(turn: TurnRecord): void {
+    this.#o.events?.emit({
+      kind: "turn.ended",
+      payload: {
+        pid: turn.pid,
+        seq: turn.seq,
+        outcome: turn.outcome,
+        tokens: turn.tokens ?? null,
+        toolCalls: turn.toolCalls.length,
+      },
+    }, { turn: turn.seq });
     this.#o.memory.create(RUNTIME_ACTOR, {
       namespace: processNamespace(turn.pid),
       type: TURN_TYPE,
@@ -584,6 +638,16 @@ function checkedReply(reply: ModelReply): ModelReply {
   return { ...reply, toolCalls };
 }
 
+/** A call's id as an event carries it (cut to 128 characters), or null. */
+function callIdOf(call: { readonly id?: string }): string | null {
+  return typeof call.id === "string" && call.id !== "" ? call.id.slice(0, 128) : null;
+}
+
+/** An error code as an event carries it: a code that is not a plain identifier is `error`. */
+function eventCode(code: string): string {
+  return /^[a-z][a-z0-9_]{0,63}$/.test(code) ? code : "error";
+}
+
 /** Arguments a model sent as JSON text; text that is not JSON is passed on for the broker to refuse. */
 function parseArguments(text: string): unknown {
   try {
@@ -601,6 +665,7 @@ export function executorFor(
     readonly memory: ObjectMemory;
     readonly images: ImageRegistry;
     readonly clock: { now(): number };
+    readonly events?: Pick<EventLog, "emit">;
   },
   model: ModelClient,
   options: Pick<ExecutorOptions, "maxReplyTokens" | "unavailableLimit" | "observer"> = {},
@@ -611,6 +676,7 @@ export function executorFor(
     memory: runtime.memory,
     images: runtime.images,
     clock: runtime.clock,
+    ...(runtime.events === undefined ? {} : { events: runtime.events }),
     model,
     ...options,
   });
