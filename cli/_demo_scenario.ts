@@ -71,9 +71,16 @@ const JIT_SOURCE = `export async function run(args, libos) {
   return text.split("\\n").filter((l) => l.startsWith("FAILED ")).map((l) => l.slice(7).split(" - ")[0]);
 }`;
 
-/** Runs the scenario; `say` gets each step as it happens. */
+/**
+ * Runs the scenario; `say` gets each step as it happens. `db` keeps the run's database at that
+ * path (for `libos replay` and its tests); by default it goes with the temporary workspace.
+ */
 export async function runDemo(
-  options: { readonly seed?: number; readonly say?: (line: string) => void } = {},
+  options: {
+    readonly seed?: number;
+    readonly say?: (line: string) => void;
+    readonly db?: string;
+  } = {},
 ): Promise<DemoReport> {
   const root = Deno.makeTempDirSync({ prefix: "libos-demo-" });
   try {
@@ -85,7 +92,7 @@ export async function runDemo(
 
 async function scenario(
   root: string,
-  options: { readonly seed?: number; readonly say?: (line: string) => void },
+  options: { readonly seed?: number; readonly say?: (line: string) => void; readonly db?: string },
 ): Promise<DemoReport> {
   const workspace = join(root, "ws");
   Deno.mkdirSync(join(workspace, "src"), { recursive: true });
@@ -107,7 +114,7 @@ async function scenario(
   sandbox.warm(1);
   await using runtime = await createRuntime({
     workspace,
-    db: join(root, "demo.db"),
+    db: options.db ?? join(root, "demo.db"),
     env: { get: (n) => (n === "XDG_STATE_HOME" ? join(root, "state") : undefined) },
     mode: "workspace-write",
     human: "queue",

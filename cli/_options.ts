@@ -103,6 +103,7 @@ export const OPTION_SPECS = {
   "keep-size": { type: "string" },
   "dry-run": { type: "boolean" },
   tree: { type: "boolean" },
+  session: { type: "string" },
   follow: { type: "boolean" },
   kind: { type: "string", multiple: true },
 } as const;

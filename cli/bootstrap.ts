@@ -196,6 +196,9 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   if (model?.startsWith("replay:") && model.length > "replay:".length) {
     grant(resolve(facts.cwd, model.slice("replay:".length)), false);
   }
+  // `replay --session FILE`: read on the session log.
+  const session = optionValue(facts.args, "session");
+  if (session !== undefined && session.trim() !== "") grant(resolve(facts.cwd, session), false);
   const record = optionValue(facts.args, "record");
   if (record !== undefined && record.trim() !== "") grant(resolve(facts.cwd, record));
   // An OpenAI-compatible model: its configuration variables, and the network to its endpoint only.

@@ -31,6 +31,7 @@ import {
   humanShowCommand,
 } from "./human_commands.ts";
 import { policyCheckCommand } from "./policy_command.ts";
+import { replayCommand } from "./replay_command.ts";
 import {
   jitCheckCommand,
   jitProposeCommand,
@@ -101,6 +102,7 @@ const COMMANDS: readonly Command[] = [
   toolsCommand,
   execCommand,
   policyCheckCommand,
+  replayCommand,
   jitCheckCommand,
   jitProposeCommand,
   jitValidateCommand,
