@@ -7,6 +7,7 @@
  */
 import { UsageError } from "../runtime/base/errors.ts";
 import { auditQueryCommand, auditVerifyCommand } from "./audit_command.ts";
+import { auditCheckCommand } from "./audit_check_command.ts";
 import {
   checkpointCreateCommand,
   checkpointDiffCommand,
@@ -110,6 +111,7 @@ const COMMANDS: readonly Command[] = [
   jitRunCommand,
   auditQueryCommand,
   auditVerifyCommand,
+  auditCheckCommand,
   eventsCommand,
   agentCommand,
   sessionsCommand,

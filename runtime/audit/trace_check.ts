@@ -290,6 +290,22 @@ function decisionMatcher(
   return undefined;
 }
 
+/** What an action acted on, for messages: ` on <path|argv|url|tool>`. */
+function subjectOf(request: unknown): string {
+  if (typeof request !== "object" || request === null) return "";
+  const r = request as Record<string, unknown>;
+  const subject = typeof r.path === "string"
+    ? r.path
+    : Array.isArray(r.argv)
+    ? r.argv.join(" ")
+    : typeof r.url === "string"
+    ? r.url
+    : typeof r.tool === "string"
+    ? r.tool
+    : undefined;
+  return subject === undefined ? "" : ` on ${JSON.stringify(subject.slice(0, 200))}`;
+}
+
 const CAP = /^cap:(cap_[0-9a-f]{12})$/;
 
 /** The effect ops whose allow record stands for an effect that went through the ledger. */
@@ -330,7 +346,13 @@ function checkEffects(c: Checking, pid: string, records: readonly AuditRecord[])
     if (row.status === "cancelled") continue;
     c.effects++;
     ledgered.add(row.id);
-    const what = `action ${row.id} (${row.kind}, ${row.status})`;
+    let request: unknown;
+    try {
+      request = JSON.parse(row.request);
+    } catch {
+      request = null;
+    }
+    const what = `action ${row.id} (${row.kind}${subjectOf(request)}, ${row.status})`;
     const intent = intents.get(row.id);
     if (intent === undefined) {
       v(undefined, `${what} has no action.intent record: an effect the audit log does not show`);
@@ -342,12 +364,6 @@ function checkEffects(c: Checking, pid: string, records: readonly AuditRecord[])
         intent.seq,
         `${what}: its action.intent records digest ${intent.inputDigest}, not ${row.digest}`,
       );
-    }
-    let request: unknown;
-    try {
-      request = JSON.parse(row.request);
-    } catch {
-      request = null;
     }
     const matches = decisionMatcher(row.kind, request);
     const same = (r: AuditRecord) =>
