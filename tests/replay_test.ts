@@ -120,7 +120,7 @@ Deno.test("libos replay of the end-to-end fix run: its own governance changes no
     reason: "mode:read-only",
   }]);
   assert.deepEqual(readOnly.doc.changes, { "allow→deny": 1 });
-  assert.equal(readOnly.doc.decisions[0]!.explanation, "the read-only mode forbids it");
+  assert.equal(readOnly.doc.decisions[0]!.explanation, "mode read-only");
 
   // Stricter: a run deny on python3. A human approved each run once; that approval is not
   // standing authority, and a deny stands whatever anybody approved.
@@ -137,7 +137,7 @@ Deno.test("libos replay of the end-to-end fix run: its own governance changes no
   });
   assert.deepEqual(denied.changes, [deniedRun(3), deniedRun(5)]);
   assert.deepEqual(denied.doc.changes, { "ask→deny": 2 });
-  assert.equal(denied.doc.decisions[0]!.explanation, 'run deny #1 "shell:python3 *"');
+  assert.equal(denied.doc.decisions[0]!.explanation, "run deny #1 shell:python3 *");
 
   // Looser: an allow rule for exactly the test command (inside the wall) lets both runs through.
   const allowed = changesOf(await replay("--policy", policy));
@@ -149,7 +149,7 @@ Deno.test("libos replay of the end-to-end fix run: its own governance changes no
   assert.deepEqual(allowed.changes, [allowedRun(3), allowedRun(5)]);
   assert.match(
     allowed.doc.decisions[0]!.explanation,
-    /^rule .*allow-test\.jsonc#1 \{"effect":"allow","shell":\["python3","tests\/test_mathlib\.py"\],"exact":true\}$/,
+    /^rule .*allow-test\.jsonc:1 \{"effect":"allow","shell":\["python3","tests\/test_mathlib\.py"\],"exact":true\}$/,
   );
   // Outside the wall the same rule cannot vouch for workspace code: nothing changes.
   assert.deepEqual(changesOf(await replay("--policy", policy, "--wall", "off")).changes, []);
@@ -161,7 +161,7 @@ Deno.test("libos replay of the end-to-end fix run: its own governance changes no
   assert.equal(lines.length, 3);
   assert.match(
     lines[0]!,
-    /^#\d+ \(turn 3\) {2}shell\.run shell:\["python3","tests\/test_mathlib\.py"\]: ask \(approved once\) → deny {2}run deny #1 "shell:python3 \*"$/,
+    /^#\d+ \(turn 3\) {2}shell\.run shell:\["python3","tests\/test_mathlib\.py"\]: ask \(approved once\) → deny {2}run deny #1 shell:python3 \*$/,
   );
   assert.equal(lines[2], "5 actions re-decided, 2 changed: ask→deny 2");
 

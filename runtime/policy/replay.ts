@@ -25,6 +25,12 @@
 import type { ActionResource, Capability, Effect, Right } from "../authority/capability.ts";
 import { CapabilityIndex } from "../authority/capability_index.ts";
 import {
+  capabilityChain,
+  explainLine,
+  explainRecord,
+  recordedExplanation,
+} from "../authority/explain.ts";
+import {
   compileProtection,
   decide,
   type Decision,
@@ -346,6 +352,8 @@ function modeCapabilities(pid: string, mode: ModeName): Capability[] {
 export class Replayer {
   readonly governance: ReplayGovernance;
   readonly #standing: readonly Capability[];
+  /** Every capability by id (the mode's re-derived ones too), for explanations. */
+  readonly #byId = new Map<string, Capability>();
   readonly #lifetimes: ReadonlyMap<string, Lifetime>;
   readonly #modeCaps = new Map<string, Capability[]>();
   readonly #indexes = new Map<string, CapabilityIndex>();
@@ -365,6 +373,9 @@ export class Replayer {
     this.#lifetimes = options.lifetimes ?? new Map();
     for (const pid of options.modeGrants) {
       this.#modeCaps.set(pid, modeCapabilities(pid, governance.mode));
+    }
+    for (const cap of [...options.capabilities, ...[...this.#modeCaps.values()].flat()]) {
+      this.#byId.set(cap.id, cap);
     }
     const protection: Protection = compileProtection(options.protectedPaths ?? []);
     this.#context = {
@@ -438,7 +449,7 @@ export class Replayer {
       return {
         effect: shell.decision,
         reason: shell.reason,
-        explanation: `${this.#explain(shell.reason, shell.decision, shell.matchedRule)}${what}`,
+        explanation: `${this.#explain(shell.reason)}${what}`,
       };
     }
     const decision: Decision = decide(
@@ -454,46 +465,29 @@ export class Replayer {
     return {
       effect: decision.effect,
       reason: decision.reason,
-      explanation: this.#explain(decision.reason, decision.effect, null),
+      explanation: this.#explain(decision.reason),
     };
   }
 
   /**
-   * One line saying why: the layer and its source (the rule's text, the run deny, the mode, the
-   * capability). The explanation function of the decision-explanations work can replace this.
+   * One line saying why, by the explanation of recorded decisions (`explainLine()`): the layer
+   * and its source — the rule's file, line and text, the run deny, the mode, the capability and
+   * who granted it.
    */
-  #explain(reason: string, effect: Effect, matchedRule: string | null): string {
-    const [layer = "", ...rest] = reason.split(":");
-    const source = rest.join(":");
-    switch (layer) {
-      case "hardline":
-        return `hardline ${source}: never run, in any mode`;
-      case "run": {
-        const deny = this.governance.denies[Number(source) - 1];
-        return `run deny #${source}${deny ? ` ${JSON.stringify(deny.source)}` : ""}`;
-      }
-      case "mode":
-        return `the ${source} mode ${effect === "deny" ? "forbids" : "asks for"} it`;
-      case "protected":
-        return `${source} is protected (${effect})`;
-      case "rule": {
-        const text = matchedRule ??
-          this.governance.rules?.rules.find((r) => r.reason === reason)?.text;
-        return `rule ${source}${text ? ` ${text}` : ""}`;
-      }
-      case "cap":
-        return source.startsWith("mode:")
-          ? `the ${source.slice(5).replace(/#\d+$/, "")} mode's default grant`
-          : `capability ${source}`;
-      case "default":
-        return "no rule or capability allows it (default deny)";
-      case "read-only":
-        return `read-only command (${source}), run confined`;
-      case "shell-policy":
-        return `shell policy ${source}`;
-      default:
-        return reason;
-    }
+  #explain(reason: string): string {
+    const rules = this.governance.rules?.rules;
+    const explain = recordedExplanation(reason, {
+      rule: (r) => rules?.find((loaded) => loaded.reason === r)?.at,
+      denies: this.governance.denies,
+    });
+    const record = { authority: reason, detail: explain ?? null };
+    const chain = reason.startsWith("cap:")
+      ? capabilityChain(reason.slice(4), {
+        capability: (id) => this.#byId.get(id),
+        grantedBy: () => null,
+      })
+      : [];
+    return explainLine(explainRecord(record, chain));
   }
 }
 
