@@ -25,6 +25,7 @@ import {
   type SentMessage,
   turn,
 } from "./agent_fixture.ts";
+import { assertTraceInvariants } from "./trace_invariants.ts";
 
 /** A `--json` run that ended with its process exited, its result `content`. */
 function assertExited(run: { status: number; stdout: string; stderr: string }, content: string) {
@@ -181,6 +182,7 @@ Deno.test("libos agent --yes: the coding agent fixes the fixture; --json prints 
   assert.equal(doc.audit_summary.tool_calls, 4);
   assert.equal(doc.audit_summary.human_decisions, 2, "two shell runs approved by --yes");
   assert.equal(doc.audit_summary.chain_verified, true);
+  assertTraceInvariants(s.dbPath(), doc.pid);
   assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), FIXED);
   // Each automatic approval is said on stderr, once per action.
   assert.equal(run.stderr.match(/--yes approved shell\.run/g)?.length, 2, run.stderr);
@@ -238,6 +240,7 @@ Deno.test("libos agent --human queue exits 3; libos human approve + --resume fin
   assert.deepEqual(requests.map((r) => r.status), ["dispatched", "dispatched"]);
   const runs = runtime.audit.query({ pid, action: "action.done", limit: 100 });
   assert.equal(runs.length, 3, "two shell runs and one edit, each done once");
+  assertTraceInvariants(s.dbPath(), pid);
   const sessions = await s.json("sessions");
   const [session] = sessions.doc.sessions as Record<string, unknown>[];
   assert.equal(session?.launches, 3);

@@ -13,6 +13,7 @@ import { ScriptedModel } from "../runtime/model/scripted_model.ts";
 import { parseSessionLog } from "../runtime/model/session_log.ts";
 import { testRuntime } from "../testing.ts";
 import { BROKEN, FIX_EDIT, FIXED, RUN_TESTS, TEST, turn } from "./agent_fixture.ts";
+import { assertTraceInvariants } from "./trace_invariants.ts";
 
 Deno.test("The coding agent on the scripted model fixes a failing test: read, run the test (asked), edit under approval with a diff, run again, report", async () => {
   await using t = await testRuntime({
@@ -87,4 +88,5 @@ Deno.test("The coding agent on the scripted model fixes a failing test: read, ru
   assert.deepEqual(exits, [[1, "FAILED"], [0, "OK"]]);
   const report = runtime.memory.read("operator", p.result!).payload as string;
   assert.match(report, /passes/);
+  assertTraceInvariants(runtime, pid);
 });

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import type { Runtime } from "../runtime/runtime.ts";
 import { testRuntime } from "../testing.ts";
 import type { ProcessDriver } from "../runtime/kernel/scheduler.ts";
+import { assertTraceInvariants } from "./trace_invariants.ts";
 
 const PROCESS_TOOLS = [
   "fork_child_process",
@@ -98,6 +99,7 @@ Deno.test("fork_child_process attack: a child is handed only scopes the parent h
     f.runtime.authority.decide(child, { resource: { type: "fs", path }, right: "write" }).effect;
   assert.equal(decide("src/a.ts"), "allow", "control: the scope handed over");
   assert.notEqual(decide("README.md"), "allow", "and nothing else");
+  assertTraceInvariants(f.runtime, f.pid);
 });
 
 Deno.test("signal_child_process, merge_child_memory and wait_child_process attack: another process's pid is refused and untouched", async () => {
