@@ -55,6 +55,7 @@ export const OPTION_SPECS = {
   after: { type: "string" },
   limit: { type: "string" },
   desc: { type: "boolean" },
+  explain: { type: "boolean" },
   seed: { type: "string" },
   goal: { type: "string" },
   image: { type: "string" },
@@ -103,9 +104,6 @@ export const OPTION_SPECS = {
   "keep-size": { type: "string" },
   "dry-run": { type: "boolean" },
   tree: { type: "boolean" },
-  session: { type: "string" },
-  follow: { type: "boolean" },
-  kind: { type: "string", multiple: true },
 } as const;
 
 /** The name of an option. */

@@ -4,6 +4,7 @@
  * @module
  */
 import type { AuditFilter, AuditRecord } from "../runtime/audit/audit_log.ts";
+import { explainLine } from "../runtime/authority/explain.ts";
 import { UsageError } from "../runtime/base/errors.ts";
 import {
   type CliIo,
@@ -58,11 +59,15 @@ export function auditFilterFrom(parsed: ParsedArgs): AuditFilter {
   return Object.fromEntries(entries.filter(([, v]) => v !== undefined)) as AuditFilter;
 }
 
-function recordJson(record: AuditRecord) {
-  return { ...record, time: new Date(record.time).toISOString() };
+function recordJson(record: AuditRecord, explain: boolean) {
+  return {
+    ...record,
+    time: new Date(record.time).toISOString(),
+    ...(explain ? { explanation: record.decision === "none" ? null : explainLine(record) } : {}),
+  };
 }
 
-function recordRow(r: AuditRecord): string[] {
+function recordRow(r: AuditRecord, explain: boolean): string[] {
   return [
     String(r.seq),
     new Date(r.time).toISOString(),
@@ -72,6 +77,8 @@ function recordRow(r: AuditRecord): string[] {
     field(r.resource, 200),
     r.decision,
     field(r.authority, 100),
+    // explainLine() escapes what it shows.
+    ...(explain ? [r.decision === "none" ? "-" : explainLine(r)] : []),
   ];
 }
 
@@ -81,17 +88,20 @@ function runQuery(parsed: ParsedArgs, io: CliIo): number {
   using opened = openAudit(location, "read");
   const audit = opened.audit;
   const records = audit.query(filter);
+  const explain = flagOption(parsed, "explain");
   if (flagOption(parsed, "json")) {
     printJson(io, {
       db: location.path,
       workspace: location.workspace,
-      records: records.map(recordJson),
+      records: records.map((r) => recordJson(r, explain)),
     });
   } else if (records.length === 0) {
     io.stdout(`No audit records match (database ${field(location.path, 4096)}).\n`);
   } else {
     const header = ["SEQ", "TIME", "ACTOR", "PID", "ACTION", "RESOURCE", "DECISION", "AUTHORITY"];
-    io.stdout(table(header, records.map(recordRow), { right: [0] }).join("\n") + "\n");
+    if (explain) header.push("EXPLANATION");
+    const rows = records.map((r) => recordRow(r, explain));
+    io.stdout(table(header, rows, { right: [0] }).join("\n") + "\n");
   }
   return EXIT_OK;
 }
@@ -164,7 +174,9 @@ Filters (combined with AND):
   --since T, --until T   time range (ISO 8601 or epoch ms); since is inclusive, until exclusive
   --after SEQ            records after this sequence number (paging)
   --limit N              at most N records (default 100, at most 10000)
-  --desc                 newest first`,
+  --desc                 newest first
+  --explain              add each decision's one-line explanation (the rule's file:line and
+                         text, the capability, the mode…); "libos why SEQ" gives the whole of it`,
   options: [
     "pid",
     "actor",
@@ -177,6 +189,7 @@ Filters (combined with AND):
     "after",
     "limit",
     "desc",
+    "explain",
   ],
   run: runQuery,
 };

@@ -7,7 +7,7 @@
  */
 import { UsageError } from "../runtime/base/errors.ts";
 import { auditQueryCommand, auditVerifyCommand } from "./audit_command.ts";
-import { auditCheckCommand } from "./audit_check_command.ts";
+import { whyCommand } from "./why_command.ts";
 import {
   checkpointCreateCommand,
   checkpointDiffCommand,
@@ -17,7 +17,6 @@ import {
 import { agentCommand } from "./agent_command.ts";
 import { sessionsCommand } from "./sessions_command.ts";
 import { logCommand } from "./log_command.ts";
-import { eventsCommand } from "./events_command.ts";
 import { gcCommand } from "./gc_command.ts";
 import { demoCommand } from "./demo_command.ts";
 import { initCommand } from "./init_command.ts";
@@ -32,7 +31,6 @@ import {
   humanShowCommand,
 } from "./human_commands.ts";
 import { policyCheckCommand } from "./policy_command.ts";
-import { replayCommand } from "./replay_command.ts";
 import {
   jitCheckCommand,
   jitProposeCommand,
@@ -103,7 +101,6 @@ const COMMANDS: readonly Command[] = [
   toolsCommand,
   execCommand,
   policyCheckCommand,
-  replayCommand,
   jitCheckCommand,
   jitProposeCommand,
   jitValidateCommand,
@@ -111,8 +108,7 @@ const COMMANDS: readonly Command[] = [
   jitRunCommand,
   auditQueryCommand,
   auditVerifyCommand,
-  auditCheckCommand,
-  eventsCommand,
+  whyCommand,
   agentCommand,
   sessionsCommand,
   logCommand,

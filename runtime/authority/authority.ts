@@ -352,12 +352,18 @@ export class Authority {
   }
 }
 
-/** A record's `detail` holding an explanation, or nothing to spread. */
+const NO_DETAIL = Object.freeze({});
+
+/**
+ * What to spread into a decision record after its own fields: its detail with the explanation
+ * added, or nothing when there is none to add (the record's own detail then stands).
+ */
 export function explained(
   explanation: { explain: ExplainJson } | undefined,
   detail?: Readonly<Record<string, string | number | boolean | null>>,
 ): { detail?: Record<string, string | number | boolean | null | ExplainJson> } {
-  if (explanation === undefined) return detail === undefined ? {} : { detail: { ...detail } };
+  // Nothing to add: the caller's own detail (spread before this) stands, uncopied.
+  if (explanation === undefined) return NO_DETAIL;
   return { detail: { ...detail, ...explanation } };
 }
 

@@ -15,6 +15,7 @@
 import { z } from "zod";
 import type { JsonValue } from "../base/canonical_json.ts";
 import { escapePreview } from "../base/escape_preview.ts";
+import { type Capability, resourceString } from "./capability.ts";
 
 /** The longest rule text kept with a record (a longer one is cut, marked by `…`). */
 const RULE_TEXT_MAX = 1000;
@@ -95,7 +96,7 @@ export type ExplainLayer =
 export interface CapabilityLink {
   readonly id: string;
   readonly subject: string;
-  /** `operator`, `mode:<name>` (the mode's default grants at spawn), `lineage`, `human:<request>`, `user-config:<id>`, a parent pid. */
+  /** `operator`, `mode:<name>` (the mode's default grants at spawn), `lineage`, `lineage:<parent>` (a delegation), `human:<request>`, `user-config:<id>`. */
   readonly issuer: string;
   /** The actor of its grant record (`human:terminal`, `operator`, `runtime`, a pid), when found. */
   readonly grantedBy: string | null;
@@ -220,6 +221,8 @@ export function grantedByLine(link: CapabilityLink): string {
   }
   if (issuer === "lineage") return "lineage (its own process)";
   if (issuer === "operator") return "the operator";
+  // A parent's delegation at fork or spawn: `lineage:<parent pid>`.
+  if (issuer.startsWith("lineage:")) return `delegation by ${esc(issuer.slice(8))}`;
   if (link.derivedFrom !== null) return `delegation by ${esc(issuer)}`;
   return esc(issuer);
 }
@@ -267,4 +270,45 @@ export function explainLine(explained: Explanation | ExplainableRecord): string 
     case "runtime":
       return `runtime ${esc(e.authority)}`;
   }
+}
+
+/** Where {@link capabilityChain} looks capabilities and their grant records up. */
+export interface ChainLookups {
+  /** The stored capability, or undefined when there is none. */
+  capability(id: string): Capability | undefined;
+  /** The actor of the capability's `capability.grant` record, or null when not found. */
+  grantedBy(id: string): string | null;
+}
+
+/** The longest chain followed (a delegation tree is never this deep; a cycle stops at once). */
+const CHAIN_MAX = 32;
+
+/**
+ * A capability and the chain of parents it was attenuated from (`derivedFrom`), the deciding
+ * capability first, each with who issued it, who granted it and when. A capability no longer
+ * stored ends the chain.
+ */
+export function capabilityChain(id: string, lookups: ChainLookups): CapabilityLink[] {
+  const chain: CapabilityLink[] = [];
+  const seen = new Set<string>();
+  let next: string | null = id;
+  while (next !== null && !seen.has(next) && chain.length < CHAIN_MAX) {
+    seen.add(next);
+    const cap = lookups.capability(next);
+    if (!cap) break;
+    chain.push({
+      id: cap.id,
+      subject: cap.subject,
+      issuer: cap.issuer,
+      grantedBy: lookups.grantedBy(cap.id),
+      at: cap.createdAt,
+      effect: cap.effect,
+      resource: resourceString(cap.resource),
+      rights: cap.rights,
+      derivedFrom: cap.derivedFrom,
+      revokedAt: cap.revokedAt,
+    });
+    next = cap.derivedFrom;
+  }
+  return chain;
 }
