@@ -56,6 +56,7 @@ export const OPTION_SPECS = {
   limit: { type: "string" },
   desc: { type: "boolean" },
   explain: { type: "boolean" },
+  explain: { type: "boolean" },
   seed: { type: "string" },
   goal: { type: "string" },
   image: { type: "string" },

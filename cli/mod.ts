@@ -8,6 +8,7 @@
 import { UsageError } from "../runtime/base/errors.ts";
 import { auditQueryCommand, auditVerifyCommand } from "./audit_command.ts";
 import { whyCommand } from "./why_command.ts";
+import { whyCommand } from "./why_command.ts";
 import {
   checkpointCreateCommand,
   checkpointDiffCommand,
@@ -108,6 +109,7 @@ const COMMANDS: readonly Command[] = [
   jitRunCommand,
   auditQueryCommand,
   auditVerifyCommand,
+  whyCommand,
   whyCommand,
   agentCommand,
   sessionsCommand,
