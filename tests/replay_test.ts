@@ -11,6 +11,7 @@ import { runDemo } from "../cli/_demo_scenario.ts";
 import { runCli } from "../cli/mod.ts";
 import { type Run, type Sandbox, sandbox, task } from "./_cli_sandbox.ts";
 import { call, FIXED, fixture, SCRIPT } from "./agent_fixture.ts";
+import { assertTraceInvariants } from "./trace_invariants.ts";
 
 /** What a replay prints of one change, without its seq (the audit order is checked apart). */
 interface Change {
@@ -193,6 +194,7 @@ Deno.test("libos replay of the demo's run (seed 7): its own governance changes n
     const db = join(root, "demo.db");
     const report = await runDemo({ seed: 7, db });
     const { agent, worker } = report.pids;
+    assertTraceInvariants(db, agent); // the demo run (a fork, delegation, an approval) is clean
     const cwd = join(root, "ws");
     Deno.mkdirSync(cwd);
     const replay = async (...flags: string[]) => {
