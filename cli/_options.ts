@@ -56,7 +56,6 @@ export const OPTION_SPECS = {
   limit: { type: "string" },
   desc: { type: "boolean" },
   explain: { type: "boolean" },
-  explain: { type: "boolean" },
   seed: { type: "string" },
   goal: { type: "string" },
   image: { type: "string" },
@@ -105,6 +104,9 @@ export const OPTION_SPECS = {
   "keep-size": { type: "string" },
   "dry-run": { type: "boolean" },
   tree: { type: "boolean" },
+  session: { type: "string" },
+  follow: { type: "boolean" },
+  kind: { type: "string", multiple: true },
 } as const;
 
 /** The name of an option. */

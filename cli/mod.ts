@@ -7,7 +7,7 @@
  */
 import { UsageError } from "../runtime/base/errors.ts";
 import { auditQueryCommand, auditVerifyCommand } from "./audit_command.ts";
-import { whyCommand } from "./why_command.ts";
+import { auditCheckCommand } from "./audit_check_command.ts";
 import { whyCommand } from "./why_command.ts";
 import {
   checkpointCreateCommand,
@@ -18,6 +18,7 @@ import {
 import { agentCommand } from "./agent_command.ts";
 import { sessionsCommand } from "./sessions_command.ts";
 import { logCommand } from "./log_command.ts";
+import { eventsCommand } from "./events_command.ts";
 import { gcCommand } from "./gc_command.ts";
 import { demoCommand } from "./demo_command.ts";
 import { initCommand } from "./init_command.ts";
@@ -32,6 +33,7 @@ import {
   humanShowCommand,
 } from "./human_commands.ts";
 import { policyCheckCommand } from "./policy_command.ts";
+import { replayCommand } from "./replay_command.ts";
 import {
   jitCheckCommand,
   jitProposeCommand,
@@ -102,6 +104,7 @@ const COMMANDS: readonly Command[] = [
   toolsCommand,
   execCommand,
   policyCheckCommand,
+  replayCommand,
   jitCheckCommand,
   jitProposeCommand,
   jitValidateCommand,
@@ -109,8 +112,9 @@ const COMMANDS: readonly Command[] = [
   jitRunCommand,
   auditQueryCommand,
   auditVerifyCommand,
+  auditCheckCommand,
   whyCommand,
-  whyCommand,
+  eventsCommand,
   agentCommand,
   sessionsCommand,
   logCommand,
