@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { runDemo } from "../cli/_demo_scenario.ts";
+import { runCli } from "../cli/mod.ts";
 import { EventLog } from "../runtime/audit/event_log.ts";
 import { Event, type EventEnvelope } from "../runtime/audit/events.ts";
 import { sandbox } from "./_cli_sandbox.ts";
@@ -57,8 +57,15 @@ function kinds(events: readonly EventEnvelope[]): Set<string> {
 
 Deno.test("the demo scenario (spawn, fork, JIT tool, checkpoint, refused write, human-approved edit) emits only schema events, decisions included", async () => {
   using capture = captureEvents();
-  const report = await runDemo({ seed: 7 });
-  assert.ok(report.steps.length > 5);
+  let stdout = "";
+  const status = await runCli(["demo", "--json", "--seed", "7"], {
+    stdout: (text) => stdout += text,
+    stderr: () => {},
+    env: { get: () => undefined },
+    cwd: Deno.cwd(),
+  });
+  assert.equal(status, 0, stdout);
+  assert.ok((JSON.parse(stdout) as { steps: unknown[] }).steps.length > 5);
   assertAllValid(capture.events);
   const seen = kinds(capture.events);
   for (

@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { runCli } from "../cli/mod.ts";
 import { Event } from "../runtime/audit/events.ts";
 import { sha256Hex } from "../runtime/base/canonical_json.ts";
 import { REPO, type Sandbox, sandbox, task } from "./_cli_sandbox.ts";
@@ -264,4 +265,24 @@ Deno.test("libos events --follow --json (real launcher) streams the events an ag
   Deno.removeSync(temp, { recursive: true });
   assert.equal(status.code, 0, stderr);
   assert.equal(stderr, "");
+});
+
+Deno.test("libos events --follow ends with status 0 as soon as its reader goes away (a closed stdout: libos events --follow | head -3), instead of polling on", async () => {
+  using s = sandbox();
+  await agentRun(s);
+  const written: string[] = [];
+  const started = Date.now();
+  const status = await runCli(["events", "--follow", "--workspace", s.workspace], {
+    stdout: (text) => {
+      if (written.length === 3) throw new Deno.errors.BrokenPipe("Broken pipe (os error 32)");
+      written.push(text);
+    },
+    stderr: (text) => written.push(`stderr: ${text}`),
+    env: { get: (name) => (name === "XDG_STATE_HOME" ? s.state : undefined) },
+    cwd: s.workspace,
+  });
+  assert.equal(status, 0);
+  assert.equal(written.length, 3, written.join(""));
+  assert.match(written[0]!, /^1 {2}.*session\.started/);
+  assert.ok(Date.now() - started < 10_000);
 });

@@ -44,16 +44,6 @@ export interface SubscribeOptions extends EventSelection {
 
 const PAGE = 256;
 
-const LAYERS: ReadonlySet<string> = new Set<DecisionLayer>([
-  "hardline",
-  "run",
-  "mode",
-  "protected",
-  "rule",
-  "cap",
-  "human",
-]);
-
 /** `text` cut to `max` characters, the cut marked with an ellipsis. */
 function cut(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
@@ -67,7 +57,18 @@ function cut(text: string, max: number): string {
 function layerOf(authority: string): DecisionLayer {
   if (authority === "default") return "default";
   const prefix = authority.slice(0, Math.max(0, authority.indexOf(":")));
-  return LAYERS.has(prefix) ? prefix as DecisionLayer : "runtime";
+  switch (prefix) {
+    case "hardline":
+    case "run":
+    case "mode":
+    case "protected":
+    case "rule":
+    case "cap":
+    case "human":
+      return prefix;
+    default:
+      return "runtime";
+  }
 }
 
 /**
