@@ -7,9 +7,10 @@
  *
  * @module
  */
+import { resolve } from "node:path";
 import { UsageError } from "../runtime/base/errors.ts";
 import { type CliIo, type Command, flagOption, type ParsedArgs, stringOption } from "./_options.ts";
-import { EXIT_FAILED, EXIT_OK, printJson } from "./_output.ts";
+import { EXIT_FAILED, EXIT_OK, field, printJson } from "./_output.ts";
 import { runDemo } from "./_demo_scenario.ts";
 
 export { DemoReport } from "./_demo_scenario.ts";
@@ -26,8 +27,11 @@ async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
       "Agent libOS demo: a coding agent fixes a failing test in a temporary workspace (scripted model, no network; the demo plays the human).\n\n",
     );
   }
+  // --db keeps the run's database there (for libos replay); by default it is removed.
+  const db = stringOption(parsed, "db");
   const report = await runDemo({
     ...(seed === undefined ? {} : { seed }),
+    ...(db === undefined ? {} : { db: resolve(io.cwd, db) }),
     ...(json ? {} : { say: (line: string) => io.stdout(line + "\n") }),
   });
   const ok = report.status === "exited" && report.write.verified && report.audit.verified;
@@ -45,7 +49,11 @@ async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
         `Checkpoint ${report.checkpoint}; report object ${report.report}.`,
         `Audit: ${report.audit.records} records, ${report.audit.denials} denials, chain ${
           report.audit.verified ? "verified" : "BROKEN"
-        }. The temporary workspace and database were removed.`,
+        }. ${
+          db === undefined
+            ? "The temporary workspace and database were removed."
+            : `The temporary workspace was removed; the database is kept at ${field(db, 500)}.`
+        }`,
         "",
       ].join("\n"),
     );
@@ -57,12 +65,13 @@ async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
 export const demoCommand: Command = {
   name: "demo",
   summary: "run the paper's demo scenario in a temporary workspace",
-  usage: `Usage: libos demo [--json] [--seed N]
+  usage: `Usage: libos demo [--json] [--seed N] [--db PATH]
 
 Runs the Agent libOS demo scenario in a temporary workspace with a temporary database (both
 removed afterwards): a coding agent, an error-trace object, a forked worker, a JIT tool, a
 checkpoint, a denied write, a human approval (played by the demo), a verified write, a report.
---json prints one versioned JSON document; --seed N makes ids and the clock deterministic.`,
+--json prints one versioned JSON document; --seed N makes ids and the clock deterministic;
+--db PATH keeps the run's database at PATH (outside the temporary workspace) for libos replay.`,
   options: ["seed"],
   run,
 };

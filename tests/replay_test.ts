@@ -7,7 +7,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { sha256Hex } from "../runtime/base/canonical_json.ts";
-import { runDemo } from "../cli/_demo_scenario.ts";
 import { runCli } from "../cli/mod.ts";
 import { type Run, type Sandbox, sandbox, task } from "./_cli_sandbox.ts";
 import { call, FIXED, fixture, SCRIPT } from "./agent_fixture.ts";
@@ -188,26 +187,32 @@ Deno.test("libos replay of the end-to-end fix run: its own governance changes no
   assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), FIXED);
 });
 
-Deno.test("libos replay of the demo's run (seed 7): its own governance changes nothing; read-only denies the approved edit; an allow policy allows it and the worker's refused write", async () => {
+Deno.test("libos replay of the demo's run (libos demo --seed 7 --db PATH): its own governance changes nothing; read-only denies the approved edit; an allow policy allows it and the worker's refused write", async () => {
   const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-replay-demo-" }));
   try {
     const db = join(root, "demo.db");
-    const report = await runDemo({ seed: 7, db });
-    const { agent, worker } = report.pids;
-    assertTraceInvariants(db, agent); // the demo run (a fork, delegation, an approval) is clean
     const cwd = join(root, "ws");
     Deno.mkdirSync(cwd);
-    const replay = async (...flags: string[]) => {
+    const cli = async (...args: string[]): Promise<Run> => {
       let stdout = "";
       let stderr = "";
-      const status = await runCli(["replay", agent, "--db", db, "--json", ...flags], {
+      const status = await runCli(args, {
         stdout: (t) => stdout += t,
         stderr: (t) => stderr += t,
         env: { get: (n) => (n === "XDG_STATE_HOME" ? join(root, "state") : undefined) },
         cwd,
       });
-      return changesOf({ status, stdout, stderr });
+      return { status, stdout, stderr };
     };
+    // libos demo --json --seed 7 --db PATH keeps the demo's database.
+    const demo = await cli("demo", "--json", "--seed", "7", "--db", db);
+    assert.equal(demo.status, 0, demo.stdout + demo.stderr);
+    const { agent, worker } = (JSON.parse(demo.stdout) as {
+      pids: { agent: string; worker: string };
+    }).pids;
+    assertTraceInvariants(db, agent); // the demo run (a fork, delegation, an approval) is clean
+    const replay = async (...flags: string[]) =>
+      changesOf(await cli("replay", agent, "--db", db, "--json", ...flags));
     const before = dbState(db);
     const same = await replay();
     // The agent's and its worker's: pytest.log read twice, the worker's refused write, the edit
