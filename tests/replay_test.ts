@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { sha256Hex } from "../runtime/base/canonical_json.ts";
+import { permissionFlags } from "../cli/bootstrap.ts";
 import { runCli } from "../cli/mod.ts";
 import { type Run, type Sandbox, sandbox, task } from "./_cli_sandbox.ts";
 import { call, FIXED, fixture, SCRIPT } from "./agent_fixture.ts";
@@ -330,4 +331,20 @@ Deno.test("libos replay: usage errors exit 2 and say what to give", async () => 
     assert.equal(run.status, 2, `${args.join(" ")}: ${run.stdout}`);
     assert.match((run.doc.error as { message: string }).message, message, args.join(" "));
   }
+});
+
+Deno.test("bootstrap permissionFlags(): libos replay may read its --session and --policy files, writes neither, and may run no program and reach no network", () => {
+  const flags = permissionFlags({
+    args: ["replay", "--session", "s.jsonl", "--policy", "/p/loose.jsonc", "--mode", "full"],
+    cwd: "/home/u",
+    env: { get: (n) => ({ HOME: "/home/u", TMPDIR: "/tmp" } as Record<string, string>)[n] },
+    realPath: (p) => p,
+  });
+  const value = (name: string) =>
+    flags.find((f) => f.startsWith(`--allow-${name}=`))?.split("=")[1]?.split(",") ?? [];
+  for (const file of ["/home/u/s.jsonl", "/p/loose.jsonc"]) {
+    assert.ok(value("read").includes(file), file);
+    assert.ok(!value("write").includes(file), file);
+  }
+  assert.ok(!flags.some((f) => f.startsWith("--allow-run") || f.startsWith("--allow-net")));
 });
