@@ -10,6 +10,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { AuditRecord } from "../runtime/audit/audit_log.ts";
 import { HumanPendingError } from "../runtime/base/errors.ts";
+import { approvalCard } from "../runtime/human/approval_card.ts";
+import { renderTranscript } from "../runtime/model/transcript_render.ts";
 import { loadPolicies } from "../runtime/policy/policy_files.ts";
 import type { NetProvider } from "../runtime/providers/net.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
@@ -40,11 +42,14 @@ const POLICY = `// the user's policy
       "effect": "deny",
       "path": "docs/**",
       "note": "\\u001b[2J\\u202eevil"
-    }
+    },
+    { "effect": "ask", "path": ".github/**" }
   ]
 }
 `;
 const RULE_LINE = 9;
+/** The ask on .github/** is rule 3, on line 14. */
+const ASK_LINE = 14;
 
 /** True when no escape or bidi override reached the output raw. */
 function clean(text: string): boolean {
@@ -412,4 +417,49 @@ Deno.test("libos why answers a record made before explanations existed, from its
   const verified = await s.json("audit", "verify");
   assert.equal(verified.status, 0, verified.stdout);
   assert.equal(verified.doc.ok, true);
+});
+
+Deno.test("the approval card names the rule that asked by file:line; the transcript's decision line carries the rule", async () => {
+  using s = sandbox();
+  const policyPath = outside(s, "policy.jsonc");
+  Deno.writeTextFileSync(policyPath, POLICY);
+  Deno.mkdirSync(join(s.workspace, ".github"));
+  await using runtime = await runtimeIn(s, { mode: "full-access", policy: policyPath });
+  const pid = runtime.processes.spawn({ goal: "act", image: "base-agent:v0" }).pid;
+  const asked = await runtime.primitives.fs.writeText(pid, { path: ".github/ci.yml", content: "x" })
+    .then(() => undefined, (error: unknown) => error);
+  assert.ok(asked instanceof HumanPendingError);
+  assert.throws(() => Deno.statSync(join(s.workspace, ".github/ci.yml")), Deno.errors.NotFound);
+  const request = runtime.human.get(asked.request);
+  assert.equal(request.approval?.reason, `rule:${policyPath}#3`);
+  assert.deepEqual(request.approval?.rule, {
+    source: policyPath,
+    line: ASK_LINE,
+    text: '{"effect":"ask","path":".github/**"}',
+  });
+  const card = approvalCard(request, { color: false, always: [] }).join("\n");
+  assert.match(card, new RegExp(`asked by: a policy rule \\(${policyPath}:${ASK_LINE}\\)`));
+  runtime.store.flush();
+  const [record] = runtime.audit.query({ action: "fs.write", decision: "ask" });
+  assert.ok(record);
+  const text = renderTranscript([{
+    type: "decision",
+    pid,
+    auditSeq: record.seq,
+    time: record.time,
+    actor: record.actor,
+    action: record.action,
+    resource: record.resource,
+    effect: record.decision,
+    authority: record.authority,
+    request: null,
+    by: null,
+    detail: record.detail,
+  }]);
+  assert.match(
+    text,
+    new RegExp(
+      `decision: ask fs\\.write fs:\\.github/ci\\.yml by rule:\\S+#3 \\(rule \\S+:${ASK_LINE} \\{"effect":"ask","path":"\\.github/\\*\\*"\\}\\)  \\[#${record.seq}\\]`,
+    ),
+  );
 });

@@ -36,7 +36,10 @@ export const RecordedExplanation = z.object({
 export type RecordedExplanation = z.infer<typeof RecordedExplanation>;
 
 /** The recorded explanation as JSON (what {@link recordedExplanation} returns to store). */
-export type ExplainJson = { [key: string]: string | number | { [key: string]: string | number } };
+export type ExplainJson = {
+  rule?: { source: string; line: number; text: string };
+  deny?: string;
+};
 
 /** Where the recorder finds what a reason names (the run's rules and run denies). */
 export interface ExplanationSources {

@@ -65,8 +65,16 @@ export function commandLine(argv: readonly string[], maxChars = 400): string {
   return escapePreview(argv.map(shellQuote).join(" "), { maxChars });
 }
 
-/** Why `decide()` asked, in words, with the layer's own token kept for reference. */
-export function whyItAsks(reason: string, ceiling?: string | null): string {
+/**
+ * Why `decide()` asked, in words, with the layer's own token kept for reference; for a policy
+ * rule whose source is known (`rule`, from the approval details), its file and line instead of
+ * its number in the file — the file's tail when the path is long, so the line stays on the card.
+ */
+export function whyItAsks(
+  reason: string,
+  ceiling?: string | null,
+  rule?: { readonly source: string; readonly line: number } | null,
+): string {
   const said = (token: string): string => {
     const [layer, ...rest] = token.split(":");
     const detail = rest.join(":");
@@ -75,8 +83,11 @@ export function whyItAsks(reason: string, ceiling?: string | null): string {
         return `a protected path (${detail})`;
       case "mode":
         return `the mode ${detail}`;
-      case "rule":
-        return `a policy rule (${detail})`;
+      case "rule": {
+        if (!rule || token !== reason) return `a policy rule (${detail})`;
+        const file = rule.source.length <= 120 ? rule.source : `…${rule.source.slice(-119)}`;
+        return `a policy rule (${file}:${rule.line})`;
+      }
       case "cap":
         return `the grant ${detail}`;
       case "run":
@@ -176,7 +187,10 @@ export function approvalCard(request: HumanRequest, options: CardOptions): strin
   lines.push(`  ${head}`);
   const tail: string[] = [
     `  ${
-      paint("dim", `asked by: ${escapePreview(whyItAsks(a.reason, a.ceiling), { maxChars: 300 })}`)
+      paint(
+        "dim",
+        `asked by: ${escapePreview(whyItAsks(a.reason, a.ceiling, a.rule), { maxChars: 300 })}`,
+      )
     }`,
   ];
   if (a.justification) {

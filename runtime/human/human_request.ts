@@ -110,6 +110,15 @@ export const ApprovalDetails = z.object({
    */
   ceiling: z.string().nullable().optional(),
   /**
+   * When a policy rule asked: where it was written (file and 1-based line) and its text, for the
+   * card's "asked by" line. Absent for any other reason, and in requests parked before it existed.
+   */
+  rule: z.object({
+    source: z.string().max(4096),
+    line: z.number().int().positive(),
+    text: z.string().max(4096),
+  }).strict().optional(),
+  /**
    * The "allow always" scopes the primitive found would really allow this action next time
    * (shell runs; files derive theirs from the asking capability).
    */

@@ -7,6 +7,7 @@
  * @module
  */
 import { escapePreview } from "../base/escape_preview.ts";
+import { explainLine } from "../authority/explain.ts";
 import { renderFilesChanged } from "./files_changed.ts";
 import type { TranscriptEntry } from "./transcript.ts";
 
@@ -95,10 +96,15 @@ function entryLines(e: TranscriptEntry): string[] {
         }`
         : "";
       const exit = typeof e.detail?.exitCode === "number" ? ` (exit ${e.detail.exitCode})` : "";
+      // A rule's file:line and text, or a run deny's text, when the record kept them (the
+      // authority alone names every other layer; `libos why SEQ` has the rest).
+      const explained = e.effect !== "none" && e.detail?.explain !== undefined
+        ? ` (${explainLine(e)})`
+        : "";
       return [
         `  ${e.effect === "none" ? "event:" : `decision: ${one(e.effect)}`} ${one(e.action)} ${
           one(e.resource, 500)
-        }${exit} by ${one(e.authority, 500)}${who}  [#${e.auditSeq}]`,
+        }${exit} by ${one(e.authority, 500)}${explained}${who}  [#${e.auditSeq}]`,
       ];
     }
     case "checkpoint":

@@ -88,14 +88,18 @@ export interface GatedAction<T> {
 
 /** What the gate needs. */
 export interface ApprovalGateOptions {
-  readonly authority: Pick<Authority, "consume" | "capabilities">;
+  readonly authority:
+    & Pick<Authority, "consume" | "capabilities">
+    & Partial<Pick<Authority, "explanation">>;
   /** Where asks go; without one, an ask is refused ({@link GatedAction.unasked} or a generic refusal). */
   readonly human?: Pick<HumanChannel, "escalate"> | undefined;
 }
 
 /** The approval gate of one primitive. */
 export class ApprovalGate {
-  readonly #authority: Pick<Authority, "consume" | "capabilities">;
+  readonly #authority:
+    & Pick<Authority, "consume" | "capabilities">
+    & Partial<Pick<Authority, "explanation">>;
   readonly #human: Pick<HumanChannel, "escalate"> | undefined;
 
   /** Binds the gate to the runtime's authority and human channel. */
@@ -170,8 +174,11 @@ export class ApprovalGate {
       };
       // Interactive approval resolves (and the action is attempted again with the one-shot
       // grant); queue mode throws HumanPendingError (the process parks); none rejects.
+      // A rule that asked: the card names its file and line.
+      const rule = this.#authority.explanation?.(ask.details.reason)?.explain.rule;
       await this.#human!.escalate(pid, {
         ...ask.details,
+        ...(rule === undefined ? {} : { rule }),
         grant: action.grant(ask),
         action: parked,
       });
