@@ -147,10 +147,12 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
       if (writable) write.add(p);
     }
   };
-  grant(resolve(facts.cwd, optionValue(facts.args, "workspace") ?? "."));
+  // `events` only reads the database (SQLite makes its shared-memory file itself): no write.
+  const writes = facts.args.find((a) => !a.startsWith("-")) !== "events";
+  grant(resolve(facts.cwd, optionValue(facts.args, "workspace") ?? "."), writes);
   const state = stateDir(facts.env);
-  if (state) grant(state);
-  grant(facts.env.get("TMPDIR") || "/tmp");
+  if (state) grant(state, writes);
+  grant(facts.env.get("TMPDIR") || "/tmp", writes);
   // Read only: the user's policy files, and files named by --policy and --batch.
   const config = configDir(facts.env);
   if (config) grant(config, false);
@@ -252,14 +254,15 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
       grant(dir, false);
       const name = join(dir, file.slice(dirname(file).length + 1));
       for (const path of [name, facts.realPath(name)]) {
-        for (const suffix of ["", "-wal", "-shm", "-journal"]) grant(`${path}${suffix}`);
+        for (const suffix of ["", "-wal", "-shm", "-journal"]) grant(`${path}${suffix}`, writes);
       }
     }
   }
   return [
     "--no-prompt",
     `--allow-read=${[...read].join(",")}`,
-    `--allow-write=${[...write].join(",")}`,
+    // Never an empty --allow-write= (no write at all is no flag).
+    ...(write.size > 0 ? [`--allow-write=${[...write].join(",")}`] : []),
     `--allow-env=${[...RUNTIME_ENV, ...(wantsEndpoint ? MODEL_ENV : [])].join(",")}`,
     ...(run ? [`--allow-run=${run}`] : []),
     ...(net ? [`--allow-net=${net}`] : []),

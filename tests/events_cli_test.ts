@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { permissionFlags } from "../cli/bootstrap.ts";
 import { runCli } from "../cli/mod.ts";
 import { Event } from "../runtime/audit/events.ts";
 import { sha256Hex } from "../runtime/base/canonical_json.ts";
@@ -285,4 +286,35 @@ Deno.test("libos events --follow ends with status 0 as soon as its reader goes a
   assert.equal(written.length, 3, written.join(""));
   assert.match(written[0]!, /^1 {2}.*session\.started/);
   assert.ok(Date.now() - started < 10_000);
+});
+
+Deno.test("bootstrap permissionFlags(): libos events may read the workspace, state and --db files and write nothing, run nothing, reach no network", () => {
+  const facts = {
+    cwd: "/home/u",
+    env: { get: (n: string) => ({ HOME: "/home/u", TMPDIR: "/tmp" } as Record<string, string>)[n] },
+    realPath: (p: string) => p,
+  };
+  for (
+    const args of [
+      ["events", "--follow", "--json", "--db", "/data/x.db", "--workspace=/w"],
+      ["events", "--after", "3", "--kind", "decision"],
+    ]
+  ) {
+    const flags = permissionFlags({ ...facts, args });
+    const read = flags.find((f) => f.startsWith("--allow-read="))?.slice(13).split(",") ?? [];
+    assert.ok(read.includes("/home/u/.local/state/libos"), args.join(" "));
+    if (args.includes("/data/x.db")) assert.ok(read.includes("/data/x.db-wal"));
+    assert.deepEqual(
+      flags.filter((f) =>
+        f.startsWith("--allow-write") || f.startsWith("--allow-run") ||
+        f.startsWith("--allow-net") || f === "-A" || f === "--allow-all"
+      ),
+      [],
+      args.join(" "),
+    );
+    assert.ok(flags.includes("--no-prompt"));
+  }
+  // Any other command still writes where it did.
+  const agent = permissionFlags({ ...facts, args: ["ps", "--workspace=/w"] });
+  assert.ok(agent.some((f) => f.startsWith("--allow-write=/w,")));
 });
