@@ -9,7 +9,7 @@
  */
 import { posix } from "node:path";
 import type { ActionResource, Right } from "../runtime/authority/capability.ts";
-import type { RecordedAction } from "../runtime/policy/replay.ts";
+import type { RecordedAction } from "../runtime/policy/recorded_run.ts";
 import type { SessionRecord } from "../runtime/model/session_log.ts";
 
 /** The pid a session log's actions are decided for (a session log names no process). */

@@ -15,10 +15,9 @@ import { escapePreview } from "../runtime/base/escape_preview.ts";
 import { parseSessionLog } from "../runtime/model/session_log.ts";
 import { loadPolicies } from "../runtime/policy/policy_files.ts";
 import { parsePolicy, PolicyRules } from "../runtime/policy/policy_rules.ts";
+import { type RecordedAction, recordedRun } from "../runtime/policy/recorded_run.ts";
 import {
   changes,
-  type RecordedAction,
-  recordedRun,
   replay,
   type Replayed,
   Replayer,

@@ -3,15 +3,8 @@ import type { Capability } from "../authority/capability.ts";
 import { parseRunDeny } from "../authority/decide.ts";
 import { testRuntime } from "../../testing.ts";
 import { parsePolicy, PolicyRules } from "./policy_rules.ts";
-import {
-  changes,
-  type RecordedAction,
-  recordedRun,
-  replay,
-  Replayer,
-  type ReplayGovernance,
-  tally,
-} from "./replay.ts";
+import { type RecordedAction, recordedRun } from "./recorded_run.ts";
+import { changes, replay, Replayer, type ReplayGovernance, tally } from "./replay.ts";
 import { ProgramTable } from "./shell_programs.ts";
 import { ShellParser } from "./shell_script.ts";
 
