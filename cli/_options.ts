@@ -105,6 +105,7 @@ export const OPTION_SPECS = {
   "dry-run": { type: "boolean" },
   tree: { type: "boolean" },
   session: { type: "string" },
+  against: { type: "boolean" },
   follow: { type: "boolean" },
   kind: { type: "string", multiple: true },
 } as const;

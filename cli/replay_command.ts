@@ -134,6 +134,12 @@ async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
   if ((session === undefined) === (pid === undefined) || more.length > 0) {
     throw new UsageError(`"libos replay" needs either one PID or --session FILE.jsonl`);
   }
+  const against = flagOption(parsed, "against");
+  if (against && session === undefined) {
+    throw new UsageError(
+      `--against applies to --session (a stored run is compared with its own recorded decisions)`,
+    );
+  }
   const json = flagOption(parsed, "json");
   const scripts = new ShellParser();
   await scripts.load();
@@ -154,7 +160,6 @@ async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
       );
     }
     const derived = sessionActions(parseSessionLog(textOf, session));
-    actions = derived.actions;
     turns = derived.turns;
     skipped = derived.skipped;
     base = {
@@ -165,12 +170,22 @@ async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
       wall: false,
     };
     const governance = governanceOf(base, parsed, io);
-    replayer = new Replayer(governance, {
-      capabilities: [],
-      modeGrants: [SESSION_PID],
-      scripts,
-      programs,
-    });
+    const options = { capabilities: [], modeGrants: [SESSION_PID], scripts, programs };
+    replayer = new Replayer(governance, options);
+    // --against: the defaults (with the same wall) decide first; the flags' decisions are
+    // compared with theirs.
+    const baseline = against
+      ? new Replayer({
+        mode: DEFAULT_MODE,
+        denies: [],
+        rules: null,
+        level: DEFAULT_SHELL_POLICY,
+        wall: governance.wall,
+      }, options)
+      : undefined;
+    actions = baseline
+      ? derived.actions.map((a) => ({ ...a, recorded: baseline.decide(a).effect }))
+      : derived.actions;
     head = { session };
   } else {
     await using runtime = await openRuntime(parsed, io, "read");
@@ -206,7 +221,8 @@ async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
     head = { db: runtime.location.path, pid, processes: recorded.pids };
   }
   const replayed = replay(actions, replayer);
-  const changed = session === undefined ? changes(replayed) : replayed;
+  const compared = session === undefined || against;
+  const changed = compared ? changes(replayed) : replayed;
   const counts = tally(changed);
   if (json) {
     printJson(io, {
@@ -214,13 +230,14 @@ async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
       governance: describeGovernance(replayer.governance),
       turns,
       actions: replayed.length,
-      ...(session === undefined ? { changed: changed.length, changes: counts } : { skipped }),
+      ...(compared ? { changed: changed.length, changes: counts } : {}),
+      ...(session === undefined ? {} : { skipped }),
       decisions: changed.map(entry),
     });
     return EXIT_OK;
   }
   for (const r of changed) io.stdout(`${text(r)}\n`);
-  const summary = session === undefined
+  const summary = compared
     ? `${replayed.length} actions re-decided, ${changed.length} changed${
       changed.length === 0
         ? ""
@@ -237,9 +254,8 @@ async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
 export const replayCommand: Command = {
   name: "replay",
   summary: "re-decide a run's recorded actions under another policy, offline",
-  usage:
-    `Usage: libos replay (PID | --session FILE.jsonl) [--mode M] [--policy FILE]... [--shell-policy L]
-                    [--deny RULE]... [--wall on|off] [--json]
+  usage: `Usage: libos replay (PID | --session FILE.jsonl [--against]) [--mode M] [--policy FILE]...
+                    [--shell-policy L] [--deny RULE]... [--wall on|off] [--json]
 
 Re-decides every file, command and network action process PID and its children made — as the
 audit log recorded them, each command with its exact argv — under the run's recorded governance
@@ -249,9 +265,11 @@ decision that would change (before → after, with why) and a summary. A human's
 is not standing authority: an action approved once reads "ask (approved once)" and stays an ask
 unless the new policy decides it; the mode's default grants follow --mode; every other grant is
 kept as it was when the action was made. With --session, the tool calls of a session log written
-with --record are decided under the flags (no recorded decision: every one is printed). The
+with --record are decided under the flags (no recorded decision: every one is printed); with
+--against, only those the flags decide differently from the defaults (workspace-write,
+allowlist_auto_else_ask, no denies or policy files, the same --wall), before → after. The
 database is opened read-only; nothing runs and no model is called. --json: one document.`,
-  options: ["session", "mode", "policy", "shell-policy", "deny", "wall"],
+  options: ["session", "against", "mode", "policy", "shell-policy", "deny", "wall"],
   variadic: true,
   run,
 };

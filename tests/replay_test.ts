@@ -311,6 +311,23 @@ Deno.test("libos replay --session decides a recorded session's tool calls under 
     (strict.doc.decisions as Change[]).map((d) => d.after),
     ["allow", "deny", "allow", "deny", "deny", "deny", "deny"],
   );
+  // --against: only what read-only decides differently from the defaults (the same wall).
+  const against = await s.json(
+    "replay",
+    "--session",
+    session,
+    "--wall",
+    "on",
+    "--mode",
+    "read-only",
+    "--against",
+  );
+  assert.equal(against.status, 0, against.stdout + against.stderr);
+  assert.deepEqual(
+    (against.doc.decisions as Change[]).map((d) => [d.turn, d.resource, d.before, d.after]),
+    [[3, "fs:src/mathlib.py", "allow", "deny"], [6, "fs:pwned.txt", "allow", "deny"]],
+  );
+  assert.deepEqual(against.doc.changes, { "allow→deny": 2 });
   // Nothing was performed: no file written, the code unfixed, no database made.
   assert.throws(() => Deno.statSync(join(s.workspace, "pwned.txt")), Deno.errors.NotFound);
   assert.notEqual(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), FIXED);
@@ -325,6 +342,7 @@ Deno.test("libos replay: usage errors exit 2 and say what to give", async () => 
     [["replay", "pid_000000000001", "--session", "x.jsonl"], /either one PID or --session/],
     [["replay", "--session", "missing.jsonl"], /Cannot read the session log "missing\.jsonl"/],
     [["replay", "--session", "x", "--wall", "maybe"], /Cannot read|--wall must be on or off/],
+    [["replay", "pid_000000000001", "--against"], /--against applies to --session/],
   ];
   for (const [args, message] of cases) {
     const run = await s.json(...args);
