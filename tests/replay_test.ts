@@ -351,7 +351,7 @@ Deno.test("libos replay: usage errors exit 2 and say what to give", async () => 
   }
 });
 
-Deno.test("bootstrap permissionFlags(): libos replay may read its --session and --policy files, writes neither, and may run no program and reach no network", () => {
+Deno.test("bootstrap permissionFlags(): libos replay may read its --session and --policy files, may write nothing, run no program and reach no network", () => {
   const flags = permissionFlags({
     args: ["replay", "--session", "s.jsonl", "--policy", "/p/loose.jsonc", "--mode", "full"],
     cwd: "/home/u",
@@ -364,5 +364,10 @@ Deno.test("bootstrap permissionFlags(): libos replay may read its --session and 
     assert.ok(value("read").includes(file), file);
     assert.ok(!value("write").includes(file), file);
   }
-  assert.ok(!flags.some((f) => f.startsWith("--allow-run") || f.startsWith("--allow-net")));
+  // Nothing is writable at all: not the workspace, the state directory, the temp dir or a --db.
+  assert.ok(
+    !flags.some((f) =>
+      f.startsWith("--allow-run") || f.startsWith("--allow-net") || f.startsWith("--allow-write")
+    ),
+  );
 });
