@@ -27,23 +27,28 @@
  * **`decision_before_effect`** — for every ledger action of a checked process that started
  * (any status but `cancelled`):
  * 1. its `action.intent` record exists, for the same process and with the action's digest;
- * 2. its *decision record* — the first record after the intent of the same process whose action
- *    is the ledger kind and whose resource (`fs:<path>`, `tool:<name>`, `net:<host>`) or input
- *    digest (`shell.run`: the digest the run was decided on) is the action's — is an `allow`
- *    when the action is `done` (an action that failed before it took effect may carry the
- *    primitive's `deny`, e.g. `wall_incomplete`); it is never an `ask`. An action that did not
- *    finish (`executing`, `outcome_unknown`) or failed may lack one;
+ * 2. its *decision record* — the first record after the intent, not claimed by an earlier
+ *    action (actions are taken in intent order), of the same process whose action is the ledger
+ *    kind and whose resource (`fs:<path>`, `tool:<name>`, `net:<host>`) or input digest
+ *    (`shell.run`: the digest the run was decided on) is the action's — is an `allow` when the
+ *    action is `done` (an action that failed before it took effect may carry the primitive's
+ *    `deny`, e.g. `wall_incomplete`); it is never an `ask`. A failed action may lack one; an
+ *    action cut off by a restart (`executing`, `outcome_unknown`) has none (it is not looked for);
  * 3. when that allow names a capability (`cap:<id>`), the capability was granted to the same
  *    process (its `capability.grant` record) before the intent and not revoked before it;
  * 4. no effect follows a deny or an unanswered ask: the last `ask` or `deny` record of the same
  *    process, action and resource before the intent, if it is later than the last `allow` of
- *    that key, is answered before the intent — by a `human.approve`, a `capability.grant` to the
- *    process, or a new launch (`agent.start`) re-deciding under new governance;
+ *    that key, is answered: when the decision record's allow names a capability, that
+ *    capability was granted after the refusal; otherwise a `human.approve`, a `capability.grant`
+ *    to the process, or a new launch (`agent.start`, re-deciding under new governance) lies
+ *    between the refusal and the intent;
  * 5. conversely, every `shell.run` and `fs.write` allow record of an effect (no `detail.failed`)
  *    has an `action.intent` of its process and kind before it that no other record claimed.
  *
  * **`approval_at_most_once`** — every one-shot capability of a checked process is named by at
- * most one effect's allow record, is marked used (`usedAt`) if one names it, and was not used
+ * most one operation's allow records (not counting those with `detail.failed`; records one
+ * operation appends back to back with the same action and digest, such as a mkdir's one per
+ * directory, are one use), is marked used (`usedAt`) if one names it, and was not used
  * before it was granted; every human request is approved or rejected at most once, and one that
  * is `dispatched` was approved (its `human.approve` record exists).
  *
@@ -161,7 +166,7 @@ const StoredRequest = z.object({
 });
 
 /** The modes, narrowest first. */
-const MODES = ["read-only", "plan", "workspace-write", "full-access"];
+const MODES: readonly string[] = ["read-only", "plan", "workspace-write", "full-access"];
 
 function parsed<T>(schema: z.ZodType<T>, text: string, what: string): T {
   let value: unknown;
@@ -309,7 +314,7 @@ function subjectOf(request: unknown): string {
 const CAP = /^cap:(cap_[0-9a-f]{12})$/;
 
 /** The effect ops whose allow record stands for an effect that went through the ledger. */
-const LEDGERED = new Set(["shell.run", "fs.write"]);
+const LEDGERED: readonly string[] = ["shell.run", "fs.write"];
 
 interface Checking {
   readonly store: Store;
@@ -342,7 +347,11 @@ function checkEffects(c: Checking, pid: string, records: readonly AuditRecord[])
   }
   const claimed = new Set<number>();
   const ledgered = new Set<string>();
-  for (const row of c.store.listActions({ pid, limit: PAGE })) {
+  // In the order their intents were recorded, so each claims the first decision record after it.
+  const rows = c.store.listActions({ pid, limit: PAGE }).sort((a, b) =>
+    (intents.get(a.id)?.seq ?? 0) - (intents.get(b.id)?.seq ?? 0)
+  );
+  for (const row of rows) {
     if (row.status === "cancelled") continue;
     c.effects++;
     ledgered.add(row.id);
@@ -368,7 +377,10 @@ function checkEffects(c: Checking, pid: string, records: readonly AuditRecord[])
     const matches = decisionMatcher(row.kind, request);
     const same = (r: AuditRecord) =>
       r.action === row.kind && r.decision !== "none" && (matches === undefined || matches(r));
-    const decision = records.find((r) => r.seq > intent.seq && same(r) && !claimed.has(r.seq));
+    // An action cut off by a restart never had its decision recorded with an outcome.
+    const decision = row.status === "executing" || row.status === "outcome_unknown"
+      ? undefined
+      : records.find((r) => r.seq > intent.seq && same(r) && !claimed.has(r.seq));
     if (decision !== undefined) claimed.add(decision.seq);
     if (decision === undefined) {
       if (row.status === "done") {
@@ -413,11 +425,16 @@ function checkEffects(c: Checking, pid: string, records: readonly AuditRecord[])
       if (r.decision === "ask" || r.decision === "deny") lastRefusal = r;
     }
     if (lastRefusal !== undefined && lastRefusal.seq > lastAllow) {
-      const answered = records.some((r) =>
-        r.seq > lastRefusal!.seq && r.seq < intent.seq &&
-        ((r.action === "human.approve" && r.decision === "allow") ||
-          r.action === "capability.grant" || r.action === "agent.start")
-      );
+      // Allowed by a capability: that capability was granted after the refusal. Otherwise a
+      // human's approval, a grant or a new launch came between.
+      const cap = decision === undefined ? undefined : CAP.exec(decision.authority)?.[1];
+      const answered = cap !== undefined
+        ? (grants.get(cap)?.seq ?? 0) > lastRefusal.seq
+        : records.some((r) =>
+          r.seq > lastRefusal!.seq && r.seq < intent.seq &&
+          ((r.action === "human.approve" && r.decision === "allow") ||
+            r.action === "capability.grant" || r.action === "agent.start")
+        );
       if (!answered) {
         v(
           intent.seq,
@@ -435,7 +452,7 @@ function checkEffects(c: Checking, pid: string, records: readonly AuditRecord[])
     }
   }
   for (const r of records) {
-    if (!LEDGERED.has(r.action) || r.decision !== "allow" || claimed.has(r.seq)) continue;
+    if (!LEDGERED.includes(r.action) || r.decision !== "allow" || claimed.has(r.seq)) continue;
     if (r.detail !== null && "failed" in r.detail) continue;
     v(r.seq, `${r.action} on ${r.resource} is recorded as allowed with no action.intent before it`);
   }
@@ -457,10 +474,14 @@ function checkApprovals(
   for (const cap of caps) {
     if (!cap.oneShot) continue;
     c.oneShots++;
-    const uses = records.filter((r) =>
+    // One operation's records appended together (a mkdir's one per directory it made) are one use.
+    const uses = records.filter((r, i) =>
       r.decision === "allow" && r.authority === `cap:${cap.id}` &&
       !r.action.startsWith("capability.") &&
-      !(r.detail !== null && "failed" in r.detail)
+      !(r.detail !== null && "failed" in r.detail) &&
+      !(i > 0 && records[i - 1]!.seq === r.seq - 1 &&
+        records[i - 1]!.authority === r.authority && records[i - 1]!.action === r.action &&
+        records[i - 1]!.inputDigest === r.inputDigest)
     );
     if (uses.length > 1) {
       v(
