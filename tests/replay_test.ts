@@ -371,3 +371,17 @@ Deno.test("bootstrap permissionFlags(): libos replay may read its --session and 
     ),
   );
 });
+
+Deno.test("libos replay prints a hostile argv escaped (attack: terminal control and bidi characters in a recorded command)", async () => {
+  using s = sandbox();
+  const session = join(s.workspace, "..", "hostile.jsonl");
+  Deno.writeTextFileSync(
+    session,
+    call("run_shell_command", { argv: ["echo", "\u001b[2J\u001b[HAPPROVED\u202e"] }) + "\n",
+  );
+  const run = await s.cli("replay", "--session", session);
+  assert.equal(run.status, 0, run.stderr);
+  assert.ok(!run.stdout.includes("\u001b") && !run.stdout.includes("\u202e"), run.stdout);
+  // The argv is shown as JSON (token boundaries visible), then escaped for the terminal.
+  assert.match(run.stdout, /\["echo","\\\\u001b\[2J\\\\u001b\[HAPPROVED\\u\{202E\}"\]/);
+});
