@@ -338,7 +338,12 @@ function checkEffects(c: Checking, pid: string, records: readonly AuditRecord[])
   const intents = new Map<string, AuditRecord>();
   const grants = new Map<string, AuditRecord>();
   const revokes = new Map<string, AuditRecord>();
+  /** The records of each action, in order: what a ledger action's decision is looked up in. */
+  const byAction = new Map<string, AuditRecord[]>();
   for (const r of records) {
+    const list = byAction.get(r.action);
+    if (list === undefined) byAction.set(r.action, [r]);
+    else list.push(r);
     if (r.action === "action.intent" && r.correlation !== null) intents.set(r.correlation, r);
     if (r.action === "capability.grant" && r.correlation !== null) grants.set(r.correlation, r);
     if (r.action === "capability.revoke" && r.correlation !== null && !revokes.has(r.correlation)) {
@@ -380,7 +385,7 @@ function checkEffects(c: Checking, pid: string, records: readonly AuditRecord[])
     // An action cut off by a restart never had its decision recorded with an outcome.
     const decision = row.status === "executing" || row.status === "outcome_unknown"
       ? undefined
-      : records.find((r) => r.seq > intent.seq && same(r) && !claimed.has(r.seq));
+      : byAction.get(row.kind)?.find((r) => r.seq > intent.seq && same(r) && !claimed.has(r.seq));
     if (decision !== undefined) claimed.add(decision.seq);
     if (decision === undefined) {
       if (row.status === "done") {
@@ -418,7 +423,7 @@ function checkEffects(c: Checking, pid: string, records: readonly AuditRecord[])
       r.action === row.kind && (resource === undefined ? same(r) : r.resource === resource);
     let lastAllow = 0;
     let lastRefusal: AuditRecord | undefined;
-    for (const r of records) {
+    for (const r of byAction.get(row.kind) ?? []) {
       if (r.seq >= intent.seq) break;
       if (!key(r)) continue;
       if (r.decision === "allow") lastAllow = r.seq;
@@ -471,18 +476,24 @@ function checkApprovals(
       ...(seq === undefined ? {} : { seq }),
       message,
     });
+  // The allows each capability decided, as uses: one operation's records appended back to back
+  // (a mkdir's one per directory it made) are one use.
+  const usesOf = new Map<string, AuditRecord[]>();
+  records.forEach((r, i) => {
+    if (r.decision !== "allow" || !r.authority.startsWith("cap:")) return;
+    if (r.action.startsWith("capability.") || (r.detail !== null && "failed" in r.detail)) return;
+    const before = records[i - 1];
+    if (
+      before !== undefined && before.seq === r.seq - 1 && before.authority === r.authority &&
+      before.action === r.action && before.inputDigest === r.inputDigest
+    ) return;
+    const id = r.authority.slice(4);
+    usesOf.set(id, [...(usesOf.get(id) ?? []), r]);
+  });
   for (const cap of caps) {
     if (!cap.oneShot) continue;
     c.oneShots++;
-    // One operation's records appended together (a mkdir's one per directory it made) are one use.
-    const uses = records.filter((r, i) =>
-      r.decision === "allow" && r.authority === `cap:${cap.id}` &&
-      !r.action.startsWith("capability.") &&
-      !(r.detail !== null && "failed" in r.detail) &&
-      !(i > 0 && records[i - 1]!.seq === r.seq - 1 &&
-        records[i - 1]!.authority === r.authority && records[i - 1]!.action === r.action &&
-        records[i - 1]!.inputDigest === r.inputDigest)
-    );
+    const uses = usesOf.get(cap.id) ?? [];
     if (uses.length > 1) {
       v(
         uses[1]!.seq,
