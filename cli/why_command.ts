@@ -170,6 +170,9 @@ function run(parsed: ParsedArgs, io: CliIo): number {
       `${record.decision} by ${line}`,
       `  layer: ${explanation.layer} (authority ${field(record.authority, 500)})`,
       ...detailLines(explanation),
+      ...(explanation.command === undefined
+        ? []
+        : [`  the command that decided: ${field(explanation.command, 1000)}`]),
     ].join("\n") + "\n",
   );
   return EXIT_OK;

@@ -122,8 +122,13 @@ function rows(policyPath: string): Row[] {
       op: (r, pid) => r.primitives.shell.run(pid, { argv: ["sh", "-c", "rm -rf /"] }),
       decision: "deny",
       authority: /^hardline:rm-rf-root$/,
-      why: [/^deny by hardline rm-rf-root$/, /^ {2}layer: hardline/],
-      line: /^hardline rm-rf-root$/,
+      explain: { command: "rm -rf /" },
+      why: [
+        /^deny by hardline rm-rf-root \(in rm -rf \/\)$/,
+        /^ {2}layer: hardline/,
+        /^ {2}the command that decided: rm -rf \/$/,
+      ],
+      line: /^hardline rm-rf-root \(in rm -rf \/\)$/,
     },
     {
       name: "a run deny (--deny fs.write:secret/**), its text recorded",

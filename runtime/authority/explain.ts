@@ -21,6 +21,8 @@ import { type Capability, resourceString } from "./capability.ts";
 const RULE_TEXT_MAX = 1000;
 /** The longest file name kept with a record. */
 const SOURCE_MAX = 1000;
+/** The longest nested command kept with a shell run's record. */
+const COMMAND_MAX = 500;
 
 /** What a decision record keeps at decision time, as its `detail.explain`. */
 export const RecordedExplanation = z.object({
@@ -31,6 +33,8 @@ export const RecordedExplanation = z.object({
   }).strict().optional(),
   /** The run deny (`--deny`) a `run:<n>` names, as written. */
   deny: z.string().max(RULE_TEXT_MAX + 1).optional(),
+  /** For a shell run: the nested command that decided, when it is not the argv itself. */
+  command: z.string().max(COMMAND_MAX + 1).optional(),
 }).strict();
 /** What a decision record keeps at decision time. */
 export type RecordedExplanation = z.infer<typeof RecordedExplanation>;
@@ -39,6 +43,7 @@ export type RecordedExplanation = z.infer<typeof RecordedExplanation>;
 export type ExplainJson = {
   rule?: { source: string; line: number; text: string };
   deny?: string;
+  command?: string;
 };
 
 /** Where the recorder finds what a reason names (the run's rules and run denies). */
@@ -80,6 +85,36 @@ export function recordedExplanation(
     return deny ? { explain: { deny: cut(deny.source, RULE_TEXT_MAX) } } : undefined;
   }
   return undefined;
+}
+
+/** What of a shell decision {@link shellExplanation} reads (`decideShell()`'s answer). */
+export interface ShellDecided {
+  readonly decision: string;
+  readonly reason: string;
+  readonly commands: readonly {
+    readonly argv: readonly string[];
+    readonly decision: string;
+    readonly reason: string;
+  }[];
+}
+
+/**
+ * {@link recordedExplanation} for a shell run decided by `decided`: with the nested command
+ * that decided (`sh -c "ls && rm -rf /"` → `rm -rf /`) when it is not the run's argv itself.
+ */
+export function shellExplanation(
+  argv: readonly string[],
+  decided: ShellDecided,
+  recorded: { explain: ExplainJson } | undefined,
+): { explain: ExplainJson } | undefined {
+  const command = decided.commands.find((c) =>
+    c.decision === decided.decision && c.reason === decided.reason
+  );
+  if (
+    !command ||
+    (command.argv.length === argv.length && command.argv.every((t, i) => t === argv[i]))
+  ) return recorded;
+  return { explain: { ...recorded?.explain, command: cut(command.argv.join(" "), COMMAND_MAX) } };
 }
 
 /** The kinds of answer an explanation names. */
@@ -134,6 +169,8 @@ export interface Explanation {
   readonly deny?: { readonly index: number; readonly text: string | null };
   /** A capability: its id and, when looked up, its chain (the deciding capability first). */
   readonly capability?: { readonly id: string; readonly chain: readonly CapabilityLink[] };
+  /** A shell run: the nested command that decided, when it is not the argv itself. */
+  readonly command?: string;
 }
 
 const SHELL_KINDS = new Set([
@@ -165,7 +202,12 @@ export function explainRecord(
   const colon = authority.indexOf(":");
   const head = colon < 0 ? authority : authority.slice(0, colon);
   const rest = colon < 0 ? "" : authority.slice(colon + 1);
-  const base = { authority, kind: head, detail: rest };
+  const base = {
+    authority,
+    kind: head,
+    detail: rest,
+    ...(recorded.command === undefined ? {} : { command: recorded.command }),
+  };
   switch (head) {
     case "hardline":
     case "mode":
@@ -237,6 +279,11 @@ export function grantedByLine(link: CapabilityLink): string {
  */
 export function explainLine(explained: Explanation | ExplainableRecord): string {
   const e = "layer" in explained ? explained : explainRecord(explained);
+  const line = layerLine(e);
+  return e.command === undefined ? line : `${line} (in ${esc(e.command, 200)})`;
+}
+
+function layerLine(e: Explanation): string {
   switch (e.layer) {
     case "hardline":
       return `hardline ${esc(e.detail)}`;

@@ -1,5 +1,5 @@
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
-import { explainLine, explainRecord, recordedExplanation } from "./explain.ts";
+import { explainLine, explainRecord, recordedExplanation, shellExplanation } from "./explain.ts";
 import { parsePolicy, PolicyRules } from "../policy/policy_rules.ts";
 
 const POLICY = `{
@@ -161,4 +161,34 @@ Deno.test("recordedExplanation() keeps a rule's and a run deny's text, bounded, 
   assertEquals(recordedExplanation("run:9", sources), undefined);
   assertEquals(recordedExplanation("cap:cap_x", sources), undefined);
   assertEquals(recordedExplanation("mode:plan", sources), undefined);
+});
+
+Deno.test("shellExplanation() names the nested command that decided, and nothing when it is the argv itself", () => {
+  const decided = {
+    decision: "ask",
+    reason: "shell-policy:allowlist_auto_else_ask",
+    commands: [
+      { argv: ["sh", "-c", "ls && make"], decision: "allow", reason: "wrapper: sh" },
+      { argv: ["ls"], decision: "allow", reason: "read-only:ls" },
+      { argv: ["make"], decision: "ask", reason: "shell-policy:allowlist_auto_else_ask" },
+    ],
+  };
+  assertEquals(shellExplanation(["sh", "-c", "ls && make"], decided, undefined), {
+    explain: { command: "make" },
+  });
+  assertEquals(
+    shellExplanation(["make"], { ...decided, commands: [decided.commands[2]!] }, undefined),
+    undefined,
+  );
+  assertEquals(
+    shellExplanation(["sh", "-c", "ls && make"], decided, { explain: { deny: "shell:make" } }),
+    { explain: { deny: "shell:make", command: "make" } },
+  );
+  assertEquals(
+    explainLine({
+      authority: "shell-policy:allowlist_auto_else_ask",
+      detail: { explain: { command: "make \x1b[2J" } },
+    }),
+    "shell policy allowlist_auto_else_ask (in make \\x1B[2J)",
+  );
 });

@@ -51,6 +51,7 @@ import { wallFailure } from "../providers/wall.ts";
 import { join, relative, resolve } from "node:path";
 import type { ActionLedger } from "../process/action_ledger.ts";
 import { type Authority, explained } from "../authority/authority.ts";
+import { shellExplanation } from "../authority/explain.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../base/canonical_json.ts";
 import type { Capability } from "../authority/capability.ts";
 import {
@@ -408,7 +409,9 @@ export class ShellPrimitive implements AsyncDisposable {
     decision: "allow" | "ask" | "deny",
     authority: string,
     extra: { inputDigest?: string; detail?: Record<string, string | number | boolean | null> } = {},
+    decided?: ShellDecision,
   ): void {
+    const recorded = this.#authority.explanation(authority);
     this.#core.audit.append({
       actor: pid,
       pid,
@@ -417,7 +420,11 @@ export class ShellPrimitive implements AsyncDisposable {
       decision,
       authority,
       ...extra,
-      ...explained(this.#authority.explanation(authority), extra.detail),
+      // Which nested command decided, when the decision's own reason is what is recorded.
+      ...explained(
+        decided?.reason === authority ? shellExplanation(argv, decided, recorded) : recorded,
+        extra.detail,
+      ),
     });
   }
 
@@ -637,7 +644,7 @@ export class ShellPrimitive implements AsyncDisposable {
         const decision = this.#decide(pid, argv, wall, used, withheld);
         const confined = decision.confined;
         if (decision.decision === "deny") {
-          this.#record(pid, argv, "deny", decision.reason);
+          this.#record(pid, argv, "deny", decision.reason, {}, decision);
           throw new CapabilityDeniedError(
             "capability_denied",
             `Cannot run ${JSON.stringify(argv.join(" ").slice(0, 200))}: ${
@@ -674,7 +681,7 @@ export class ShellPrimitive implements AsyncDisposable {
           if (decision.decision === "ask") {
             const approved = this.#gate.approval(pid, { type: "shell", argv }, "execute", digest);
             if (!approved) {
-              this.#record(pid, argv, "ask", decision.reason, { inputDigest: digest });
+              this.#record(pid, argv, "ask", decision.reason, { inputDigest: digest }, decision);
               recorded = true;
               const details = this.#details(
                 argv,
@@ -860,7 +867,7 @@ export class ShellPrimitive implements AsyncDisposable {
               highRisk: decision.highRisk,
               confined,
             },
-          });
+          }, decision);
           return { type: "done", value: output };
         } catch (error) {
           if (!recorded) {
