@@ -211,10 +211,15 @@ async function run(parsed: ParsedArgs, io: CliIo): Promise<number> {
     };
     actions = recorded.actions;
     turns = recorded.turns;
+    const ceilings = new Map(
+      recorded.pids.map((p) => [p, runtime.processes.find(p)?.ceiling ?? null] as const),
+    );
     replayer = new Replayer(governanceOf(base, parsed, io), {
       capabilities: recorded.capabilities,
       lifetimes: recorded.lifetimes,
       modeGrants: recorded.modeGrants.keys(),
+      // Read now: the runtime is closed before the actions are re-decided.
+      ceilingOf: (p) => ceilings.get(p) ?? null,
       scripts,
       programs,
     });

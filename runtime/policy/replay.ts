@@ -8,8 +8,9 @@
  *
  * What counts as the process's authority in the replay:
  * - the mode's default grants are re-derived from the replay's mode (a process that received a
- *   mode's grants at spawn receives the new mode's instead; an image's narrower requirements are
- *   not re-applied);
+ *   mode's grants at spawn receives the new mode's instead), narrowed as in the run to the
+ *   process's own ceiling (its image's `maxMode`); an image's required capabilities are not
+ *   intersected again;
  * - a human's one-shot approval is NOT standing authority: the action it allowed was an ask
  *   answered by a person, so it is recorded as `ask` (approved) and replayed without it — it
  *   reads `ask` again unless the new governance allows (or denies) it on its own;
@@ -38,7 +39,7 @@ import {
   type Protection,
   type RunDeny,
 } from "../authority/decide.ts";
-import { defaultGrants, type ModeName } from "../authority/modes.ts";
+import { defaultGrants, type ModeName, narrower } from "../authority/modes.ts";
 import type { PolicyRules } from "./policy_rules.ts";
 import type { Lifetime, RecordedAction } from "./recorded_run.ts";
 import { HardlineLayer } from "./policy_layers.ts";
@@ -75,6 +76,11 @@ export interface ReplayerOptions {
   readonly capabilities: readonly Capability[];
   /** The processes that received a mode's default grants (they get the replay mode's). */
   readonly modeGrants: Iterable<string>;
+  /**
+   * A process's own ceiling (its image's `maxMode`), as the run applied it: the process decides
+   * under the narrower of the replay's mode and it, and its mode grants are that mode's.
+   */
+  readonly ceilingOf?: (pid: string) => ModeName | null;
   /**
    * Each capability's life in audit order ({@link RecordedRun.lifetimes}): an action with a
    * `seq` sees what was granted before it and not yet revoked. Without one, its times decide.
@@ -114,6 +120,8 @@ export class Replayer {
   /** Every capability by id (the mode's re-derived ones too), for explanations. */
   readonly #byId = new Map<string, Capability>();
   readonly #lifetimes: ReadonlyMap<string, Lifetime>;
+  readonly #ceilingOf: (pid: string) => ModeName | null;
+  readonly #modes = new Map<string, ModeName>();
   readonly #modeCaps = new Map<string, Capability[]>();
   readonly #indexes = new Map<string, CapabilityIndex>();
   readonly #context: DecisionContext;
@@ -130,8 +138,9 @@ export class Replayer {
       !c.oneShot && c.actionDigest === null && !c.issuer.startsWith("mode:")
     );
     this.#lifetimes = options.lifetimes ?? new Map();
+    this.#ceilingOf = options.ceilingOf ?? (() => null);
     for (const pid of options.modeGrants) {
-      this.#modeCaps.set(pid, modeCapabilities(pid, governance.mode));
+      this.#modeCaps.set(pid, modeCapabilities(pid, this.#modeOf(pid)));
     }
     for (const cap of [...options.capabilities, ...[...this.#modeCaps.values()].flat()]) {
       this.#byId.set(cap.id, cap);
@@ -146,6 +155,22 @@ export class Replayer {
     this.#scripts = options.scripts;
     this.#programs = options.programs;
     this.#hardline = new HardlineLayer(() => options.scripts);
+  }
+
+  /** The mode `pid` decides under: the replay's, narrowed to the process's own ceiling. */
+  #modeOf(pid: string): ModeName {
+    let mode = this.#modes.get(pid);
+    if (mode === undefined) {
+      const ceiling = this.#ceilingOf(pid);
+      mode = ceiling === null ? this.governance.mode : narrower(this.governance.mode, ceiling);
+      this.#modes.set(pid, mode);
+    }
+    return mode;
+  }
+
+  #contextOf(pid: string): DecisionContext {
+    const mode = this.#modeOf(pid);
+    return mode === this.#context.mode ? this.#context : { ...this.#context, mode };
   }
 
   /** Whether `cap` was live when `action` was decided: by audit order, else by time. */
@@ -185,7 +210,7 @@ export class Replayer {
       const shell = decideShell({
         argv: action.resource.argv,
         level: this.governance.level,
-        mode: this.governance.mode,
+        mode: this.#modeOf(action.pid),
         wall: this.governance.wall,
         denies: this.governance.denies,
         rules: this.governance.rules,
@@ -214,7 +239,7 @@ export class Replayer {
     const decision: Decision = decide(
       { pid: action.pid },
       { resource: action.resource, right: action.right },
-      this.#context,
+      this.#contextOf(action.pid),
       {
         hardline: this.#hardline,
         ...(this.governance.rules ? { rules: this.governance.rules } : {}),

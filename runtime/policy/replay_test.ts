@@ -185,3 +185,23 @@ Deno.test("recordedRun(): an ask a human approved and the allow that followed ar
   ]);
   assert.deepEqual([...run.modeGrants], [[pid, "workspace-write"]]);
 });
+
+Deno.test("Replayer: a process decides under the narrower of the replay's mode and its own ceiling (an image's maxMode), as in the run", async () => {
+  const g = governance({ mode: "full-access" });
+  const capped = await replayer(g, [], new Map(), [PID]);
+  const scripts = new ShellParser();
+  await scripts.load();
+  const narrowed = new Replayer(g, {
+    capabilities: [],
+    modeGrants: [PID],
+    ceilingOf: () => "read-only",
+    scripts,
+    programs: new ProgramTable(),
+  });
+  const write = action(1);
+  assert.equal(capped.decide(write).effect, "allow");
+  assert.deepEqual(
+    [narrowed.decide(write).effect, narrowed.decide(write).reason],
+    ["deny", "mode:read-only"],
+  );
+});
