@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { checkTrace, covers } from "./trace_check.ts";
+import { checkTrace } from "./trace_check.ts";
+import { covers } from "./_trace_rows.ts";
 import { NotFoundError } from "../base/errors.ts";
 import { testRuntime } from "../../testing.ts";
 
