@@ -147,9 +147,11 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
       if (writable) write.add(p);
     }
   };
-  // `events` and `replay` only read the database (SQLite makes its shared-memory file itself):
-  // no write.
-  const writes = !["events", "replay"].includes(facts.args.find((a) => !a.startsWith("-")) ?? "");
+  // `events`, `replay` and `why` only read the database (SQLite makes its shared-memory file
+  // itself): no write.
+  const writes = !["events", "replay", "why"].includes(
+    facts.args.find((a) => !a.startsWith("-")) ?? "",
+  );
   grant(resolve(facts.cwd, optionValue(facts.args, "workspace") ?? "."), writes);
   const state = stateDir(facts.env);
   if (state) grant(state, writes);

@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { AuditRecord } from "../runtime/audit/audit_log.ts";
+import { permissionFlags } from "../cli/bootstrap.ts";
 import { HumanPendingError } from "../runtime/base/errors.ts";
 import { approvalCard } from "../runtime/human/approval_card.ts";
 import { renderTranscript } from "../runtime/model/transcript_render.ts";
@@ -466,5 +467,23 @@ Deno.test("the approval card names the rule that asked by file:line; the transcr
     new RegExp(
       `decision: ask fs\\.write fs:\\.github/ci\\.yml by rule:\\S+#3 \\(rule \\S+:${ASK_LINE} \\{"effect":"ask","path":"\\.github/\\*\\*"\\}\\)  \\[#${record.seq}\\]`,
     ),
+  );
+});
+
+Deno.test("bootstrap permissionFlags(): libos why may read the workspace and state and write nothing, run nothing, reach no network", () => {
+  const flags = permissionFlags({
+    cwd: "/home/u",
+    env: { get: (n: string) => ({ HOME: "/home/u", TMPDIR: "/tmp" } as Record<string, string>)[n] },
+    realPath: (p: string) => p,
+    args: ["why", "12", "--json"],
+  });
+  const read = flags.find((f) => f.startsWith("--allow-read="))?.slice(13).split(",") ?? [];
+  assert.ok(read.includes("/home/u/.local/state/libos"));
+  assert.deepEqual(
+    flags.filter((f) =>
+      f.startsWith("--allow-write") || f.startsWith("--allow-run") ||
+      f.startsWith("--allow-net") || f === "-A" || f === "--allow-all"
+    ),
+    [],
   );
 });
