@@ -128,6 +128,7 @@ export type ExplainLayer =
   | "default"
   | "shell-policy"
   | "read-only"
+  | "human"
   | "runtime";
 
 /** One link of a capability's chain: who granted it, when, and what it was attenuated from. */
@@ -217,6 +218,8 @@ export function explainRecord(
       return { ...base, layer: head };
     case "default":
       return { ...base, layer: "default" };
+    case "human":
+      return { ...base, layer: "human" };
     case "run": {
       const index = Number(rest);
       return {
@@ -317,6 +320,8 @@ function layerLine(e: Explanation): string {
       return e.kind === "shell-policy"
         ? `shell policy ${esc(e.detail)}`
         : `shell policy: ${esc(e.kind)} ${esc(e.detail.trim())}`;
+    case "human":
+      return `a human's answer (${esc(e.authority)})`;
     case "runtime":
       return `runtime ${esc(e.authority)}`;
   }

@@ -106,6 +106,12 @@ const TABLE: {
     layer: "shell-policy",
   },
   {
+    name: "a human's answer",
+    authority: "human:terminal",
+    line: "a human's answer (human:terminal)",
+    layer: "human",
+  },
+  {
     name: "a runtime rule",
     authority: "containment",
     line: "runtime containment",
