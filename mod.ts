@@ -150,6 +150,7 @@ export type { NetProvider, NetReply, NetRequest } from "./runtime/providers/net.
 // The record: audit chain and event log.
 export type { AuditFilter, AuditRecord, AuditVerification } from "./runtime/audit/audit_log.ts";
 export type { EventBody, EventEnvelope, EventKind } from "./runtime/audit/events.ts";
+export { Event, EVENT_VERSION, eventJsonSchema } from "./runtime/audit/events.ts";
 
 // Errors: callers branch on the class or its stable `code`, never on message text.
 export {
