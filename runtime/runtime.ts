@@ -9,6 +9,7 @@ import { type Clock, systemClock } from "./base/clock.ts";
 import { type DatabaseLocation, locateDatabase, openDatabase } from "./store/database.ts";
 import { LibosError, ValidationError } from "./base/errors.ts";
 import { decisionEvent, EventLog } from "./audit/event_log.ts";
+import { redactor } from "./base/redaction.ts";
 import { ActionLedger } from "./process/action_ledger.ts";
 import { Authority, type RunOptions } from "./authority/authority.ts";
 import { parseRunDeny } from "./authority/decide.ts";
@@ -249,7 +250,19 @@ function build(options: RuntimeOptions): Runtime {
       database: location.path,
       onDecision: (record) => events?.emit(decisionEvent(record)),
     });
-    events = new EventLog(store, { clock, session: options.session ?? ids.next("ses") });
+    // Known secrets never reach a host through an event (a command line in a decision's resource).
+    const secrets = options.secrets?.length ? redactor(options.secrets) : undefined;
+    events = new EventLog(store, {
+      clock,
+      session: options.session ?? ids.next("ses"),
+      // Never longer than it was, so a value within its schema bound stays within it.
+      ...(secrets === undefined ? {} : {
+        redact: (text: string) => {
+          const out = secrets.text(text);
+          return out.length <= text.length ? out : `${out.slice(0, Math.max(0, text.length - 1))}…`;
+        },
+      }),
+    });
     if (!readOnly) {
       events.emit({
         kind: "session.started",

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { runCli } from "../cli/mod.ts";
 import { EventLog } from "../runtime/audit/event_log.ts";
 import { Event, type EventEnvelope } from "../runtime/audit/events.ts";
+import { createRuntime } from "../runtime/runtime.ts";
 import { sandbox } from "./_cli_sandbox.ts";
 import { fixture } from "./agent_fixture.ts";
 
@@ -147,4 +148,52 @@ Deno.test("libos agent --human queue, libos human approve, --resume, a checkpoin
   const stored = read.stdout.trim().split("\n").map((l) => JSON.parse(l));
   assert.deepEqual(stored, JSON.parse(JSON.stringify(capture.events)));
   assert.ok(Deno.statSync(join(s.workspace, "src", "mathlib.py")).isFile);
+});
+
+Deno.test("attack: a decision whose resource holds a known secret or 4,003 characters reaches hosts redacted and cut to the schema's bound, and the decision is still recorded", async () => {
+  const root = Deno.makeTempDirSync({ prefix: "libos-events-" });
+  try {
+    Deno.mkdirSync(join(root, "ws"));
+    const secret = "sk-live-0123456789abcdef";
+    await using runtime = await createRuntime({
+      workspace: join(root, "ws"),
+      db: join(root, "x.db"),
+      env: { get: (n) => (n === "XDG_STATE_HOME" ? join(root, "state") : undefined) },
+      secrets: [secret],
+    });
+    const leaky = runtime.audit.append({
+      actor: "operator",
+      action: "shell.run",
+      resource: `shell:curl -H "Authorization: Bearer ${secret}" https://example.test`,
+      decision: "deny",
+      authority: "default",
+    });
+    const long = runtime.audit.append({
+      actor: "operator",
+      action: "fs.write",
+      resource: `fs:${"a".repeat(4_000)}`,
+      decision: "ask",
+      authority: `rule:policy.jsonc#${"9".repeat(482)}`,
+    });
+    const decisions = runtime.events.read({ kinds: ["decision"] })
+      .flatMap((e) => e.kind === "decision" ? [e.payload] : []);
+    const [first, second] = decisions.slice(-2);
+    assert.equal(first?.auditSeq, leaky.seq);
+    assert.equal(first?.layer, "default");
+    assert.equal(first?.effect, "deny");
+    assert.doesNotMatch(JSON.stringify(runtime.events.read({ limit: 1000 })), /sk-live-/);
+    assert.match(first!.resource, /Bearer \[redacted\]/);
+    assert.equal(second?.auditSeq, long.seq);
+    assert.equal(second?.resource.length, 1024);
+    assert.ok(second?.resource.endsWith("…"));
+    assert.equal(second?.authority.length, 500);
+    assert.equal(second?.layer, "rule");
+    // The audit record itself is whole: the event is a summary of it, not a replacement.
+    assert.equal(
+      runtime.audit.query({ afterSeq: long.seq - 1, limit: 1 })[0]?.resource.length,
+      4_003,
+    );
+  } finally {
+    Deno.removeSync(root, { recursive: true });
+  }
 });
