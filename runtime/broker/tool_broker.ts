@@ -37,6 +37,8 @@ import type { NetPrimitive } from "../primitives/net.ts";
 import type { ShellPrimitive } from "../primitives/shell.ts";
 import type { Checkpoints } from "../memory/checkpoints.ts";
 import type { InheritScope } from "../authority/delegation.ts";
+import { explained } from "../authority/authority.ts";
+import { recordedExplanation } from "../authority/explain.ts";
 import type { ImageRegistry } from "./image_registry.ts";
 import { type Budgets, isFinal, processSummary } from "../process/process.ts";
 import type { ProcessManager } from "../process/process_manager.ts";
@@ -272,6 +274,11 @@ export class ToolBroker {
     authority: string,
     detail?: Record<string, string | number | boolean | null>,
   ): void {
+    // A rule's file, line and text are kept with the record (libos why), as every primitive does.
+    const rules = this.#o.rules;
+    const explanation = authority.startsWith("rule:")
+      ? recordedExplanation(authority, { rule: (r) => rules?.source(r), denies: [] })
+      : undefined;
     this.#core.audit.append({
       actor: pid,
       pid,
@@ -281,6 +288,7 @@ export class ToolBroker {
       decision,
       authority,
       ...(detail ? { detail } : {}),
+      ...explained(explanation, detail),
     });
   }
 

@@ -258,4 +258,16 @@ Deno.test("ToolBroker.invoke() honours tool rules: a deny refuses at once, an as
     signal,
   );
   assert.equal(time.ok, true);
+  // Each refusal's record keeps the rule that decided: its file, line and text (libos why).
+  const refused = f.runtime.audit.query({
+    pid,
+    action: "tool.invoke",
+    decision: "deny",
+    limit: 10,
+  });
+  const explains = refused.map((r) =>
+    (r.detail as { explain?: { rule?: { line: number } } })
+      ?.explain?.rule?.line
+  );
+  assert.deepEqual(explains, [2, 3]);
 });
