@@ -6,7 +6,8 @@
 import { join } from "node:path";
 import { runCli } from "../cli/mod.ts";
 import type { TerminalIo } from "../runtime/human/tty_prompt.ts";
-import { REPO, type Run } from "./_cli_sandbox.ts";
+import assert from "node:assert/strict";
+import { REPO, type Run, task } from "./_cli_sandbox.ts";
 import { processesWith } from "./shell_fixture.ts";
 
 /** The fixture repository's test: `add(2, 2)` must be 4. */
@@ -68,6 +69,35 @@ export function fixture(workspace: string): string {
   const script = join(workspace, "..", "script.jsonl");
   Deno.writeTextFileSync(script, SCRIPT);
   return script;
+}
+
+/**
+ * `libos agent --goal GOAL --model replay:SCRIPT --yes --json` on the sandbox (default: the fix
+ * run on {@link fixture}) — in process, or through the real launcher with `launcher` — asserted
+ * to exit 0; returns the run's pid and its output.
+ */
+export async function yesRun(
+  s: {
+    readonly workspace: string;
+    readonly state: string;
+    json(...args: string[]): Promise<Run & { doc: Record<string, unknown> }>;
+  },
+  options: { readonly script?: string; readonly goal?: string; readonly launcher?: boolean } = {},
+): Promise<{ readonly pid: string; readonly run: Run }> {
+  const script = options.script ?? fixture(s.workspace);
+  const args = [
+    "agent",
+    "--goal",
+    options.goal ?? "Make the test pass",
+    "--model",
+    `replay:${script}`,
+    "--yes",
+  ];
+  const run = options.launcher
+    ? await task(s.workspace, s.state, "libos", ...args, "--json")
+    : await s.json(...args);
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  return { pid: (JSON.parse(run.stdout) as { pid: string }).pid, run };
 }
 
 /** One message of a chat-completions request, as the endpoint receives it. */

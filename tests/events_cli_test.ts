@@ -12,7 +12,7 @@ import { runCli } from "../cli/mod.ts";
 import { Event } from "../runtime/audit/events.ts";
 import { sha256Hex } from "../runtime/base/canonical_json.ts";
 import { REPO, type Sandbox, sandbox, task } from "./_cli_sandbox.ts";
-import { final, fixture } from "./agent_fixture.ts";
+import { final, fixture, yesRun } from "./agent_fixture.ts";
 
 type Envelope = { seq: number; kind: string; turn: number; payload: Record<string, unknown> };
 
@@ -29,16 +29,7 @@ function envelopes(stdout: string): Envelope[] {
 
 /** `libos agent --yes` in process on the fixture (four tool calls, two approved shell runs). */
 async function agentRun(s: Sandbox, script = fixture(s.workspace)): Promise<string> {
-  const run = await s.json(
-    "agent",
-    "--goal",
-    "Make the test pass",
-    "--model",
-    `replay:${script}`,
-    "--yes",
-  );
-  assert.equal(run.status, 0, run.stdout + run.stderr);
-  return run.doc.pid as string;
+  return (await yesRun(s, { script })).pid;
 }
 
 /**
@@ -227,20 +218,7 @@ Deno.test("libos events --follow --json (real launcher) streams the events an ag
     await until("the events after the cursor", () => lines.length >= 2);
     assert.deepEqual(envelopes(lines.join("\n")).map((e) => e.seq), [cursor - 1, cursor]);
     // A second agent run, by another process (the real launcher), in the same workspace.
-    const second = await task(
-      s.workspace,
-      s.state,
-      "libos",
-      "agent",
-      "--goal",
-      "Make the test pass",
-      "--model",
-      `replay:${script}`,
-      "--yes",
-      "--json",
-    );
-    assert.equal(second.status, 0, second.stdout + second.stderr);
-    const pid = JSON.parse(second.stdout).pid as string;
+    const { pid } = await yesRun(s, { script, launcher: true });
     await until(
       "the second run's session.ended",
       () =>

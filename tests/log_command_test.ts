@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { sandbox, task } from "./_cli_sandbox.ts";
-import { call, final, fixRepository, RUN_TESTS, turn } from "./agent_fixture.ts";
+import { call, final, fixRepository, RUN_TESTS, turn, yesRun } from "./agent_fixture.ts";
 import { pagerArgv } from "../cli/log_command.ts";
 
 /** Hostile bytes a file and the model plant: clear the screen, retitle it, return the carriage. */
@@ -43,20 +43,7 @@ Deno.test("libos log through the launcher: the whole transcript of a finished ru
   fixRepository(s.workspace);
   Deno.writeTextFileSync(join(s.workspace, "notes.txt"), `notes ${HOSTILE}\n`);
   const file = script(s.workspace, RUN);
-  const run = await task(
-    s.workspace,
-    s.state,
-    "libos",
-    "agent",
-    "--goal",
-    "Make the test pass",
-    "--model",
-    `replay:${file}`,
-    "--yes",
-    "--json",
-  );
-  assert.equal(run.status, 0, run.stdout + run.stderr);
-  const pid = (JSON.parse(run.stdout) as { pid: string }).pid;
+  const { pid } = await yesRun(s, { script: file, launcher: true });
 
   const log = await task(s.workspace, s.state, "libos", "log", pid);
   assert.equal(log.status, 0, log.stderr);

@@ -10,7 +10,7 @@ import { sha256Hex } from "../runtime/base/canonical_json.ts";
 import { permissionFlags } from "../cli/bootstrap.ts";
 import { runCli } from "../cli/mod.ts";
 import { type Run, type Sandbox, sandbox, task } from "./_cli_sandbox.ts";
-import { call, FIXED, fixture, SCRIPT } from "./agent_fixture.ts";
+import { call, FIXED, fixture, SCRIPT, yesRun } from "./agent_fixture.ts";
 import { assertTraceInvariants } from "./trace_invariants.ts";
 
 /** What a replay prints of one change, without its seq (the audit order is checked apart). */
@@ -62,22 +62,9 @@ function dbState(db: string): Record<string, string> {
 
 /** The fix run, made once through the real launcher with --yes; returns its pid. */
 async function fixRun(s: Sandbox): Promise<string> {
-  const script = fixture(s.workspace);
-  const run = await task(
-    s.workspace,
-    s.state,
-    "libos",
-    "agent",
-    "--goal",
-    "Make the test pass",
-    "--model",
-    `replay:${script}`,
-    "--yes",
-    "--json",
-  );
-  assert.equal(run.status, 0, run.stdout + run.stderr);
+  const { pid } = await yesRun(s, { launcher: true });
   assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), FIXED);
-  return (JSON.parse(run.stdout) as { pid: string }).pid;
+  return pid;
 }
 
 const PYTHON = 'shell:["python3","tests/test_mathlib.py"]';

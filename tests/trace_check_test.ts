@@ -18,7 +18,7 @@ import type { AuditRow } from "../runtime/store/store.ts";
 import { fsScope } from "../runtime/authority/authority.ts";
 import { testRuntime } from "../testing.ts";
 import { type Sandbox, sandbox } from "./_cli_sandbox.ts";
-import { fixture } from "./agent_fixture.ts";
+import { yesRun } from "./agent_fixture.ts";
 import { assertTraceInvariants, traceReport } from "./trace_invariants.ts";
 
 const COLUMNS: Record<keyof AuditRow, string> = {
@@ -107,17 +107,7 @@ function invariants(path: string, pid: string): TraceInvariant[] {
 
 /** The fix run with `--yes` (two shell runs approved, one edit), its pid and a copy maker. */
 async function fixRun(s: Sandbox) {
-  const script = fixture(s.workspace);
-  const run = await s.json(
-    "agent",
-    "--goal",
-    "Make the test pass",
-    "--model",
-    `replay:${script}`,
-    "--yes",
-  );
-  assert.equal(run.status, 0, run.stdout + run.stderr);
-  const pid = run.doc.pid as string;
+  const { pid } = await yesRun(s);
   let n = 0;
   return {
     pid,
