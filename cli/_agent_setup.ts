@@ -32,6 +32,8 @@ import {
 } from "./_run_governance.ts";
 import { loadedPolicyOf, shellPolicyOf, toolchainsOf } from "./_run_options.ts";
 import { field } from "./_output.ts";
+import { endpointKeys, hostGrantText, parseAllowHost, parseAllowHosts } from "./_egress_hosts.ts";
+import { loadUserConfig } from "./user_config.ts";
 
 const PRESETS: Readonly<Record<string, ModeName>> = Object.freeze({
   "read-only": "read-only",
@@ -195,12 +197,36 @@ function humanOf(io: CliIo, human: HumanChoice, note: (text: string) => void) {
   return human === "interactive" ? terminalHuman(io) : human === "yes" ? yesHuman(note) : null;
 }
 
+/**
+ * The run's hosts (`host` or `host:port`): the user's `allowHosts` (unless `--no-user-config` or
+ * `userConfig: false`), then each `--allow-host`.
+ * @throws {UsageError} naming a value that is not a host, or too many.
+ */
+function hostsOf(
+  parsed: ParsedArgs,
+  io: CliIo,
+  options: { readonly userConfig?: boolean } = {},
+): string[] {
+  const userConfig = options.userConfig ?? !flagOption(parsed, "no-user-config");
+  const fromConfig = userConfig ? loadUserConfig(io.env).allowHosts : [];
+  const given = parseAllowHosts(
+    listOption(parsed, "allow-host").map((text) => ({ text, source: "--allow-host" })),
+  );
+  return parseAllowHosts(
+    [...fromConfig, ...given].map((g) => ({ text: hostGrantText(g), source: "--allow-host" })),
+  ).map(hostGrantText);
+}
+
 /** What the command line says about governance, with the policy files and toolchains it read. */
 function flagsOf(
   parsed: ParsedArgs,
   call: Invocation,
   chosen: ModelChoice,
-  read: { readonly policies: GovernanceFlags["policies"]; readonly toolchains: string[] },
+  read: {
+    readonly policies: GovernanceFlags["policies"];
+    readonly toolchains: string[];
+    readonly hosts: string[];
+  },
 ): GovernanceFlags {
   return {
     mode: call.mode,
@@ -209,6 +235,7 @@ function flagsOf(
     denies: listOption(parsed, "deny"),
     policies: read.policies,
     toolchains: read.toolchains,
+    hosts: read.hosts,
     model: { spec: chosen.spec, endpoint: chosen.endpoint },
   };
 }
@@ -299,6 +326,44 @@ export function applyRemembered(
   });
 }
 
+/** Who grants a run's hosts: the operator, at launch (or at a resume that widened them). */
+export const ALLOW_HOST_ISSUER = "operator:allow-host";
+
+/**
+ * Gives the run's top-level process a `net:` capability for each host of its governance
+ * (`--allow-host`, `allowHosts`): connect on each exact endpoint `host:port` (a host without a
+ * port: 80 and 443), issued by {@link ALLOW_HOST_ISSUER}, granted as actor `operator` (audited)
+ * — inherited by the processes it forks, and still under the hardline, the run's denies, the
+ * mode's ceiling (workspace-write asks for every request) and the rules. A resume grants only
+ * what the process does not hold yet (a host `--widen` added). Never `net:*`: commands inside
+ * the OS wall keep no network.
+ */
+export function applyHostGrants(runtime: Runtime, root: string, plan: GovernancePlan): void {
+  const caps = runtime.authority.capabilities;
+  const held = new Set(
+    caps.list(root)
+      .filter((c) =>
+        c.revokedAt === null && c.issuer === ALLOW_HOST_ISSUER && c.resource.type === "net"
+      )
+      .map((c) => c.resource.type === "net" ? c.resource.key : ""),
+  );
+  const keys = plan.governance.hosts.flatMap((text) =>
+    endpointKeys(parseAllowHost(text, "the run's recorded host"))
+  ).filter((key) => !held.has(key));
+  if (keys.length === 0) return;
+  runtime.store.step(() => {
+    for (const key of keys) {
+      caps.grant({
+        subject: root,
+        resource: { type: "net", key, scope: "exact" },
+        rights: ["connect"],
+        effect: "allow",
+        issuer: ALLOW_HOST_ISSUER,
+      }, "operator");
+    }
+  });
+}
+
 /**
  * A new run's model and governance, from the flags.
  * @throws {UsageError} / {ValidationError} for what cannot work; nothing is opened.
@@ -313,6 +378,7 @@ export function launchSetup(
   const flags = flagsOf(parsed, call, chosen, {
     policies: loadedPolicyOf(parsed, io).texts,
     toolchains: toolchainsOf(parsed, io),
+    hosts: hostsOf(parsed, io),
   });
   const terminal = io.terminal?.isTerminal() ?? false;
   const remembered = rememberedOf(parsed, io);
@@ -384,6 +450,7 @@ export async function resumeSetup(
     const flags = flagsOf(parsed, call, chosen, {
       policies: loadedPolicyOf(parsed, io).texts,
       toolchains: toolchainsOf(parsed, io),
+      hosts: hostsOf(parsed, io),
     });
     const mode = parseRecordedMode(last.mode);
     const plan = launchGovernance(flags, { mode, terminal });
@@ -395,6 +462,7 @@ export async function resumeSetup(
     policies: loadedPolicyOf(parsed, io, { userConfig: false, known: (p) => recordedPaths.has(p) })
       .texts,
     toolchains: toolchainsOf(parsed, io, { userConfig: false }),
+    hosts: hostsOf(parsed, io, { userConfig: false }),
   });
   const given = new Set(flags.toolchains);
   readableHere(stored.toolchains.filter((dir) => !given.has(dir)));

@@ -96,6 +96,7 @@ export const OPTION_SPECS = {
   preset: { type: "string" },
   yes: { type: "boolean", short: "y" },
   toolchain: { type: "string", multiple: true },
+  "allow-host": { type: "string", multiple: true },
   widen: { type: "boolean" },
   quiet: { type: "boolean", short: "q" },
   verbose: { type: "boolean", short: "v" },

@@ -1,8 +1,8 @@
 /**
  * A run's governance (issue 21 §4): what `libos agent` ran a process tree under — the mode, the
  * human, the `--yes` shield, the shell policy level, the run denies, the policy files (absolute
- * path and sha-256 of the text read; the text itself kept as an object), the toolchains and the
- * model (its name and endpoint, never a key). A launch records it in its `agent.start` audit
+ * path and sha-256 of the text read; the text itself kept as an object), the toolchains, the hosts
+ * it may reach (`--allow-host`) and the model (its name and endpoint, never a key). A launch records it in its `agent.start` audit
  * record (hash-chained, written before the run does anything, so a killed launcher leaves it);
  * each resume re-applies the last one recorded and records what it applied in `agent.resume`.
  *
@@ -11,7 +11,7 @@
  * and a shell decision takes the strictest layer) — or change who answers (`--human`, a person or
  * nobody). Everything else is a widening: a looser mode or level, `--yes`, another toolchain, a
  * policy file with an allow or ask rule (an ask can turn a default deny into a question a person
- * may approve). A widening is refused with `governance_widened` unless `--widen` accepts it; it is
+ * may approve), another host (`--allow-host`). A widening is refused with `governance_widened` unless `--widen` accepts it; it is
  * then shown and audited, and it is the run's governance from then on. A policy file that
  * changed, vanished or cannot be read since refuses the resume (`policy_changed`,
  * `policy_unverified`) until `--policy-from launch` (the text recorded) or `--policy-from current`
@@ -29,6 +29,7 @@ import { ModeName } from "../runtime/authority/modes.ts";
 import type { PolicyText } from "../runtime/policy/policy_files.ts";
 import { parsePolicy, PolicyRules } from "../runtime/policy/policy_rules.ts";
 import { ShellPolicyLevel } from "../runtime/policy/shell_policy.ts";
+import { ALLOW_HOSTS_MAX } from "./_egress_hosts.ts";
 
 /** Who answers a run's requests: a person (`interactive`, `queue`), nobody (`none`) or `--yes`. */
 export const HumanChoice = z.enum(["interactive", "queue", "none", "yes"]);
@@ -67,6 +68,11 @@ export const RunGovernance = z.object({
   /** Policy files, in the order their rules apply. */
   policies: z.array(PolicySource).max(32),
   toolchains: z.array(z.string().min(1).max(4096).refine(isAbsolute)).max(32),
+  /**
+   * Hosts the run may reach (`--allow-host`, `allowHosts`), as `host` or `host:port` in the
+   * network primitive's form; absent from records written before libos had them (none).
+   */
+  hosts: z.array(z.string().min(1).max(300)).max(ALLOW_HOSTS_MAX).default([]),
   model: ModelRef,
 }).strict();
 /** A run's governance. */
@@ -111,6 +117,8 @@ export interface GovernanceFlags {
   readonly policies: readonly PolicyText[];
   /** Toolchain directories (a launch: the user's config and `--toolchain`; a resume: the flags). */
   readonly toolchains: readonly string[];
+  /** Hosts (`host` or `host:port`; a launch: the user's config and `--allow-host`; a resume: the flags). */
+  readonly hosts: readonly string[];
   readonly model: ModelRef;
 }
 
@@ -188,6 +196,7 @@ export function launchGovernance(
       denies: [...new Set(flags.denies)],
       policies: policies.map(({ text: _text, ...source }) => source),
       toolchains: [...new Set(flags.toolchains)],
+      hosts: [...new Set(flags.hosts)],
       model: flags.model,
     },
     policies,
@@ -319,6 +328,12 @@ export function resumeGovernance(
     toolchains.push(dir);
     widened.push(`toolchain ${dir}: its programs and files visible to every command`);
   }
+  const hosts = [...stored.hosts];
+  for (const host of flags.hosts) {
+    if (hosts.includes(host)) continue;
+    hosts.push(host);
+    widened.push(`host ${host}: the run may connect to it (--allow-host)`);
+  }
   const model = flags.model;
   if (model.spec !== stored.model.spec || model.endpoint !== stored.model.endpoint) {
     const show = (m: ModelRef) => `${m.spec}${m.endpoint === null ? "" : ` at ${m.endpoint}`}`;
@@ -342,6 +357,7 @@ export function resumeGovernance(
       denies,
       policies: policies.map(({ text: _text, ...source }) => source),
       toolchains,
+      hosts,
       model,
     },
     policies,
@@ -412,7 +428,7 @@ export function checkRecordable(plan: GovernancePlan): void {
   const size = canonicalJson(governanceDetail(probe)).length;
   if (size > RECORD_MAX_CHARS) {
     throw new UsageError(
-      `The run's governance is too large to record (${size} characters, at most ${RECORD_MAX_CHARS}): give fewer or shorter --deny rules, --policy files or --toolchain directories`,
+      `The run's governance is too large to record (${size} characters, at most ${RECORD_MAX_CHARS}): give fewer or shorter --deny rules, --policy files, --toolchain directories or --allow-host hosts`,
     );
   }
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { sha256Hex } from "../runtime/base/canonical_json.ts";
+import { type JsonValue, sha256Hex } from "../runtime/base/canonical_json.ts";
 import { UsageError } from "../runtime/base/errors.ts";
 import {
   checkRecordable,
@@ -32,6 +32,7 @@ const STORED: RunGovernance = {
   denies: ["fs.write:secret/**"],
   policies: [{ path: "/p/strict.jsonc", sha256: sha256Hex(STRICT), copy: "obj_00000000000a" }],
   toolchains: ["/opt/tc"],
+  hosts: ["api.example.com:443"],
   model: MODEL,
 };
 
@@ -42,6 +43,7 @@ const NO_FLAGS: GovernanceFlags = {
   denies: [],
   policies: [],
   toolchains: [],
+  hosts: [],
   model: MODEL,
 };
 
@@ -277,6 +279,7 @@ Deno.test("launchGovernance() takes the flags and fills the defaults; withCopies
     denies: ["net:*"],
     policies: [{ path: "/p/strict.jsonc", sha256: sha256Hex(STRICT), copy: null }],
     toolchains: [],
+    hosts: [],
     model: MODEL,
   });
   assert.equal(
@@ -317,4 +320,30 @@ Deno.test("checkRecordable() refuses a governance too large for its audit record
   });
   assert.throws(() => checkRecordable(plan), UsageError);
   checkRecordable(launchGovernance(NO_FLAGS, { mode: "workspace-write", terminal: false }));
+});
+
+Deno.test("resumeGovernance(): another --allow-host is a widening refused without --widen; the recorded host named again is none", () => {
+  refusal(
+    () => resumeGovernance(STORED, { ...NO_FLAGS, hosts: ["evil.example"] }, facts()),
+    "governance_widened",
+    /host evil\.example: the run may connect to it/,
+    /--widen/,
+  );
+  const same = resumeGovernance(STORED, { ...NO_FLAGS, hosts: ["api.example.com:443"] }, facts());
+  assert.deepEqual([same.governance.hosts, same.widened], [["api.example.com:443"], []]);
+  const widened = resumeGovernance(
+    STORED,
+    { ...NO_FLAGS, hosts: ["evil.example"] },
+    facts({ widen: true }),
+  );
+  assert.deepEqual(widened.governance.hosts, ["api.example.com:443", "evil.example"]);
+  assert.deepEqual(widened.widened, [
+    "host evil.example: the run may connect to it (--allow-host)",
+  ]);
+});
+
+Deno.test("storedGovernance(): a launch record written before hosts were recorded reads as no hosts", () => {
+  const { hosts: _hosts, ...older } = STORED;
+  const read = storedGovernance({ governance: older as unknown as JsonValue }, "pid_000000000001");
+  assert.deepEqual(read?.hosts, []);
 });

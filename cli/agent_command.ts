@@ -32,6 +32,7 @@ import { OPERATOR_ACTOR } from "../runtime/memory/object_memory.ts";
 import { type AgentProcess, isFinal } from "../runtime/process/process.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
 import {
+  applyHostGrants,
   applyRemembered,
   type Invocation,
   invocation,
@@ -542,6 +543,8 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
   const { root, plan } = launch(runtime, parsed, call, setup, held);
   // "Allow always … for this project": kept in the user's grants file, applied to a new run.
   applyRemembered(runtime, root.pid, setup, io, call.resume === undefined);
+  // --allow-host / allowHosts: a net: capability per host, granted by the operator (audited).
+  applyHostGrants(runtime, root.pid, plan);
   // What a resume changed is shown (and was audited with agent.resume), --json or not.
   for (const line of describeChanges(plan, root.pid)) {
     io.stderr(`libos agent: ${field(line, 8192)}\n`);
@@ -576,7 +579,8 @@ export const agentCommand: Command = {
          [--mode read-only|plan|workspace-write|full-access | --preset read-only|edit|full]
          [--shell-policy LEVEL] [--policy FILE]... [--trust-workspace-policy] [--deny RULE]...
          [--model replay:FILE.jsonl | openai[:MODEL]] [--env-file FILE] [--record LOG.jsonl]
-         [--toolchain DIR]... [--db FILE] [--human interactive|queue|none | --yes] [--json]
+         [--toolchain DIR]... [--allow-host HOST[:PORT]]... [--db FILE]
+         [--human interactive|queue|none | --yes] [--json]
          [--widen] [--policy-from launch|current]            (these two with --resume)
 
 Spawns a top-level process for the goal (image ${DEFAULT_IMAGE} unless --image) in the
@@ -626,6 +630,11 @@ needs a person; -v/--verbose shows every block uncut. It ends with the final rep
 result, the files changed, an audit summary. --json prints one document:
 {pid, status, message, result, waiting, interrupted, db, audit_summary, files_changed}.
 
+--allow-host HOST[:PORT] (and "allowHosts" in config.jsonc) lets the run reach that host: the
+launcher's network permission and a net: capability of the process (a host alone: ports 80 and
+443). The mode still decides: workspace-write asks for each request; full-access runs it.
+Commands inside the OS wall still have no network. On --resume another host is a widening.
+
 Ctrl-C lets the turns in flight finish and stops there (exit 130, resumable); a second Ctrl-C,
 or one at a prompt, stops at once.
 
@@ -651,6 +660,7 @@ on its model endpoint (parked), 130 stopped by Ctrl-C.`,
     "human",
     "yes",
     "toolchain",
+    "allow-host",
     "widen",
     "policy-from",
     "quiet",

@@ -13,6 +13,7 @@ import { configEnvFile, endpointHost, MODEL_ENV, parseEnvFile } from "./model_co
 import { SYSTEM_PATH } from "../runtime/base/system_path.ts";
 import { defaultDatabasePath, userConfigPath } from "../runtime/base/state_paths.ts";
 import { DatabaseSync } from "node:sqlite";
+import { denoNetEntries, hostGrantText, parseAllowHost } from "./_egress_hosts.ts";
 
 /** Environment variables the runtime reads. */
 export const RUNTIME_ENV = [
@@ -51,6 +52,11 @@ export interface BootstrapFacts {
    * chained record.
    */
   readonly recorded?: readonly string[];
+  /**
+   * `agent`: the hosts the run may reach besides `--allow-host` — a new run's `allowHosts` from
+   * `config.jsonc`, or what a resumed run's governance recorded (`recordedHosts`).
+   */
+  readonly hosts?: readonly string[];
 }
 
 /**
@@ -247,6 +253,16 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   // `jit run`, `run` and `step` build their runtime without toolchains: the system directories
   // are their search path (a process's shell tool goes through the same primitive).
   if ((words[0] === "jit" && words[1] === "run") || words[0] === "run" || words[0] === "step") {
+  // Egress by grant (`agent` only): each host's entries (see _egress_hosts.ts). A value that is
+  // not a host grants nothing here; libos refuses the run naming it.
+  const hosts = new Set<string>();
+  if (words[0] === "agent") {
+    for (const text of [...optionValues(facts.args, "allow-host"), ...(facts.hosts ?? [])]) {
+      try {
+        for (const entry of denoNetEntries(parseAllowHost(text, "--allow-host"))) hosts.add(entry);
+      } catch { /* reported by libos itself */ }
+    }
+  }
     grantShell(facts, grant, []);
   }
   const db = optionValue(facts.args, "db");
@@ -268,7 +284,9 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
     ...(write.size > 0 ? [`--allow-write=${[...write].join(",")}`] : []),
     `--allow-env=${[...RUNTIME_ENV, ...(wantsEndpoint ? MODEL_ENV : [])].join(",")}`,
     ...(run ? [`--allow-run=${run}`] : []),
-    ...(net ? [`--allow-net=${net}`] : []),
+    ...(net || hosts.size > 0
+      ? [`--allow-net=${[...new Set([net ?? [], ...hosts].flat())].join(",")}`]
+      : []),
   ];
 }
 
@@ -315,6 +333,30 @@ export function recordedReads(databasePath: string, pid: string): string[] {
 /** The database `libos agent --resume` will open, as libos computes it (see `state_paths.ts`). */
 function resumeDatabase(
   args: readonly string[],
+/**
+ * The hosts (`host` or `host:port`) the last launch of process `pid` recorded in its governance
+ * (`--allow-host`, `allowHosts`): a resume keeps them, so the launcher grants them again. Empty
+ * when there are none or the database cannot be read now.
+ */
+export function recordedHosts(databasePath: string, pid: string): string[] {
+  let db: DatabaseSync | undefined;
+  try {
+    db = new DatabaseSync(databasePath, { readOnly: true });
+    const row = db.prepare(
+      `SELECT detail FROM audit WHERE pid = ? AND action IN ('agent.start', 'agent.resume')
+         AND detail IS NOT NULL ORDER BY seq DESC LIMIT 1`,
+    ).get(pid);
+    const detail = typeof row?.detail === "string" ? JSON.parse(row.detail) as unknown : null;
+    const hosts = (detail as { governance?: { hosts?: unknown } } | null)?.governance?.hosts;
+    return Array.isArray(hosts) ? hosts.filter((h): h is string => typeof h === "string") : [];
+  } catch {
+    // A database this launcher cannot read now: no grant (libos says what it cannot reach).
+    return [];
+  } finally {
+    db?.close();
+  }
+}
+
   cwd: string,
   env: BootstrapFacts["env"],
   realPath: (path: string) => string,
@@ -361,8 +403,11 @@ if (import.meta.main) {
     try {
       const file = Deno.args.includes("--no-user-config") ? undefined : userConfigPath(Deno.env);
       // Its parser (zod, jsonc) is loaded only when there is a file to parse.
+    let configHosts: readonly string[] = [];
       if (file !== undefined && Deno.statSync(file).isFile) {
-        toolchains = (await import("./user_config.ts")).loadUserConfig(Deno.env).toolchains;
+        const config = (await import("./user_config.ts")).loadUserConfig(Deno.env);
+        toolchains = config.toolchains;
+        configHosts = config.allowHosts.map(hostGrantText);
       }
     } catch { /* missing: nothing to grant; unreadable or invalid: reported by libos itself */ }
     const command = Deno.args.find((a) => !a.startsWith("-"));
@@ -374,7 +419,14 @@ if (import.meta.main) {
     flags = permissionFlags({
       toolchains,
       recorded,
+    // A new run reaches the config's hosts; a resumed one those its launch recorded.
+    const hosts = resume === undefined
+      ? configHosts
+      : database === undefined
+      ? []
+      : recordedHosts(database, resume);
       args: Deno.args,
+      hosts,
       cwd,
       env: Deno.env,
       realPath,

@@ -7,7 +7,9 @@
  * {
  *   "version": 1,
  *   // Bound read-only into the OS wall and searched for programs (see toolchains.ts).
- *   "toolchains": ["~/.pyenv/versions/3.12.4", "/opt/node"]
+ *   "toolchains": ["~/.pyenv/versions/3.12.4", "/opt/node"],
+ *   // Hosts every new run may reach (see _egress_hosts.ts): HOST or HOST:PORT, no wildcards.
+ *   "allowHosts": ["docs.python.org", "registry.example.com:8443"]
  * }
  * ```
  *
@@ -16,6 +18,7 @@
 import { isAbsolute, join } from "node:path";
 import { z } from "zod";
 import { ValidationError } from "../runtime/base/errors.ts";
+import { ALLOW_HOSTS_MAX, type HostGrant, parseAllowHosts } from "./_egress_hosts.ts";
 import { type EnvReader, userConfigPath } from "../runtime/base/state_paths.ts";
 
 export { userConfigPath };
@@ -28,6 +31,7 @@ export const USER_CONFIG_MAX_BYTES = 64 * 1024;
 export const UserConfig = z.object({
   version: z.literal(1),
   toolchains: z.array(z.string().min(1).max(4096)).max(64).optional(),
+  allowHosts: z.array(z.string().min(1).max(300)).max(ALLOW_HOSTS_MAX).optional(),
 }).strict();
 /** The settings file, as written. */
 export type UserConfig = z.infer<typeof UserConfig>;
@@ -51,22 +55,31 @@ export function expandHome(path: string, home: string | undefined, source: strin
   return path;
 }
 
+/** The user's settings, as a run applies them. */
+export interface LoadedUserConfig {
+  readonly path: string | null;
+  readonly toolchains: readonly string[];
+  /** `allowHosts`, parsed (see `_egress_hosts.ts`). */
+  readonly allowHosts: readonly HostGrant[];
+}
+
 /**
  * The user's settings (an absent file is no settings), with `~/` expanded.
  * @throws {ValidationError} naming the file, line and column of a problem, or a file that
- *   cannot be read.
+ *   cannot be read; `UsageError` naming an `allowHosts` value that is not a host.
  */
 export function loadUserConfig(
   env: EnvReader,
   read: (path: string) => string = Deno.readTextFileSync,
-): { readonly path: string | null; readonly toolchains: readonly string[] } {
+): LoadedUserConfig {
+  const none = { path: null, toolchains: [], allowHosts: [] };
   const path = userConfigPath(env);
-  if (path === undefined) return { path: null, toolchains: [] };
+  if (path === undefined) return none;
   let text: string;
   try {
     text = read(path);
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return { path: null, toolchains: [] };
+    if (error instanceof Deno.errors.NotFound) return none;
     throw new ValidationError(
       `Cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`,
       { cause: error },
@@ -75,13 +88,17 @@ export function loadUserConfig(
   const config = parseStrictJsonc(text, path, UserConfig, {
     maxBytes: USER_CONFIG_MAX_BYTES,
     maxDepth: 4,
-    what: 'the settings are {"version": 1, "toolchains": ["/opt/node", ...]}',
+    what:
+      'the settings are {"version": 1, "toolchains": ["/opt/node", ...], "allowHosts": ["docs.example.com", ...]}',
   });
   const home = env.get("HOME");
   return {
     path,
     toolchains: (config.toolchains ?? []).map((t, i) =>
       expandHome(t, home, `${path}: toolchains.${i}`)
+    ),
+    allowHosts: parseAllowHosts(
+      (config.allowHosts ?? []).map((text, i) => ({ text, source: `${path}: allowHosts.${i}` })),
     ),
   };
 }
