@@ -250,9 +250,6 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
       if (isAbsolute(path) && !path.includes(",")) grant(path, false);
     }
   }
-  // `jit run`, `run` and `step` build their runtime without toolchains: the system directories
-  // are their search path (a process's shell tool goes through the same primitive).
-  if ((words[0] === "jit" && words[1] === "run") || words[0] === "run" || words[0] === "step") {
   // Egress by grant (`agent` only): each host's entries (see _egress_hosts.ts). A value that is
   // not a host grants nothing here; libos refuses the run naming it.
   const hosts = new Set<string>();
@@ -263,6 +260,9 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
       } catch { /* reported by libos itself */ }
     }
   }
+  // `jit run`, `run` and `step` build their runtime without toolchains: the system directories
+  // are their search path (a process's shell tool goes through the same primitive).
+  if ((words[0] === "jit" && words[1] === "run") || words[0] === "run" || words[0] === "step") {
     grantShell(facts, grant, []);
   }
   const db = optionValue(facts.args, "db");
@@ -330,9 +330,6 @@ export function recordedReads(databasePath: string, pid: string): string[] {
   }
 }
 
-/** The database `libos agent --resume` will open, as libos computes it (see `state_paths.ts`). */
-function resumeDatabase(
-  args: readonly string[],
 /**
  * The hosts (`host` or `host:port`) the last launch of process `pid` recorded in its governance
  * (`--allow-host`, `allowHosts`): a resume keeps them, so the launcher grants them again. Empty
@@ -357,6 +354,9 @@ export function recordedHosts(databasePath: string, pid: string): string[] {
   }
 }
 
+/** The database `libos agent --resume` will open, as libos computes it (see `state_paths.ts`). */
+function resumeDatabase(
+  args: readonly string[],
   cwd: string,
   env: BootstrapFacts["env"],
   realPath: (path: string) => string,
@@ -400,10 +400,10 @@ if (import.meta.main) {
     // A settings file that cannot be read grants nothing here; libos itself reads it again and
     // refuses the run with the reason.
     let toolchains: readonly string[] = [];
+    let configHosts: readonly string[] = [];
     try {
       const file = Deno.args.includes("--no-user-config") ? undefined : userConfigPath(Deno.env);
       // Its parser (zod, jsonc) is loaded only when there is a file to parse.
-    let configHosts: readonly string[] = [];
       if (file !== undefined && Deno.statSync(file).isFile) {
         const config = (await import("./user_config.ts")).loadUserConfig(Deno.env);
         toolchains = config.toolchains;
@@ -416,17 +416,17 @@ if (import.meta.main) {
       ? undefined
       : resumeDatabase(Deno.args, cwd, Deno.env, realPath);
     const recorded = database === undefined ? [] : recordedReads(database, resume!);
-    flags = permissionFlags({
-      toolchains,
-      recorded,
     // A new run reaches the config's hosts; a resumed one those its launch recorded.
     const hosts = resume === undefined
       ? configHosts
       : database === undefined
       ? []
       : recordedHosts(database, resume);
-      args: Deno.args,
+    flags = permissionFlags({
       hosts,
+      toolchains,
+      recorded,
+      args: Deno.args,
       cwd,
       env: Deno.env,
       realPath,
