@@ -109,6 +109,7 @@ export const OPTION_SPECS = {
   against: { type: "boolean" },
   follow: { type: "boolean" },
   kind: { type: "string", multiple: true },
+  "approval-wait": { type: "string" },
 } as const;
 
 /** The name of an option. */

@@ -232,7 +232,10 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   // The demo runs a JIT tool in the sandbox (in its own temporary workspace under TMPDIR); an
   // agent's shell commands and JIT tools start the same way (setsid execs the rest in turn), and
   // so do those of the processes `run` and `step` drive.
-  const drives = ["demo", "agent", "run", "step"].includes(words[0] ?? "");
+  // `mcp serve` runs a client's calls as `agent` runs a model's (its JIT tools too), with no
+  // model endpoint.
+  const serves = words[0] === "mcp" && words[1] === "serve";
+  const drives = ["demo", "agent", "run", "step"].includes(words[0] ?? "") || serves;
   if (drives && facts.execPath) {
     grant(fileURLToPath(new URL("../jit", import.meta.url)), false);
     run = "/usr/bin/setsid";
@@ -241,7 +244,7 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   // An agent's shell commands, and a JIT tool's (`jit run`: its shell.run syscall goes through
   // the same primitive): the primitive looks bare names up in the system directories and the
   // operator's toolchains (and in the user's PATH, for a hint when they differ).
-  if (words[0] === "agent") {
+  if (words[0] === "agent" || serves) {
     const toolchains = optionValues(facts.args, "toolchain")
       .filter((dir) => dir.trim() !== "")
       .map((dir) => resolve(facts.cwd, dir));

@@ -20,6 +20,7 @@ import { sessionsCommand } from "./sessions_command.ts";
 import { logCommand } from "./log_command.ts";
 import { eventsCommand } from "./events_command.ts";
 import { gcCommand } from "./gc_command.ts";
+import { mcpServeCommand } from "./mcp_serve_command.ts";
 import { demoCommand } from "./demo_command.ts";
 import { initCommand } from "./init_command.ts";
 import { capsCommand, grantCommand, revokeCommand } from "./capability_commands.ts";
@@ -116,6 +117,7 @@ const COMMANDS: readonly Command[] = [
   whyCommand,
   eventsCommand,
   agentCommand,
+  mcpServeCommand,
   sessionsCommand,
   logCommand,
   gcCommand,
