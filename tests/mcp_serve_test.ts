@@ -13,7 +13,9 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { permissionFlags } from "../cli/bootstrap.ts";
 import { SYSTEM_PATH } from "../runtime/base/system_path.ts";
 import { createRuntime } from "../runtime/runtime.ts";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { REPO, type Sandbox, sandbox, task } from "./_cli_sandbox.ts";
+import { wordCounter } from "./sample_fixture.ts";
 
 /** The text of a tool result's first content block. */
 function textOf(result: Awaited<ReturnType<Client["callTool"]>>): string {
@@ -439,4 +441,155 @@ Deno.test("libos mcp is a command group: mcp --help names serve; serve refuses a
     assert.equal(refused.stdout, "", "nothing on the protocol's stream");
   }
   assert.throws(() => Deno.statSync(s.dbPath()), "no database was made");
+});
+
+Deno.test("libos mcp serve: a JIT tool the session proposes, validates and registers (its exact source approved from another process) is listed to the client, announced with tools/list_changed, and called through the gate", async () => {
+  using s = sandbox();
+  const temp = Deno.makeTempDirSync({ prefix: "libos-mcp-tmp-" });
+  try {
+    Deno.writeTextFileSync(join(s.workspace, "words.txt"), "one two three four\n");
+    const { client, stderr } = await serve(s, temp, "--approval-wait", "60");
+    let changed = 0;
+    client.setNotificationHandler(
+      ToolListChangedNotificationSchema,
+      () => {
+        changed++;
+      },
+    );
+    try {
+      const before = (await client.listTools()).tools.map((t: { name: string }) => t.name);
+      assert.ok(!before.includes("count_words"));
+      const proposed = await client.callTool({
+        name: "propose_jit_tool",
+        arguments: { ...wordCounter() },
+      });
+      assert.ok(!proposed.isError, textOf(proposed));
+      const oid = (JSON.parse(textOf(proposed)) as { value: { oid: string } }).value.oid;
+      const validated = await client.callTool({ name: "validate_jit_tool", arguments: { oid } });
+      assert.ok(!validated.isError, textOf(validated));
+      const registering = client.callTool(
+        { name: "register_jit_tool", arguments: { oid } },
+        undefined,
+        { timeout: 120_000 },
+      );
+      const id = await untilAsync("the registration's approval request", async () => {
+        const { pending } = await stored(s);
+        return pending[0]?.id;
+      }, stderr);
+      const approved = await task(s.workspace, s.state, "libos", "human", "approve", id);
+      assert.equal(approved.status, 0, approved.stderr);
+      const registered = await registering;
+      assert.ok(!registered.isError, textOf(registered));
+      await untilAsync(
+        "tools/list_changed",
+        () => Promise.resolve(changed > 0 || undefined),
+        stderr,
+      );
+      const { tools } = await client.listTools();
+      const tool = tools.find((t: { name: string }) => t.name === "count_words");
+      assert.ok(tool, "the registered tool is listed");
+      assert.equal(tool.inputSchema.type, "object");
+      const counted = await client.callTool({
+        name: "count_words",
+        arguments: { path: "words.txt" },
+      });
+      assert.ok(!counted.isError, textOf(counted));
+      assert.deepEqual((JSON.parse(textOf(counted)) as { value: unknown }).value, { words: 4 });
+    } finally {
+      await client.close();
+    }
+  } finally {
+    Deno.removeSync(temp, { recursive: true });
+  }
+});
+
+Deno.test("libos mcp serve: standard output carries only the protocol (every line a JSON-RPC message), and the server ends by itself when its input closes", async () => {
+  using s = sandbox();
+  const temp = Deno.makeTempDirSync({ prefix: "libos-mcp-tmp-" });
+  try {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "task",
+        "--quiet",
+        `--config=${join(REPO, "deno.json")}`,
+        "libos",
+        "mcp",
+        "serve",
+        "--no-user-config",
+      ],
+      cwd: s.workspace,
+      clearEnv: true,
+      env: {
+        HOME: Deno.env.get("HOME") ?? "/nonexistent",
+        PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+        XDG_STATE_HOME: s.state,
+        TMPDIR: temp,
+        DENO_NO_UPDATE_CHECK: "1",
+        NO_COLOR: "1",
+      },
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const messages = [
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: {
+          protocolVersion: "2025-06-18",
+          capabilities: {},
+          clientInfo: { name: "raw\u001b[31m-client", version: "0" },
+        },
+      },
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      { jsonrpc: "2.0", id: 2, method: "tools/list" },
+      {
+        jsonrpc: "2.0",
+        id: 3,
+        method: "tools/call",
+        params: { name: "get_current_time", arguments: {} },
+      },
+    ];
+    const writer = child.stdin.getWriter();
+    await writer.write(
+      new TextEncoder().encode(messages.map((m) => JSON.stringify(m)).join("\n") + "\n"),
+    );
+    // Closing the input only once the call has been answered: read until id 3 arrives.
+    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let out = "";
+    while (!/"id":3\b/.test(out)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      out += value;
+    }
+    await writer.close();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      out += value;
+    }
+    const status = await child.status;
+    const stderr = new TextDecoder().decode(
+      await new Response(child.stderr).arrayBuffer(),
+    );
+    assert.equal(status.code, 0, stderr);
+    const lines = out.split("\n").filter((l) => l !== "");
+    assert.equal(lines.length, 3, out);
+    for (const line of lines) {
+      const message = JSON.parse(line) as { jsonrpc: string };
+      assert.equal(message.jsonrpc, "2.0");
+    }
+    const call = JSON.parse(lines[2]!) as { id: number; result: { isError?: boolean } };
+    assert.equal(call.id, 3);
+    assert.ok(!call.result.isError, lines[2]);
+    assert.match(stderr, /session pid_[0-9a-f]+ ended \(the client disconnected\)/);
+    assert.ok(!stderr.includes("\u001b"), "the client's name is shown escaped");
+    const { sessions } = await stored(s);
+    assert.equal(sessions.length, 1);
+    assert.equal(sessions[0]!.status, "exited");
+    assert.ok(!sessions[0]!.goal.includes("\u001b"), sessions[0]!.goal);
+  } finally {
+    Deno.removeSync(temp, { recursive: true });
+  }
 });
