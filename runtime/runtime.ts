@@ -24,6 +24,15 @@ import { shellActions, type ShellLimits, ShellPrimitive } from "./primitives/she
 import { hostShell, type ShellProvider } from "./providers/shell.ts";
 import { netActions, type NetLimits, NetPrimitive } from "./primitives/net.ts";
 import { hostNet, type NetProvider } from "./providers/net.ts";
+import {
+  mcpActions,
+  type McpLauncher,
+  type McpLimits,
+  McpPrimitive,
+  type McpServerEntry,
+  walledLauncher,
+} from "./primitives/mcp.ts";
+import { SYSTEM_PATH } from "./base/system_path.ts";
 import type { ShellPolicyLevel } from "./policy/shell_policy.ts";
 import { HumanChannel, type HumanMode, type HumanPrompt } from "./human/human_channel.ts";
 import { processNamespace } from "./memory/memory_object.ts";
@@ -109,6 +118,11 @@ export interface RuntimeOptions extends RunOptions {
   /** The host network backend (default: the real resolver and `node:http`/`node:https`). */
   readonly net?: NetProvider;
   readonly netLimits?: Partial<NetLimits>;
+  /** The run's MCP servers (see `primitives/_mcp_config.ts` to load them from files). */
+  readonly mcpServers?: readonly McpServerEntry[];
+  /** Starts stdio MCP servers (default: inside the OS wall, see `walledLauncher`). */
+  readonly mcpLauncher?: () => McpLauncher;
+  readonly mcpLimits?: Partial<McpLimits>;
 }
 
 /** The runtime's primitives. */
@@ -116,6 +130,7 @@ export interface Primitives {
   readonly fs: FilesystemPrimitive;
   readonly shell: ShellPrimitive;
   readonly net: NetPrimitive;
+  readonly mcp: McpPrimitive;
   readonly clock: ClockPrimitive;
 }
 
@@ -323,6 +338,8 @@ function build(options: RuntimeOptions): Runtime {
     processes,
     ...(options.objectLimits === undefined ? {} : { limits: options.objectLimits }),
   });
+  const shellProvider = options.shell ?? hostShell();
+  const mode = options.mode === undefined ? undefined : parseMode(options.mode);
   const primitives: Primitives = {
     fs: new FilesystemPrimitive({
       core,
@@ -342,7 +359,7 @@ function build(options: RuntimeOptions): Runtime {
       processes,
       ledger,
       human,
-      provider: options.shell ?? hostShell(),
+      provider: shellProvider,
       filesystem: options.filesystem ?? hostFilesystem(),
       workspace: location.workspace,
       lock,
@@ -367,6 +384,26 @@ function build(options: RuntimeOptions): Runtime {
       provider: options.net ?? hostNet(),
       ...(options.netLimits === undefined ? {} : { limits: options.netLimits }),
     }),
+    mcp: new McpPrimitive({
+      core,
+      authority,
+      processes,
+      ledger,
+      human,
+      servers: options.mcpServers ?? [],
+      launcher: options.mcpLauncher ?? (() =>
+        walledLauncher({
+          workspace: location.workspace,
+          writable: mode !== "read-only" && mode !== "plan",
+          wallAvailable: () => shellProvider.wallAvailable(),
+          hidden: own.filter((p) => p.startsWith(`${location.workspace}/`)),
+        })),
+      resolveProgram: (token, cwd) =>
+        shellProvider.resolveProgram(token, cwd, options.searchPath ?? SYSTEM_PATH),
+      workspace: location.workspace,
+      ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
+      ...(options.mcpLimits === undefined ? {} : { limits: options.mcpLimits }),
+    }),
     clock: new ClockPrimitive(core),
   };
   const checkpoints = new Checkpoints({ core, processes, memory, authority });
@@ -380,6 +417,7 @@ function build(options: RuntimeOptions): Runtime {
     human,
     shell: primitives.shell,
     net: primitives.net,
+    mcp: primitives.mcp,
     images,
     ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
   });
@@ -409,6 +447,7 @@ function build(options: RuntimeOptions): Runtime {
     ...filesystemActions(primitives.fs),
     ...shellActions(primitives.shell),
     ...netActions(primitives.net),
+    ...mcpActions(primitives.mcp),
   );
   const schedulers = new Set<Scheduler>();
   let closed = false;
@@ -416,9 +455,11 @@ function build(options: RuntimeOptions): Runtime {
     if (closed) return;
     closed = true;
     for (const scheduler of schedulers) scheduler[Symbol.dispose]();
-    // Every process group a shell run left behind dies with the runtime.
+    // Every process group a shell run left behind, and every MCP server, dies with the runtime.
     try {
-      await primitives.shell[Symbol.asyncDispose]();
+      await primitives.mcp[Symbol.asyncDispose]().finally(() =>
+        primitives.shell[Symbol.asyncDispose]()
+      );
     } finally {
       try {
         if (!readOnly) eventLog.emit({ kind: "session.ended", payload: { reason: "closed" } });

@@ -7,7 +7,8 @@
  *
  * Resources are typed strings' structured form: a filesystem path (canonical, workspace-relative)
  * with `exact` or `subtree` scope; an object id; a namespace (slash path); a human; a shell argv
- * (exact or token prefix); a network host; an image id; a tool name; a process id.
+ * (exact or token prefix); a network host; an image id; a tool name; a process id; an MCP
+ * server's tool (`mcp:<server>/<tool>`).
  *
  * @module
  */
@@ -24,6 +25,7 @@ export const ResourceType = z.enum([
   "image",
   "tool",
   "process",
+  "mcp",
 ]);
 /** A resource type. */
 export type ResourceType = z.infer<typeof ResourceType>;
@@ -39,6 +41,8 @@ export const RIGHTS = {
   image: ["read", "write", "admin"],
   tool: ["invoke", "register"],
   process: ["spawn", "signal", "wait", "exec"],
+  /** An MCP server's tool, keyed `<server>/<tool>` (a `<server>/` prefix is all of its tools). */
+  mcp: ["invoke"],
 } as const satisfies Record<ResourceType, readonly string[]>;
 
 /** A right, such as `read` or `signal`. */
@@ -74,7 +78,7 @@ export const CapabilityResource = z.discriminatedUnion("type", [
     scope: z.enum(["exact", "prefix", "any"]),
   }).strict(),
   z.object({
-    type: z.enum(["object", "namespace", "human", "net", "image", "tool", "process"]),
+    type: z.enum(["object", "namespace", "human", "net", "image", "tool", "process", "mcp"]),
     key: z.string().min(1).max(4096),
     scope: z.enum(["exact", "prefix", "any"]),
   }).strict(),
@@ -87,7 +91,7 @@ export type ActionResource =
   | { readonly type: "fs"; readonly path: string }
   | { readonly type: "shell"; readonly argv: readonly string[] }
   | {
-    readonly type: "object" | "namespace" | "human" | "net" | "image" | "tool" | "process";
+    readonly type: "object" | "namespace" | "human" | "net" | "image" | "tool" | "process" | "mcp";
     readonly key: string;
   };
 

@@ -95,8 +95,8 @@ export function modeCeiling(
     if (right === "delete" && resource.type === "fs") return "ask";
     return "pass";
   }
-  // read-only and plan
-  if (resource.type === "net") return "deny";
+  // read-only and plan: an MCP tool's effects are the server's to say, so none runs.
+  if (resource.type === "net" || resource.type === "mcp") return "deny";
   if (resource.type === "shell") return facts.wall ? "pass" : "deny";
   if (resource.type === "human" || resource.type === "process") return "pass";
   if (WRITES.includes(right)) {

@@ -38,6 +38,7 @@ export const ToolEffect = z.enum([
   "process",
   "image",
   "jit",
+  "mcp",
 ]);
 /** A kind of effect a tool may exercise. */
 export type ToolEffect = z.infer<typeof ToolEffect>;
@@ -240,8 +241,11 @@ export interface ToolDefinition {
   /** The JSON Schema the model is shown, derived from `args`. */
   readonly parameters: Readonly<Record<string, unknown>>;
   readonly effects: readonly ToolEffect[];
-  /** Built-in tools ship with libos; JIT tools are registered by processes. */
-  readonly origin: "builtin" | "jit";
+  /**
+   * Built-in tools ship with libos; JIT tools are registered by processes; MCP tools are the
+   * run's configured MCP servers' (`mcp__<server>__<tool>`, decided by the MCP primitive).
+   */
+  readonly origin: "builtin" | "jit" | "mcp";
   /**
    * Whether the tool takes the optional `justification` argument (a built-in tool with an
    * effect a human may be asked about): the broker hands it to the human channel, never to

@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { z } from "zod";
 import { canonicalJson, type JsonValue } from "../base/canonical_json.ts";
 import {
   type ErrorInfo,
@@ -35,6 +36,7 @@ import type { FilesystemPrimitive } from "../primitives/filesystem.ts";
 import type { ClockPrimitive } from "../primitives/clock.ts";
 import type { NetPrimitive } from "../primitives/net.ts";
 import type { ShellPrimitive } from "../primitives/shell.ts";
+import type { McpPrimitive } from "../primitives/mcp.ts";
 import type { Checkpoints } from "../memory/checkpoints.ts";
 import type { InheritScope } from "../authority/delegation.ts";
 import { explained } from "../authority/authority.ts";
@@ -97,6 +99,8 @@ export interface ToolBrokerOptions {
   readonly shell: Pick<ShellPrimitive, "run">;
   readonly net: Pick<NetPrimitive, "fetch">;
   readonly images: Pick<ImageRegistry, "loadYaml">;
+  /** The run's MCP servers (their tools are shown once {@link ToolBroker.loadMcp} listed them). */
+  readonly mcp?: Pick<McpPrimitive, "servers" | "tools" | "call">;
   readonly checkpoints?: Pick<Checkpoints, "create">;
   /** Characters of a result handed to the model before it is cut (default 8,000). */
   readonly modelChars?: number;
@@ -155,6 +159,9 @@ function childOptions(options: ChildRequest): {
   };
 }
 
+/** An MCP tool's arguments as libos checks them: a JSON object (the server checks the rest). */
+const McpArguments = z.record(z.string(), z.json());
+
 /** Per-process tool tables, the registry of tools, and invocation. */
 export class ToolBroker {
   readonly #core: RuntimeCore;
@@ -168,6 +175,8 @@ export class ToolBroker {
   #jitHooks: JitHooks | undefined;
   /** Processes whose registered JIT tools were restored by this broker. */
   readonly #restored = new Set<string>();
+  /** The run's MCP tools, by broker name (the run's configuration says which servers exist). */
+  readonly #mcp = new Map<string, ToolDefinition>();
 
   /** Binds the broker to a runtime. */
   constructor(core: RuntimeCore, options: ToolBrokerOptions) {
@@ -235,6 +244,51 @@ export class ToolBroker {
     this.#jitHooks.restore(pid);
   }
 
+  /**
+   * Lists every configured MCP server's tools — starting each server, decided for `pid` — and
+   * shows them to the run's processes as `mcp__<server>__<tool>` (a registration path beside the
+   * JIT tools', not a second door: calls go through {@link invoke} and the MCP primitive). A server
+   * that cannot start, and a tool refused by a bound, are returned as problems, not shown.
+   */
+  async loadMcp(pid: string): Promise<{ code: string; message: string }[]> {
+    const mcp = this.#o.mcp;
+    const problems: { code: string; message: string }[] = [];
+    if (!mcp) return problems;
+    for (const server of mcp.servers()) {
+      let listed: Awaited<ReturnType<McpPrimitive["tools"]>>;
+      try {
+        listed = await mcp.tools(pid, server);
+      } catch (error) {
+        if (isPending(error)) throw error;
+        problems.push(safeErrorInfo(error));
+        continue;
+      }
+      problems.push(...listed.refused.map((r) => ({ code: r.code, message: r.message })));
+      for (const t of listed.tools) {
+        if (this.#builtins.has(t.brokerName) || this.#mcp.has(t.brokerName)) {
+          problems.push({ code: "mcp_tool_rejected", message: `${t.brokerName} is taken` });
+          continue;
+        }
+        this.#mcp.set(t.brokerName, {
+          name: t.brokerName,
+          description: t.description,
+          // Checked by the server: libos checks only that they are a JSON object.
+          args: McpArguments,
+          parameters: t.inputSchema as Record<string, unknown>,
+          effects: ["mcp"],
+          origin: "mcp",
+          run: (args, ctx) =>
+            mcp.call(ctx.pid, {
+              server: t.server,
+              tool: t.name,
+              arguments: args as Record<string, JsonValue>,
+            }, { signal: ctx.signal }),
+        });
+      }
+    }
+    return problems;
+  }
+
   /** Forgets a process's JIT tools (its exec replaced its tool table, or it finished). */
   dropJit(pid: string): void {
     this.#jit.delete(pid);
@@ -254,6 +308,7 @@ export class ToolBroker {
       if (tool) out.push(tool);
     }
     for (const tool of this.#jit.get(pid)?.values() ?? []) out.push(tool);
+    for (const tool of this.#mcp.values()) out.push(tool);
     return out;
   }
 
@@ -317,7 +372,8 @@ export class ToolBroker {
     }
     // Rules over tool names: a deny refuses; an ask needs a human (no human route for tool
     // calls yet, so it refuses too, saying so).
-    const rule = this.#o.rules?.strictest({
+    // An MCP tool's rules are decided by the MCP primitive (where an ask can reach a human).
+    const rule = tool.origin === "mcp" ? undefined : this.#o.rules?.strictest({
       resource: { type: "tool", key: name },
       right: "invoke",
     });

@@ -9,6 +9,7 @@
  *     { "effect": "deny", "shell": ["env"] },                        // any argv starting so
  *     { "effect": "allow", "shell": ["git", "status"], "exact": true },
  *     { "effect": "ask", "tool": "write_*" },                          // a tool-name glob
+ *     { "effect": "allow", "tool": "mcp__github__get_*" },             // MCP tools, by broker name
  *     { "effect": "deny", "path": "secrets/**", "rights": ["read"] },  // a path glob
  *     { "effect": "allow", "host": "*.npmjs.org" }                    // a URL host glob
  *   ]
@@ -181,6 +182,10 @@ export class PolicyRules implements DecisionLayer {
       }
       if (r.type === "net") return rule.host !== undefined && loaded.glob!.test(r.key);
       if (r.type === "tool") return rule.tool !== undefined && loaded.glob!.test(r.key);
+      // An MCP tool is named by its broker name: `mcp:github/create_issue` is mcp__github__create_issue.
+      if (r.type === "mcp") {
+        return rule.tool !== undefined && loaded.glob!.test(`mcp__${r.key.replace("/", "__")}`);
+      }
       return false;
     });
   }

@@ -214,7 +214,12 @@ export class ActionLedger {
           `Action ${id} is ${current.status}, not executing; its outcome was already recorded`,
         );
       }
-      const status: ActionStatus = outcome.ok ? "done" : "failed";
+      // An effect cut off mid-way (a server that died during a call) is unknown, not failed.
+      const status: ActionStatus = outcome.ok
+        ? "done"
+        : outcome.error.code === "outcome_unknown"
+        ? "outcome_unknown"
+        : "failed";
       const row: ActionRow = {
         ...this.#store.getAction(id)!,
         status,
@@ -231,7 +236,7 @@ export class ActionLedger {
       this.#audit.append({
         actor: current.pid,
         pid: current.pid,
-        action: outcome.ok ? "action.done" : "action.failed",
+        action: outcome.ok ? "action.done" : `action.${status}`,
         resource: `action:${id}`,
         decision: "none",
         authority: "runtime",
