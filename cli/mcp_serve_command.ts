@@ -32,19 +32,16 @@
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type {
   CallToolRequest,
-  CallToolResult,
   ServerNotification,
   ServerRequest,
-  Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import process from "node:process";
 import { JitSandbox, JitValidator, lifecycleFor } from "../jit/mod.ts";
 import { type ModeName, parseMode } from "../runtime/authority/modes.ts";
-import type { ToolResult } from "../runtime/broker/tool_broker.ts";
-import { type JsonValue, sha256Hex } from "../runtime/base/canonical_json.ts";
-import { errorInfo, HumanPendingError, UsageError } from "../runtime/base/errors.ts";
-import { createRuntime, type Runtime } from "../runtime/runtime.ts";
-import { isFinal } from "../runtime/process/process.ts";
+import { sha256Hex } from "../runtime/base/canonical_json.ts";
+import { errorInfo, UsageError } from "../runtime/base/errors.ts";
+import { createRuntime } from "../runtime/runtime.ts";
+import { McpSession } from "./_mcp_session.ts";
 import { keepPolicyText } from "./_governance_store.ts";
 import {
   type CliIo,
@@ -84,10 +81,6 @@ export const MCP_SESSION_TOOLS: readonly string[] = Object.freeze([
 const SESSION_IMAGE = "coding-agent:v0";
 /** How long a call waits for a human's decision when `--approval-wait` is not given (s). */
 const DEFAULT_APPROVAL_WAIT_S = 55;
-/** How often a waiting call tells the client it is still waiting (ms). */
-const PROGRESS_EVERY_MS = 5_000;
-/** How often a waiting call looks for a decision made in another process (ms). */
-const DECISION_POLL_MS = 100;
 /** A session's wall time and tool calls: a client session may be a long one. */
 const SESSION_BUDGETS = { maxWallTimeMs: 24 * 60 * 60 * 1000, maxToolCalls: 1_000_000 };
 /** The longest client name kept in the process's goal. */
@@ -140,189 +133,6 @@ function clientLabel(info: { name?: unknown; version?: unknown } | undefined): s
     0,
     CLIENT_NAME_MAX,
   );
-}
-
-/** A broker result as an MCP tool result: the typed result a model would be handed. */
-function mcpResult(result: ToolResult): CallToolResult {
-  return {
-    content: [{ type: "text", text: result.forModel }],
-    ...(result.ok ? {} : { isError: true }),
-  };
-}
-
-/** A refusal made here (a wait cut off, a budget spent) as an MCP error result. */
-function mcpError(code: string, message: string): CallToolResult {
-  return {
-    content: [{ type: "text", text: JSON.stringify({ ok: false, error: { code, message } }) }],
-    isError: true,
-  };
-}
-
-/** What a call needs to tell its client it still waits. */
-interface Progress {
-  readonly token: string | number | undefined;
-  readonly send: (params: { progress: number; message: string }) => Promise<void>;
-}
-
-/** One client session: its process, and its tool calls one at a time. */
-class McpSession {
-  readonly #runtime: Runtime;
-  readonly #pid: string;
-  readonly #flags: ServeFlags;
-  readonly #io: CliIo;
-  /** Ends every wait when the client is gone. */
-  readonly #closed = new AbortController();
-  /** The calls of the session, in order: one process has one action in flight. */
-  #queue: Promise<unknown> = Promise.resolve();
-
-  constructor(runtime: Runtime, pid: string, flags: ServeFlags, io: CliIo) {
-    this.#runtime = runtime;
-    this.#pid = pid;
-    this.#flags = flags;
-    this.#io = io;
-  }
-
-  get pid(): string {
-    return this.#pid;
-  }
-
-  /** The session's tools as MCP lists them: the process's visible tools, with their schemas. */
-  tools(): Tool[] {
-    this.#runtime.tools.restoreJit(this.#pid);
-    return this.#runtime.tools.schemas(this.#pid).map((s) => ({
-      name: s.name,
-      description: s.description,
-      inputSchema: { ...s.parameters, type: "object" } as Tool["inputSchema"],
-    }));
-  }
-
-  /** Runs one `tools/call` after the session's earlier calls. */
-  call(
-    name: string,
-    args: unknown,
-    options: { readonly id: string; readonly signal: AbortSignal; readonly progress: Progress },
-  ): Promise<CallToolResult> {
-    const run = this.#queue.then(() => this.#call(name, args, options));
-    this.#queue = run.catch(() => undefined);
-    return run;
-  }
-
-  async #call(
-    name: string,
-    args: unknown,
-    options: { readonly id: string; readonly signal: AbortSignal; readonly progress: Progress },
-  ): Promise<CallToolResult> {
-    const signal = AbortSignal.any([options.signal, this.#closed.signal]);
-    const call = { id: options.id, name };
-    try {
-      const result = await this.#runtime.tools.invoke(
-        this.#pid,
-        { ...call, arguments: args ?? {} },
-        signal,
-      );
-      return mcpResult(result);
-    } catch (error) {
-      if (error instanceof HumanPendingError) {
-        return await this.#awaitHuman(call, error, signal, options.progress);
-      }
-      // What ends a quantum (a spent budget, a process that is over): a typed refusal.
-      const info = errorInfo(error);
-      return mcpError(info.code, info.message);
-    } finally {
-      this.#runtime.store.flush();
-    }
-  }
-
-  /**
-   * A call parked on a human: waits (bounded) for the decision, from wherever it is made, then
-   * hands back what resuming gives — the approved action's outcome (run once), or the rejection.
-   */
-  async #awaitHuman(
-    call: { readonly id: string; readonly name: string },
-    pending: HumanPendingError,
-    signal: AbortSignal,
-    progress: Progress,
-  ): Promise<CallToolResult> {
-    const human = this.#runtime.human;
-    let request = pending.request;
-    // Durable before anyone is told of it: another process decides it from the database.
-    this.#runtime.store.flush();
-    this.#io.stderr(
-      `libos mcp serve: ${call.name} (${this.#pid}) waits for a human: request ${
-        field(request, 64)
-      } — "libos human show ${request}", then "libos human approve ${request}" or "reject"\n`,
-    );
-    if (this.#flags.waitMs === 0) {
-      return mcpError(
-        "approval_required",
-        `${pending.message}. Approve it with "libos human approve ${request}", then call ${call.name} again with the same arguments (the approval is for that exact action, once)`,
-      );
-    }
-    const timeout = AbortSignal.timeout(this.#flags.waitMs);
-    const waiting = AbortSignal.any([signal, timeout]);
-    const started = Date.now();
-    const ticker = progress.token === undefined ? undefined : setInterval(() => {
-      const seconds = Math.round((Date.now() - started) / 1000);
-      progress.send({
-        progress: seconds,
-        message:
-          `waiting for a human to decide request ${request} (libos human approve ${request})`,
-      }).catch(() => undefined);
-    }, PROGRESS_EVERY_MS);
-    try {
-      for (;;) {
-        const resolution = await human.awaitResolution(
-          this.#pid,
-          request,
-          waiting,
-          DECISION_POLL_MS,
-        );
-        if (resolution.type === "pending") {
-          // The approved action asked again (a second, different approval): wait on it too.
-          request = resolution.request;
-          this.#runtime.store.flush();
-          continue;
-        }
-        const outcome = resolution.outcome;
-        const kept = this.#runtime.tools.keepResumed(
-          this.#pid,
-          call,
-          outcome.ok
-            ? { ok: true, value: outcome.value as JsonValue }
-            : { ok: false, error: { code: outcome.error.code, message: outcome.error.message } },
-        );
-        return mcpResult(kept);
-      }
-    } catch (error) {
-      if (timeout.aborted && !signal.aborted) {
-        return mcpError(
-          "approval_timeout",
-          `${call.name} waited ${
-            Math.round(this.#flags.waitMs / 1000)
-          } s for a human to decide request ${request}; nobody did, so the request was withdrawn and nothing was done. Call again to ask again, and decide it with "libos human approve ID" while the call waits (or serve with a longer --approval-wait)`,
-        );
-      }
-      if (signal.aborted) {
-        return mcpError(
-          "cancelled",
-          `The call to ${call.name} was cancelled while it waited for request ${request}; the request was withdrawn and nothing was done`,
-        );
-      }
-      const info = errorInfo(error);
-      return mcpError(info.code, info.message);
-    } finally {
-      if (ticker !== undefined) clearInterval(ticker);
-    }
-  }
-
-  /** Ends the session: waits end, the process exits (audited), unless it is already over. */
-  close(why: string): void {
-    this.#closed.abort(new Error(why));
-    const p = this.#runtime.processes.find(this.#pid);
-    if (p && !isFinal(p.status)) {
-      this.#runtime.processes.exit(this.#pid, { message: why });
-    }
-  }
 }
 
 /** What the session runs under, read before the database is opened. */
