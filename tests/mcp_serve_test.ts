@@ -237,6 +237,10 @@ Deno.test("libos mcp serve: an SDK client gets the governed tools; allowed, refu
     assert.equal(count("process.exit", `process:${session.pid}`, "allow"), 1);
     const verify = await s.cli("audit", "verify");
     assert.equal(verify.status, 0, verify.stdout + verify.stderr);
+    // The trace invariants hold too: each effect decided, ledgered and matched to its approval.
+    const checked = await s.cli("audit", "check", session.pid);
+    assert.equal(checked.status, 0, checked.stdout + checked.stderr);
+    assert.match(checked.stdout, /keeps every invariant .*1 effects, 1 human requests/);
   } finally {
     Deno.removeSync(temp, { recursive: true });
     Deno.removeSync(policyDir, { recursive: true });
