@@ -83,6 +83,8 @@ export const OPTION_SPECS = {
   policy: { type: "string", multiple: true },
   "no-user-config": { type: "boolean" },
   "trust-workspace-policy": { type: "boolean" },
+  "mcp-config": { type: "string", multiple: true },
+  "trust-workspace-mcp": { type: "boolean" },
   wall: { type: "string" },
   batch: { type: "string" },
   "allow-import": { type: "string", multiple: true },

@@ -45,6 +45,7 @@ import { type LauncherHuman, type Progress, progress } from "./_agent_terminal.t
 import { keepPolicyText } from "./_governance_store.ts";
 import type { ModelChoice } from "./_model_choice.ts";
 import { runLock, treeOf } from "./_run_lock.ts";
+import { mcpServersOf } from "./_mcp_setup.ts";
 import { type CliIo, type Command, flagOption, type ParsedArgs, stringOption } from "./_options.ts";
 import { EXIT_FAILED, EXIT_OK, field, printJson } from "./_output.ts";
 import {
@@ -518,6 +519,8 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
     : await resumeSetup(parsed, io, call, { place, held, note });
   const { chosen } = setup;
   const g = setup.plan.governance;
+  // MCP servers (docs/mcp.md): read from the flags and the user's mcp.json, launch and resume alike.
+  const mcpServers = mcpServersOf(parsed, io, resolve(io.cwd, workspace ?? "."));
   await using runtime = await createRuntime({
     ...place,
     onFileChange: (change) => shown.change(change),
@@ -534,6 +537,7 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
     ...(envFile === undefined ? {} : { conceal: [resolve(io.cwd, envFile)] }),
     create: call.resume === undefined,
     secrets: chosen.secrets,
+    ...(mcpServers.length === 0 ? {} : { mcpServers }),
   });
   // JIT tools (propose, validate, register, call): the toolmaker image's, and any a process
   // registered before a restart. Sandboxes start only when a tool is validated or called.
@@ -545,6 +549,10 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
   applyRemembered(runtime, root.pid, setup, io, call.resume === undefined);
   // --allow-host / allowHosts: a net: capability per host, granted by the operator (audited).
   applyHostGrants(runtime, root.pid, plan);
+  // Each MCP server started (decided as a command, inside the wall) and its tools listed.
+  for (const problem of await runtime.tools.loadMcp(root.pid)) {
+    io.stderr(`libos agent: MCP: ${field(problem.message, 2000)}\n`);
+  }
   // What a resume changed is shown (and was audited with agent.resume), --json or not.
   for (const line of describeChanges(plan, root.pid)) {
     io.stderr(`libos agent: ${field(line, 8192)}\n`);
@@ -580,6 +588,7 @@ export const agentCommand: Command = {
          [--shell-policy LEVEL] [--policy FILE]... [--trust-workspace-policy] [--deny RULE]...
          [--model replay:FILE.jsonl | openai[:MODEL]] [--env-file FILE] [--record LOG.jsonl]
          [--toolchain DIR]... [--allow-host HOST[:PORT]]... [--db FILE]
+         [--mcp-config FILE]... [--trust-workspace-mcp]
          [--human interactive|queue|none | --yes] [--json]
          [--widen] [--policy-from launch|current]            (these two with --resume)
 
@@ -635,6 +644,12 @@ launcher's network permission and a net: capability of the process (a host alone
 443). The mode still decides: workspace-write asks for each request; full-access runs it.
 Commands inside the OS wall still have no network. On --resume another host is a widening.
 
+--mcp-config FILE (and ~/.config/libos/mcp.json; the workspace's .mcp.json only with
+--trust-workspace-mcp) names MCP servers in the common {"mcpServers": {...}} shape: each stdio
+server starts inside the OS wall, its tools appear as mcp__SERVER__TOOL, and each call is
+decided (it asks unless a rule allows it), ledgered and audited. Give them again on --resume.
+See docs/mcp.md.
+
 Ctrl-C lets the turns in flight finish and stops there (exit 130, resumable); a second Ctrl-C,
 or one at a prompt, stops at once.
 
@@ -661,6 +676,8 @@ on its model endpoint (parked), 130 stopped by Ctrl-C.`,
     "yes",
     "toolchain",
     "allow-host",
+    "mcp-config",
+    "trust-workspace-mcp",
     "widen",
     "policy-from",
     "quiet",

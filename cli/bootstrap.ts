@@ -162,11 +162,15 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   const state = stateDir(facts.env);
   if (state) grant(state, writes);
   grant(facts.env.get("TMPDIR") || "/tmp", writes);
-  // Read only: the user's policy files, and files named by --policy and --batch.
+  // Read only: the user's policy files, and files named by --policy, --batch and --mcp-config.
   const config = configDir(facts.env);
   if (config) grant(config, false);
   for (
-    const file of [...optionValues(facts.args, "policy"), ...optionValues(facts.args, "batch")]
+    const file of [
+      ...optionValues(facts.args, "policy"),
+      ...optionValues(facts.args, "batch"),
+      ...optionValues(facts.args, "mcp-config"),
+    ]
   ) {
     if (file !== "-" && file.trim() !== "") grant(resolve(facts.cwd, file), false);
   }

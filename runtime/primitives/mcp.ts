@@ -252,7 +252,8 @@ export class McpPrimitive implements AsyncDisposable {
     server: string,
   ): Promise<{ tools: McpTool[]; refused: McpRefusedTool[] }> {
     this.#alive(pid);
-    const session = await this.#session(pid, server, { server, tool: "", arguments: {} });
+    // Listing never asks: nobody could tell what approving a start for a listing resumes.
+    const session = await this.#session(pid, server, { server, tool: "", arguments: {} }, false);
     return this.#check(pid, server, await this.#list(server, session));
   }
 
@@ -328,7 +329,12 @@ export class McpPrimitive implements AsyncDisposable {
   }
 
   /** The live session of `server`, started (decided) when there is none. */
-  async #session(pid: string, server: string, call: McpCall): Promise<McpSession> {
+  async #session(
+    pid: string,
+    server: string,
+    call: McpCall,
+    ask = true,
+  ): Promise<McpSession> {
     const entry = this.#entry(server);
     const state = this.#state.get(server) ?? { session: undefined, starting: undefined, starts: 0 };
     this.#state.set(server, state);
@@ -361,7 +367,7 @@ export class McpPrimitive implements AsyncDisposable {
           } (configured in ${entry.source})`,
         );
       }
-      await this.#permitStart(pid, entry, argv, program, cwd, call);
+      await this.#permitStart(pid, entry, argv, program, cwd, call, ask);
       if (state.starts > 0) {
         // Backoff before a restart: a crashing server is not spun.
         const delay = this.limits.backoffMs * 2 ** (state.starts - 1);
@@ -411,6 +417,7 @@ export class McpPrimitive implements AsyncDisposable {
     program: ResolvedProgram,
     cwd: string,
     call: McpCall,
+    ask: boolean,
   ): Promise<void> {
     const resource: ActionResource = { type: "shell", argv };
     const envNames = Object.keys(("command" in entry.config && entry.config.env) || {}).sort();
@@ -497,6 +504,11 @@ export class McpPrimitive implements AsyncDisposable {
         });
         return Promise.resolve({ type: "done", value: undefined });
       },
+      unasked: (asked) =>
+        ask ? undefined : new McpError(
+          "mcp_server_refused",
+          `Cannot ${what} to list its tools: starting it needs a human's approval (${asked.details.reason}); allow its command with a shell rule, or call one of its tools to be asked`,
+        ),
       exhausted: (ask, n) =>
         new McpError(
           "mcp_server_refused",
