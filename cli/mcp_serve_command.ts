@@ -282,6 +282,11 @@ async function serve(parsed: ParsedArgs, io: CliIo): Promise<number> {
   const onEnd = () => void transport.close().catch(() => undefined);
   process.stdin.once("end", onEnd);
   process.stdin.once("close", onEnd);
+  // Ctrl-C where the server was started by hand: the session ends as a disconnect does.
+  using _interrupts = io.onInterrupt?.(() => {
+    ended.resolve("interrupted (Ctrl-C)");
+    return "handled";
+  }) ?? { [Symbol.dispose]() {} };
   await server.connect(transport);
   const why = await ended.promise;
   process.stdin.off("end", onEnd);

@@ -597,3 +597,44 @@ Deno.test("libos mcp serve: standard output carries only the protocol (every lin
     Deno.removeSync(temp, { recursive: true });
   }
 });
+
+Deno.test("libos mcp serve --approval-wait 1: a call nobody decides in time is answered approval_timeout and its request withdrawn; approving it afterwards is refused and nothing is written", async () => {
+  using s = sandbox();
+  const temp = Deno.makeTempDirSync({ prefix: "libos-mcp-tmp-" });
+  const policyDir = Deno.makeTempDirSync({ prefix: "libos-mcp-policy-" });
+  try {
+    Deno.mkdirSync(join(s.workspace, "approved"));
+    const { client } = await serve(
+      s,
+      temp,
+      "--policy",
+      askPolicy(policyDir),
+      "--approval-wait",
+      "1",
+    );
+    let id: string | undefined;
+    try {
+      const late = refusalOf(
+        await client.callTool({
+          name: "write_text_file",
+          arguments: { path: "approved/out.txt", content: "late" },
+        }),
+      );
+      assert.equal(late.code, "approval_timeout", late.message);
+      id = /hreq_[0-9a-f]+/.exec(late.message)?.[0];
+      assert.ok(id, late.message);
+      assert.deepEqual((await stored(s)).pending, [], "the request is no longer pending");
+    } finally {
+      await client.close();
+    }
+    const approved = await task(s.workspace, s.state, "libos", "human", "approve", id);
+    assert.notEqual(approved.status, 0, "a withdrawn request cannot be approved");
+    assert.throws(() => Deno.statSync(join(s.workspace, "approved", "out.txt")));
+    assert.ok(
+      !(await stored(s)).audit.some((r) => r.action === "fs.write" && r.decision === "allow"),
+    );
+  } finally {
+    Deno.removeSync(temp, { recursive: true });
+    Deno.removeSync(policyDir, { recursive: true });
+  }
+});
