@@ -648,3 +648,45 @@ Deno.test({
     assert.deepEqual([target.paths, other.paths], [["/after-resume"], ["/other"]]);
   },
 });
+
+Deno.test("libos agent: a bad --allow-host or allowHosts value is a usage error naming it, and nothing is recorded", async () => {
+  using s = sandbox();
+  const script = join(s.workspace, "..", "s.jsonl");
+  Deno.writeTextFileSync(script, final("done") + "\n");
+  for (const value of ["https://evil.example/", "*.example.com", "evil.example:99999"]) {
+    const run = await s.cli(
+      "agent",
+      "--goal",
+      "g",
+      "--model",
+      `replay:${script}`,
+      "--allow-host",
+      value,
+    );
+    assert.equal(run.status, 2, run.stderr);
+    assert.match(
+      run.stderr,
+      new RegExp(`--allow-host ${JSON.stringify(value).replace(/[.*?]/g, "\\$&")}`),
+    );
+    assert.equal(existsFile(s.dbPath()), false, "a refused run created its database");
+  }
+  const config = join(s.workspace, "..", "home", ".config", "libos");
+  Deno.mkdirSync(config, { recursive: true });
+  Deno.writeTextFileSync(
+    join(config, "config.jsonc"),
+    '{"version": 1, "allowHosts": ["ok.example", "user@evil.example"]}',
+  );
+  const run = await s.cli("agent", "--goal", "g", "--model", `replay:${script}`);
+  assert.equal(run.status, 2, run.stderr);
+  assert.match(run.stderr, /config\.jsonc: allowHosts\.1 "user@evil\.example" is not a host/);
+  assert.equal(existsFile(s.dbPath()), false, "a refused run created its database");
+});
+
+function existsFile(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
