@@ -225,6 +225,15 @@ export function specificity(
   return undefined;
 }
 
+/**
+ * The tool name an MCP tool goes by in libos (`mcp__<server>__<tool>`, lowercase, `-` as `_`),
+ * from its resource key `<server>/<tool>`: what the model calls and what `tool` rules name.
+ */
+export function mcpToolName(key: string): string {
+  const slash = key.indexOf("/");
+  return `mcp__${key.slice(0, slash)}__${key.slice(slash + 1)}`.toLowerCase().replaceAll("-", "_");
+}
+
 /** The namespace of process `pid` in the object memory (its own objects live there). */
 export function processNamespace(pid: string): string {
   return `process:${pid}`;

@@ -26,7 +26,7 @@
  */
 import { z } from "zod";
 import { type Node, parseTree } from "jsonc-parser";
-import { foldArgv } from "../authority/capability.ts";
+import { foldArgv, mcpToolName } from "../authority/capability.ts";
 import type {
   Action,
   Decision,
@@ -182,10 +182,9 @@ export class PolicyRules implements DecisionLayer {
       }
       if (r.type === "net") return rule.host !== undefined && loaded.glob!.test(r.key);
       if (r.type === "tool") return rule.tool !== undefined && loaded.glob!.test(r.key);
-      // An MCP tool is named by its broker name: `mcp:github/create_issue` is mcp__github__create_issue.
-      if (r.type === "mcp") {
-        return rule.tool !== undefined && loaded.glob!.test(`mcp__${r.key.replace("/", "__")}`);
-      }
+      // An MCP tool is named by its libos tool name: `mcp:github/create-issue` is
+      // mcp__github__create_issue.
+      if (r.type === "mcp") return rule.tool !== undefined && loaded.glob!.test(mcpToolName(r.key));
       return false;
     });
   }

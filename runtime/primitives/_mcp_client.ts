@@ -278,6 +278,8 @@ export interface WalledLauncherOptions {
   readonly wallAvailable: () => Promise<boolean>;
   /** libos's own paths inside the workspace, hidden (the shell wall's own list). */
   readonly hidden?: readonly string[];
+  /** The operator's toolchain directories (`--toolchain`), bound read-only as for commands. */
+  readonly toolchains?: readonly string[];
   readonly tools?: HostTools;
   readonly limits?: RunLimits;
 }
@@ -341,6 +343,7 @@ export function walledLauncher(options: WalledLauncherOptions): McpLauncher {
             writable: options.writable,
             home,
             network: false,
+            ...(options.toolchains?.length ? { toolchains: options.toolchains } : {}),
             ...(options.hidden?.length ? { hidden: options.hidden } : {}),
           },
         },

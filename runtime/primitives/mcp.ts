@@ -30,7 +30,7 @@ import { z } from "zod";
 import { isAbsolute, join, normalize } from "node:path";
 import type { ActionLedger } from "../process/action_ledger.ts";
 import { type Authority, explained } from "../authority/authority.ts";
-import type { ActionResource } from "../authority/capability.ts";
+import { type ActionResource, mcpToolName } from "../authority/capability.ts";
 import type { Decision } from "../authority/decide.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../base/canonical_json.ts";
 import { CapabilityDeniedError, IllegalTransitionError, LibosError } from "../base/errors.ts";
@@ -285,7 +285,7 @@ export class McpPrimitive implements AsyncDisposable {
         const annotations = (typeof item.annotations === "object" && item.annotations !== null
           ? item.annotations
           : {}) as Record<string, unknown>;
-        const brokerName = `mcp__${server}__${name}`.toLowerCase().replaceAll("-", "_");
+        const brokerName = mcpToolName(`${server}/${name}`);
         if (!BROKER_NAME.test(brokerName)) {
           throw new McpError(
             "mcp_tool_rejected",
