@@ -6,6 +6,7 @@
  * @module
  */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { ToolEffect } from "../runtime/broker/tool.ts";
 import type { ToolResult } from "../runtime/broker/tool_broker.ts";
 import type { JsonValue } from "../runtime/base/canonical_json.ts";
 import { errorInfo, HumanPendingError } from "../runtime/base/errors.ts";
@@ -18,6 +19,9 @@ import { field } from "./_output.ts";
 const PROGRESS_EVERY_MS = 5_000;
 /** How often a waiting call looks for a decision made in another process (ms). */
 const DECISION_POLL_MS = 100;
+
+/** Effects that change nothing: a tool with only these is hinted read-only to the client. */
+const READ_ONLY_EFFECTS: readonly ToolEffect[] = Object.freeze(["fs.read", "clock", "memory.read"]);
 
 /** How a session's calls meet a human. */
 export interface SessionHuman {
@@ -74,10 +78,15 @@ export class McpSession {
   /** The session's tools as MCP lists them: the process's visible tools, with their schemas. */
   tools(): Tool[] {
     this.#runtime.tools.restoreJit(this.#pid);
-    return this.#runtime.tools.schemas(this.#pid).map((s) => ({
-      name: s.name,
-      description: s.description,
-      inputSchema: { ...s.parameters, type: "object" } as Tool["inputSchema"],
+    return this.#runtime.tools.visible(this.#pid).map((t) => ({
+      name: t.name,
+      description: t.description,
+      inputSchema: { ...t.parameters, type: "object" } as Tool["inputSchema"],
+      // Hints for the client's own prompts, from what the tool may do; libos decides regardless.
+      annotations: {
+        readOnlyHint: t.effects.every((e) => READ_ONLY_EFFECTS.includes(e)),
+        openWorldHint: t.effects.includes("net"),
+      },
     }));
   }
 

@@ -160,6 +160,13 @@ Deno.test("libos mcp serve: an SDK client gets the governed tools; allowed, refu
       const read = tools.find((t: { name: string }) => t.name === "read_text_file")!;
       assert.equal(read.inputSchema.type, "object");
       assert.ok(Object.hasOwn(read.inputSchema.properties ?? {}, "path"));
+      // Hints from each tool's effects (libos decides every call regardless).
+      const hint = (name: string) =>
+        tools.find((t: { name: string }) => t.name === name)?.annotations?.readOnlyHint;
+      assert.equal(hint("read_text_file"), true);
+      assert.equal(hint("grep"), true);
+      assert.equal(hint("write_text_file"), false);
+      assert.equal(hint("run_shell_command"), false);
 
       // 2. Allowed: a read in the workspace.
       const allowed = await client.callTool({
