@@ -21,6 +21,9 @@ import { type BootstrapFacts, permissionFlags } from "../cli/bootstrap.ts";
 import { loadUserConfig } from "../cli/user_config.ts";
 import { REPO, sandbox, taskWith } from "./_cli_sandbox.ts";
 import { call, final } from "./agent_fixture.ts";
+import { netFixture, netOf } from "./net_fixture.ts";
+import { fakeNet, type NetProvider } from "../runtime/providers/net.ts";
+import { NetError } from "../runtime/primitives/net.ts";
 
 // ------------------------------------------------------------------------------ the parser
 
@@ -690,3 +693,44 @@ function existsFile(path: string): boolean {
     return false;
   }
 }
+
+Deno.test("NetPrimitive.fetch(): an address Deno's permission refuses (NotCapable, nothing sent) is skipped for the name's next address, and named as unreached", async () => {
+  await using f = await netFixture();
+  f.runtime.authority.capabilities.grant({
+    subject: f.pid,
+    resource: { type: "net", key: "dual.example:443", scope: "exact" },
+    rights: ["connect"],
+    effect: "allow",
+    issuer: "operator:allow-host",
+  });
+  const sent: string[] = [];
+  const inner = fakeNet({ dns: { "dual.example": ["2606:4700::1", "93.184.216.34"] } });
+  const provider: NetProvider = {
+    resolve: inner.resolve,
+    request(request) {
+      if (request.address.includes(":")) {
+        return Promise.reject(
+          new Deno.errors.NotCapable('Requires net access to "[2606:4700::1]:443"'),
+        );
+      }
+      sent.push(request.address);
+      return inner.request(request);
+    },
+  };
+  const response = await netOf(f, provider).fetch(f.pid, { url: "https://dual.example/" });
+  assert.equal(response.status, 200);
+  assert.deepEqual(sent, ["93.184.216.34"]);
+  const record = f.runtime.audit.query({ pid: f.pid, limit: 1000 })
+    .filter((r) => r.action === "net.fetch").at(-1)!;
+  assert.equal(record.detail?.unreached, "2606:4700::1");
+  // The only address refused by Deno: the request fails, typed, with Deno's reason.
+  const only = fakeNet({ dns: { "dual.example": ["2606:4700::1"] } });
+  await assert.rejects(
+    netOf(f, { resolve: only.resolve, request: provider.request }).fetch(f.pid, {
+      url: "https://dual.example/",
+    }),
+    (e: unknown) =>
+      e instanceof NetError && e.code === "request_failed" &&
+      /Requires net access/.test(e.message),
+  );
+});

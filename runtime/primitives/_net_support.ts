@@ -118,6 +118,9 @@ export const UNREACHED: readonly string[] = Object.freeze([
   "ENETUNREACH",
   "EADDRNOTAVAIL",
   "EAFNOSUPPORT",
+  // Deno's permission wall refused the connection before anything was sent: under the launcher
+  // a host name granted with --allow-host reaches only its IPv4 addresses (see errorCode).
+  "ENOTCAPABLE",
 ]);
 
 /** The longest response header value handed back. */
@@ -156,6 +159,8 @@ export function shown(text: string, max = 300): string {
 }
 
 export function errorCode(error: unknown): string {
+  // Deno's NotCapable carries no code; it is raised before the socket connects.
+  if (error instanceof Deno.errors.NotCapable) return "ENOTCAPABLE";
   if (typeof error === "object" && error !== null && "code" in error) {
     return String((error as { code: unknown }).code);
   }
