@@ -450,7 +450,8 @@ export async function resumeSetup(
     const flags = flagsOf(parsed, call, chosen, {
       policies: loadedPolicyOf(parsed, io).texts,
       toolchains: toolchainsOf(parsed, io),
-      hosts: hostsOf(parsed, io),
+      // The launcher grants a resume only recorded and named hosts, never the config's.
+      hosts: hostsOf(parsed, io, { userConfig: false }),
     });
     const mode = parseRecordedMode(last.mode);
     const plan = launchGovernance(flags, { mode, terminal });
