@@ -565,7 +565,9 @@ async function agent(parsed: ParsedArgs, io: CliIo): Promise<number> {
         field(root.image)
       }, mode ${g.mode}, shell ${g.shellPolicy}${counted(g.denies.length, "deny rule")}${
         counted(g.policies.length, "policy file")
-      }, model ${field(chosen.spec)}, human ${plan.human}${
+      }${g.hosts.length === 0 ? "" : `, hosts ${g.hosts.join(" ")}`}, model ${
+        field(chosen.spec)
+      }, human ${plan.human}${
         runtime.primitives.shell.toolchains.length === 0
           ? ""
           : `, toolchains ${

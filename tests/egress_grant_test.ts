@@ -734,3 +734,44 @@ Deno.test("NetPrimitive.fetch(): an address Deno's permission refuses (NotCapabl
       /Requires net access/.test(e.message),
   );
 });
+
+Deno.test("libos agent --allow-host: the start line names the hosts; the process holds exact connect endpoints (80 and 443 for a host alone), never net:*", async () => {
+  using s = sandbox();
+  const script = join(s.workspace, "..", "s.jsonl");
+  Deno.writeTextFileSync(script, final("done") + "\n");
+  const run = await s.cli(
+    "agent",
+    "--goal",
+    "g",
+    "--model",
+    `replay:${script}`,
+    "--human",
+    "none",
+    "--allow-host",
+    "Docs.Example.com",
+    "--allow-host",
+    "[2001:db8::1]:8443",
+  );
+  assert.equal(run.status, 0, run.stderr);
+  assert.match(run.stderr, /, hosts docs\.example\.com \[2001:db8::1\]:8443, model/);
+  const raw = new DatabaseSync(s.dbPath(), { readOnly: true });
+  const caps = (raw.prepare("SELECT data FROM capabilities").all() as { data: string }[])
+    .map((r) =>
+      JSON.parse(r.data) as {
+        resource: { type: string; key?: string; scope: string };
+        issuer: string;
+        effect: string;
+        rights: string[];
+      }
+    )
+    .filter((c) => c.resource.type === "net");
+  raw.close();
+  assert.deepEqual(
+    caps.map((c) => [c.resource.key, c.resource.scope, c.issuer, c.effect, c.rights.join()]).sort(),
+    [
+      ["[2001:db8::1]:8443", "exact", "operator:allow-host", "allow", "connect"],
+      ["docs.example.com:443", "exact", "operator:allow-host", "allow", "connect"],
+      ["docs.example.com:80", "exact", "operator:allow-host", "allow", "connect"],
+    ],
+  );
+});
