@@ -248,3 +248,22 @@ Deno.test("MCP server start is decided as a command: a shell deny rule on its pr
     t.runtime.audit.query({}).some((r) => r.action === "mcp.start" && r.decision === "deny"),
   );
 });
+
+Deno.test("MCP Streamable HTTP server: configured, but a call is a typed mcp_transport_unsupported and nothing is sent", async () => {
+  await using t = await testRuntime({
+    prefix: "libos-mcp-http-",
+    human: "none",
+    mcpServers: parseMcpConfig(
+      `{"mcpServers": {"remote": {"url": "http://127.0.0.1:9/mcp"}}}`,
+      "/mcp.json",
+    ),
+  });
+  const pid = t.spawn();
+  const problems = await t.runtime.tools.loadMcp(pid);
+  assert.deepEqual(problems.map((p) => p.code), ["mcp_transport_unsupported"]);
+  await assert.rejects(
+    () => t.runtime.primitives.mcp.call(pid, { server: "remote", tool: "x", arguments: {} }),
+    (e: unknown) => e instanceof Error && "code" in e && e.code === "mcp_transport_unsupported",
+  );
+  assert.equal(t.runtime.ledger.list(pid).length, 0);
+});

@@ -53,10 +53,22 @@ export type McpServerConfig = z.infer<typeof McpServerConfig>;
 
 /** A whole file. */
 export const McpConfigFile = z.object({
-  mcpServers: z.record(McpServerName, McpServerConfig).refine(
-    (servers) => Object.keys(servers).length <= MCP_MAX_SERVERS,
-    `at most ${MCP_MAX_SERVERS} servers`,
-  ),
+  mcpServers: z.record(z.string(), McpServerConfig).superRefine((servers, ctx) => {
+    for (const name of Object.keys(servers)) {
+      if (!McpServerName.safeParse(name).success) {
+        ctx.addIssue({
+          code: "custom",
+          path: [name],
+          message: `${
+            JSON.stringify(name.slice(0, 64))
+          }: a server name is 1-32 lowercase letters, digits or '-', starting with a letter`,
+        });
+      }
+    }
+    if (Object.keys(servers).length > MCP_MAX_SERVERS) {
+      ctx.addIssue({ code: "custom", message: `at most ${MCP_MAX_SERVERS} servers` });
+    }
+  }),
 }).strict();
 /** A whole file. */
 export type McpConfigFile = z.infer<typeof McpConfigFile>;
