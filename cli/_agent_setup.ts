@@ -32,7 +32,7 @@ import {
 } from "./_run_governance.ts";
 import { loadedPolicyOf, shellPolicyOf, toolchainsOf } from "./_run_options.ts";
 import { field } from "./_output.ts";
-import { endpointKeys, hostGrantText, parseAllowHost, parseAllowHosts } from "./_egress_hosts.ts";
+import { endpointKeys, hostGrantText, parseAllowHost, parseAllowHosts } from "./egress_hosts.ts";
 import { loadUserConfig } from "./user_config.ts";
 
 const PRESETS: Readonly<Record<string, ModeName>> = Object.freeze({

@@ -29,7 +29,7 @@ import { ModeName } from "../runtime/authority/modes.ts";
 import type { PolicyText } from "../runtime/policy/policy_files.ts";
 import { parsePolicy, PolicyRules } from "../runtime/policy/policy_rules.ts";
 import { ShellPolicyLevel } from "../runtime/policy/shell_policy.ts";
-import { ALLOW_HOSTS_MAX } from "./_egress_hosts.ts";
+import { ALLOW_HOSTS_MAX } from "./egress_hosts.ts";
 
 /** Who answers a run's requests: a person (`interactive`, `queue`), nobody (`none`) or `--yes`. */
 export const HumanChoice = z.enum(["interactive", "queue", "none", "yes"]);

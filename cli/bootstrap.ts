@@ -13,7 +13,7 @@ import { configEnvFile, endpointHost, MODEL_ENV, parseEnvFile } from "./model_co
 import { SYSTEM_PATH } from "../runtime/base/system_path.ts";
 import { defaultDatabasePath, userConfigPath } from "../runtime/base/state_paths.ts";
 import { DatabaseSync } from "node:sqlite";
-import { denoNetEntries, hostGrantText, parseAllowHost } from "./_egress_hosts.ts";
+import { denoNetEntries, hostGrantText, parseAllowHost } from "./egress_hosts.ts";
 
 /** Environment variables the runtime reads. */
 export const RUNTIME_ENV = [
@@ -257,7 +257,7 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
       if (isAbsolute(path) && !path.includes(",")) grant(path, false);
     }
   }
-  // Egress by grant (`agent` only): each host's entries (see _egress_hosts.ts). A value that is
+  // Egress by grant (`agent` only): each host's entries (see egress_hosts.ts). A value that is
   // not a host grants nothing here; libos refuses the run naming it.
   const hosts = new Set<string>();
   if (words[0] === "agent") {

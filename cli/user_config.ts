@@ -8,7 +8,7 @@
  *   "version": 1,
  *   // Bound read-only into the OS wall and searched for programs (see toolchains.ts).
  *   "toolchains": ["~/.pyenv/versions/3.12.4", "/opt/node"],
- *   // Hosts every new run may reach (see _egress_hosts.ts): HOST or HOST:PORT, no wildcards.
+ *   // Hosts every new run may reach (see egress_hosts.ts): HOST or HOST:PORT, no wildcards.
  *   "allowHosts": ["docs.python.org", "registry.example.com:8443"]
  * }
  * ```
@@ -18,7 +18,7 @@
 import { isAbsolute, join } from "node:path";
 import { z } from "zod";
 import { ValidationError } from "../runtime/base/errors.ts";
-import { ALLOW_HOSTS_MAX, type HostGrant, parseAllowHosts } from "./_egress_hosts.ts";
+import { ALLOW_HOSTS_MAX, type HostGrant, parseAllowHosts } from "./egress_hosts.ts";
 import { type EnvReader, userConfigPath } from "../runtime/base/state_paths.ts";
 
 export { userConfigPath };
@@ -59,7 +59,7 @@ export function expandHome(path: string, home: string | undefined, source: strin
 export interface LoadedUserConfig {
   readonly path: string | null;
   readonly toolchains: readonly string[];
-  /** `allowHosts`, parsed (see `_egress_hosts.ts`). */
+  /** `allowHosts`, parsed (see `egress_hosts.ts`). */
   readonly allowHosts: readonly HostGrant[];
 }
 

@@ -16,7 +16,7 @@ import {
   parseAllowHost,
   parseAllowHosts,
   PUBLIC_IPV4,
-} from "../cli/_egress_hosts.ts";
+} from "../cli/egress_hosts.ts";
 import { type BootstrapFacts, permissionFlags } from "../cli/bootstrap.ts";
 import { loadUserConfig } from "../cli/user_config.ts";
 import { REPO, sandbox, taskWith } from "./_cli_sandbox.ts";
