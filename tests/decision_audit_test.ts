@@ -1595,6 +1595,8 @@ const NOT_DECISIONS: Readonly<Record<string, string>> = {
   "CapabilityTable.revoke": "takes authority away (audited as capability.revoke, none)",
   "ToolBroker.registerBuiltin": "the host's setup",
   "ToolBroker.attachJit": "wiring",
+  "ToolBroker.loadMcp":
+    "lists the run's MCP servers through McpPrimitive.tools, which records mcp.start and mcp.list (tests/mcp_client_test.ts)",
   "ToolBroker.restoreJit": "puts back registrations already decided (their tool.register records)",
   "ToolBroker.dropJit": "the runtime's, at an exec or a finish",
   "ToolBroker.builtins": "a lookup",
