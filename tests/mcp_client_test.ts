@@ -223,6 +223,29 @@ Deno.test("MCP hostile server: a call that hangs times out (mcp_timeout, outcome
   assert.deepEqual(statuses, ["outcome_unknown", "outcome_unknown"]);
 });
 
+Deno.test("MCP call the server answers with an error is mcp_tool_error, ledgered failed (not unknown), and the server keeps running", async () => {
+  await using t = await fixture({ rules: ALLOW_ALL });
+  await t.runtime.tools.loadMcp(t.pid);
+  const signal = new AbortController().signal;
+  const failed = await t.runtime.tools.invoke(
+    t.pid,
+    { name: "mcp__fx__fail", arguments: {} },
+    signal,
+  );
+  assert.equal(!failed.ok && failed.error.code, "mcp_tool_error");
+  const echo = await t.runtime.tools.invoke(
+    t.pid,
+    { name: "mcp__fx__echo", arguments: { text: "after" } },
+    signal,
+  );
+  assert.equal(echo.ok, true);
+  const statuses = t.runtime.ledger.list(t.pid).filter((a) => a.kind === "mcp.call").map((a) =>
+    a.status
+  );
+  assert.deepEqual(statuses, ["failed", "done"]);
+  assert.deepEqual(t.calls(), ["fail ", "echo after"]);
+});
+
 Deno.test("MCP hostile server: a tool renamed between list and call is mcp_tool_unknown and the server is never called", async () => {
   await using t = await fixture({ rules: ALLOW_ALL, args: ["rename"] });
   await t.runtime.tools.loadMcp(t.pid);

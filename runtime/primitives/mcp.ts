@@ -615,19 +615,25 @@ export class McpPrimitive implements AsyncDisposable {
       });
     } catch (error) {
       // Sent, and no answer: whether the server did it is unknown. Recorded so, never retried.
-      const failure = session.failure ?? (session.closed
-        ? new McpError(
-          "mcp_outcome_unknown",
-          `MCP server ${server} stopped during the call to ${tool}; whether it acted is unknown, and libos does not call it again by itself`,
-          { cause: error },
-        )
-        : /timed out|timeout/i.test(message(error))
-        ? new McpError(
-          "mcp_timeout",
-          `MCP tool ${server}/${tool} did not answer within ${this.limits.callTimeoutMs} ms; the server was stopped, and whether it acted is unknown`,
-          { cause: error },
-        )
-        : undefined);
+      // Only a JSON-RPC error the server itself answered with says it did not act.
+      const rpc = rpcCode(error);
+      const answered = rpc !== undefined && rpc !== RPC_CONNECTION_CLOSED &&
+        rpc !== RPC_REQUEST_TIMEOUT && !session.closed && session.failure === undefined;
+      const failure = answered
+        ? undefined
+        : session.failure ?? (rpc === RPC_REQUEST_TIMEOUT
+          ? new McpError(
+            "mcp_timeout",
+            `MCP tool ${server}/${tool} did not answer within ${this.limits.callTimeoutMs} ms; the server was stopped, and whether it acted is unknown`,
+            { cause: error },
+          )
+          : new McpError(
+            "mcp_outcome_unknown",
+            `The call to MCP tool ${server}/${tool} ended without an answer (${
+              capText(message(error), 300).text
+            }); whether it acted is unknown, and libos does not call it again by itself`,
+            { cause: error },
+          ));
       if (failure === undefined) {
         // An error the server answered with: it says it did not do it.
         const refused = new McpError(
@@ -772,6 +778,17 @@ export class McpPrimitive implements AsyncDisposable {
 /** The MCP primitive's resumable operation: the call again, decided afresh (runs once). */
 export function mcpActions(mcp: McpPrimitive): ActionOperation[] {
   return [defineAction("mcp.call", StoredCall, (pid, a) => mcp.call(pid, a))];
+}
+
+/** The SDK's JSON-RPC codes for "the connection closed" and "the request timed out". */
+const RPC_CONNECTION_CLOSED = -32000;
+const RPC_REQUEST_TIMEOUT = -32001;
+
+/** The JSON-RPC error code of an SDK error (a server's answer, or the SDK's own), if any. */
+function rpcCode(error: unknown): number | undefined {
+  if (typeof error !== "object" || error === null || !("code" in error)) return undefined;
+  const code = (error as { code: unknown }).code;
+  return typeof code === "number" && Number.isInteger(code) ? code : undefined;
 }
 
 /** Whether an error is one of the MCP primitive's own. */
