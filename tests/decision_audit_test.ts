@@ -34,6 +34,8 @@ import { processContext } from "../runtime/memory/process_context.ts";
 import { ClockPrimitive } from "../runtime/primitives/clock.ts";
 import { FilesystemPrimitive } from "../runtime/primitives/filesystem.ts";
 import { NetPrimitive } from "../runtime/primitives/net.ts";
+import { McpPrimitive, parseMcpConfig } from "../runtime/primitives/mcp.ts";
+import { fakeMcpLauncher } from "./mcp_fixture.ts";
 import { ShellPrimitive } from "../runtime/primitives/shell.ts";
 import { ProcessManager } from "../runtime/process/process_manager.ts";
 import type { NetProvider, NetRequest } from "../runtime/providers/net.ts";
@@ -68,6 +70,8 @@ interface Fixture extends AsyncDisposable {
   readonly other: string;
   /** What the fake network was asked to send. */
   readonly sent: NetRequest[];
+  /** What the fake MCP server (`fx`, tool `echo`) was asked to run. */
+  readonly mcpCalls: string[];
   /** `pid` acting for itself. */
   readonly self: { readonly kind: "process"; readonly pid: string };
   at(path: string): string;
@@ -102,6 +106,7 @@ function prompt(answer: "approve" | "reject"): HumanPrompt {
 async function fixture(options: FixtureOptions = {}): Promise<Fixture> {
   const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-decision-audit-" }));
   const sent: NetRequest[] = [];
+  const mcpCalls: string[] = [];
   const closers: AsyncDisposable[] = [];
   let runtime: Runtime;
   try {
@@ -114,6 +119,8 @@ async function fixture(options: FixtureOptions = {}): Promise<Fixture> {
       // These rows are about records; tests/shell_wall_test.ts covers the wall.
       wall: false,
       net: fakeNet(sent),
+      mcpServers: parseMcpConfig(`{"mcpServers": {"fx": {"command": "/bin/true"}}}`, "/mcp.json"),
+      mcpLauncher: fakeMcpLauncher(mcpCalls),
     });
   } catch (error) {
     Deno.removeSync(ws, { recursive: true });
@@ -128,6 +135,7 @@ async function fixture(options: FixtureOptions = {}): Promise<Fixture> {
     pid,
     other,
     sent,
+    mcpCalls,
     self: { kind: "process", pid },
     at: (path) => join(ws, path),
     grant: (resource, rights, effect = "allow") =>
@@ -530,6 +538,58 @@ const effectRows: Row[] = [{
       assert.deepEqual(f.sent, [], "nothing was sent");
     },
     records: [["net.fetch", "deny", DEFAULT]],
+  },
+}, {
+  op: "McpPrimitive.call",
+  allowed: {
+    prepare: setup((f) => f.grant({ type: "mcp", key: "fx/echo", scope: "exact" }, ["invoke"])),
+    run: async (f) => {
+      const result = await f.runtime.primitives.mcp.call(f.pid, {
+        server: "fx",
+        tool: "echo",
+        arguments: { text: "hi" },
+      });
+      assert.equal(result.text, "hi");
+      assert.deepEqual(f.mcpCalls, ["echo hi"]);
+    },
+    records: [["mcp.start", "allow", /^config:\/mcp\.json$/], ["mcp.call", "allow", CAP]],
+  },
+  refused: {
+    prepare: setup((f) =>
+      f.grant({ type: "mcp", key: "fx/", scope: "prefix" }, ["invoke"], "deny")
+    ),
+    run: async (f) => {
+      await refusedWith(
+        () =>
+          f.runtime.primitives.mcp.call(f.pid, {
+            server: "fx",
+            tool: "echo",
+            arguments: { text: "hi" },
+          }),
+        CapabilityDeniedError,
+      );
+      assert.deepEqual(f.mcpCalls, [], "nothing reached the server");
+    },
+    records: [["mcp.start", "allow", /^config:/], ["mcp.call", "deny", CAP]],
+  },
+}, {
+  op: "McpPrimitive.tools",
+  allowed: {
+    run: async (f) => {
+      const { tools } = await f.runtime.primitives.mcp.tools(f.pid, "fx");
+      assert.deepEqual(tools.map((t) => t.brokerName), ["mcp__fx__echo"]);
+    },
+    records: [["mcp.start", "allow", /^config:/]],
+  },
+  refused: {
+    prepare: setup((f) =>
+      f.grant({ type: "shell", argv: ["/bin/true"], scope: "exact" }, ["execute"], "deny")
+    ),
+    run: async (f) => {
+      await refusedWith(() => f.runtime.primitives.mcp.tools(f.pid, "fx"), CapabilityDeniedError);
+      assert.deepEqual(f.mcpCalls, []);
+    },
+    records: [["mcp.start", "deny", CAP]],
   },
 }, {
   op: "ClockPrimitive.now",
@@ -1510,6 +1570,7 @@ const COMPONENTS = {
   FilesystemPrimitive,
   ShellPrimitive,
   NetPrimitive,
+  McpPrimitive,
   ClockPrimitive,
   ObjectMemory,
   ImageRegistry,
@@ -1529,6 +1590,7 @@ const NOT_DECISIONS: Readonly<Record<string, string>> = {
   "ShellPrimitive.toolchains": "the toolchain directories in force, for the run's first line",
   "ShellPrimitive.dispatch": "re-runs an approved stored action through run (its row)",
   "NetPrimitive.dispatch": "re-runs an approved stored action through fetch (its row)",
+  "McpPrimitive.servers": "the configured servers' names: a lookup",
   "ObjectMemory.records":
     "the runtime's own reserved records, read by the runtime; no process asks",
   "ObjectMemory.dropRecords":
