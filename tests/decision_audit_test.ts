@@ -1591,6 +1591,8 @@ const NOT_DECISIONS: Readonly<Record<string, string>> = {
   "ShellPrimitive.dispatch": "re-runs an approved stored action through run (its row)",
   "NetPrimitive.dispatch": "re-runs an approved stored action through fetch (its row)",
   "McpPrimitive.servers": "the configured servers' names: a lookup",
+  "McpPrimitive.shownTo":
+    "a filter: whether a tool is shown (the run ceiling's answer, unrecorded); each call is decided",
   "ObjectMemory.records":
     "the runtime's own reserved records, read by the runtime; no process asks",
   "ObjectMemory.dropRecords":

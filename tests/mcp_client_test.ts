@@ -11,6 +11,7 @@ import { parsePolicy, PolicyRules } from "../runtime/policy/policy_rules.ts";
 import { parseMcpConfig } from "../runtime/primitives/mcp.ts";
 import type { RuntimeOptions } from "../runtime/runtime.ts";
 import { HumanPendingError } from "../runtime/base/errors.ts";
+import { fakeMcpLauncher } from "./mcp_fixture.ts";
 
 const FIXTURE = new URL("./fixtures/mcp/mcp_server.ts", import.meta.url);
 
@@ -289,4 +290,38 @@ Deno.test("MCP Streamable HTTP server: configured, but a call is a typed mcp_tra
     (e: unknown) => e instanceof Error && "code" in e && e.code === "mcp_transport_unsupported",
   );
   assert.equal(t.runtime.ledger.list(pid).length, 0);
+});
+
+Deno.test("MCP tools follow the image: a review-agent process (maxMode read-only) is shown none and its call is denied by its mode; a base-agent process sees them", async () => {
+  const calls: string[] = [];
+  await using t = await testRuntime({
+    prefix: "libos-mcp-image-",
+    human: "none",
+    mcpServers: parseMcpConfig(`{"mcpServers": {"fx": {"command": "/bin/true"}}}`, "/mcp.json"),
+    mcpLauncher: fakeMcpLauncher(calls),
+  });
+  const agent = t.spawn();
+  const reviewer = t.spawn({ image: "review-agent:v0" });
+  assert.deepEqual(await t.runtime.tools.loadMcp(agent), []);
+  const shown = (pid: string) =>
+    t.runtime.tools.visible(pid).map((x) => x.name).filter((n) => n.startsWith("mcp__"));
+  assert.deepEqual(shown(agent), ["mcp__fx__echo"]);
+  assert.deepEqual(shown(reviewer), []);
+  const refused = await t.runtime.tools.invoke(
+    reviewer,
+    { name: "mcp__fx__echo", arguments: { text: "x" } },
+    new AbortController().signal,
+  );
+  assert.equal(!refused.ok && refused.error.code, "tool_not_visible");
+  await assert.rejects(
+    () => t.runtime.primitives.mcp.call(reviewer, { server: "fx", tool: "echo", arguments: {} }),
+    (e: unknown) => e instanceof Error && "reason" in e && e.reason === "mode:read-only",
+  );
+  assert.deepEqual(calls, []);
+  // Refused before the server was even started for it.
+  assert.deepEqual(
+    t.runtime.audit.query({}).filter((r) => r.pid === reviewer && r.action.startsWith("mcp."))
+      .map((r) => [r.action, r.decision, r.authority]),
+    [["mcp.call", "deny", "mode:read-only"]],
+  );
 });

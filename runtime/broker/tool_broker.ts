@@ -100,7 +100,7 @@ export interface ToolBrokerOptions {
   readonly net: Pick<NetPrimitive, "fetch">;
   readonly images: Pick<ImageRegistry, "loadYaml">;
   /** The run's MCP servers (their tools are shown once {@link ToolBroker.loadMcp} listed them). */
-  readonly mcp?: Pick<McpPrimitive, "servers" | "tools" | "call">;
+  readonly mcp?: Pick<McpPrimitive, "servers" | "tools" | "call" | "shownTo">;
   readonly checkpoints?: Pick<Checkpoints, "create">;
   /** Characters of a result handed to the model before it is cut (default 8,000). */
   readonly modelChars?: number;
@@ -177,6 +177,8 @@ export class ToolBroker {
   readonly #restored = new Set<string>();
   /** The run's MCP tools, by broker name (the run's configuration says which servers exist). */
   readonly #mcp = new Map<string, ToolDefinition>();
+  /** Each MCP tool's server and tool name, by broker name. */
+  readonly #mcpOf = new Map<string, { readonly server: string; readonly tool: string }>();
 
   /** Binds the broker to a runtime. */
   constructor(core: RuntimeCore, options: ToolBrokerOptions) {
@@ -269,6 +271,7 @@ export class ToolBroker {
           problems.push({ code: "mcp_tool_rejected", message: `${t.brokerName} is taken` });
           continue;
         }
+        this.#mcpOf.set(t.brokerName, { server: t.server, tool: t.name });
         this.#mcp.set(t.brokerName, {
           name: t.brokerName,
           description: t.description,
@@ -308,7 +311,10 @@ export class ToolBroker {
       if (tool) out.push(tool);
     }
     for (const tool of this.#jit.get(pid)?.values() ?? []) out.push(tool);
-    for (const tool of this.#mcp.values()) out.push(tool);
+    // The run's MCP tools, but none a process's ceiling refuses outright (its image's maxMode).
+    for (const [tool, of] of this.#mcpOf) {
+      if (this.#o.mcp?.shownTo(pid, of.server, of.tool)) out.push(this.#mcp.get(tool)!);
+    }
     return out;
   }
 

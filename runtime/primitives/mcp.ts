@@ -201,6 +201,20 @@ export class McpPrimitive implements AsyncDisposable {
     return [...this.#servers.keys()].sort();
   }
 
+  /**
+   * Whether process `pid` is shown a server's tool: not when the run's ceiling — its mode,
+   * narrowed by its image's `maxMode`, or a run deny — refuses every call of it (a read-only
+   * reviewer never sees MCP tools). Visibility grants nothing: each call is decided.
+   */
+  shownTo(pid: string, server: string, tool: string): boolean {
+    const decision = this.#authority.decide(pid, {
+      resource: { type: "mcp", key: `${server}/${tool}` },
+      right: "invoke",
+    });
+    return !(decision.effect === "deny" &&
+      (decision.layer === "mode" || decision.layer === "run" || decision.layer === "hardline"));
+  }
+
   #record(
     pid: string,
     action: string,
@@ -547,6 +561,16 @@ export class McpPrimitive implements AsyncDisposable {
       throw new McpError(
         "mcp_tool_rejected",
         `Cannot call ${server}/${tool}: its arguments are over ${this.limits.maxArgBytes} bytes`,
+      );
+    }
+    // Refused by the run's ceiling whatever the server says: decided before anything starts.
+    if (!this.shownTo(pid, server, tool)) {
+      const decision = this.#authority.decide(pid, { resource, right: "invoke" });
+      this.#record(pid, "mcp.call", shown, "deny", decision.reason);
+      throw new CapabilityDeniedError(
+        "capability_denied",
+        `Cannot call MCP tool ${server}/${tool}: it is denied (${decision.reason})`,
+        { reason: decision.reason },
       );
     }
     const session = await this.#session(pid, server, call);
