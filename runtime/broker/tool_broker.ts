@@ -267,7 +267,9 @@ export class ToolBroker {
       }
       problems.push(...listed.refused.map((r) => ({ code: r.code, message: r.message })));
       for (const t of listed.tools) {
-        if (this.#builtins.has(t.brokerName) || this.#mcp.has(t.brokerName)) {
+        const before = this.#mcpOf.get(t.brokerName);
+        const again = before?.server === t.server && before.tool === t.name;
+        if (this.#builtins.has(t.brokerName) || (this.#mcp.has(t.brokerName) && !again)) {
           problems.push({ code: "mcp_tool_rejected", message: `${t.brokerName} is taken` });
           continue;
         }
