@@ -397,6 +397,7 @@ function build(options: RuntimeOptions): Runtime {
           writable: mode !== "read-only" && mode !== "plan",
           wallAvailable: () => shellProvider.wallAvailable(),
           hidden: own.filter((p) => p.startsWith(`${location.workspace}/`)),
+          filesystem: options.filesystem ?? hostFilesystem(),
           toolchains: primitives.shell.toolchains,
         })),
       resolveProgram: (token, cwd) =>

@@ -130,3 +130,24 @@ Deno.test("MCP server-everything (npm, stdio, inside the wall): echo runs; the s
   }, signal);
   assert.equal(!sum.ok && sum.error.code, "human_unavailable");
 });
+
+Deno.test("MCP server-filesystem cannot read a secret-bearing file (attack: read_text_file on .env): the wall covers it with an empty file, and .git is read-only to the server", async () => {
+  await using t = await fixture();
+  Deno.writeTextFileSync(join(t.ws, ".env"), `OPENAI_API_KEY=${SECRET}-in-env\n`);
+  Deno.mkdirSync(join(t.ws, ".git"));
+  Deno.writeTextFileSync(join(t.ws, ".git", "config"), "[core]\n");
+  await t.runtime.tools.loadMcp(t.pid);
+  const signal = new AbortController().signal;
+  const read = await t.runtime.tools.invoke(t.pid, {
+    name: "mcp__fs__read_text_file",
+    arguments: { path: join(t.ws, ".env") },
+  }, signal);
+  assert.ok(!JSON.stringify(read).includes("in-env"), JSON.stringify(read));
+  const hook = await t.runtime.tools.invoke(t.pid, {
+    name: "mcp__fs__write_file",
+    arguments: { path: join(t.ws, ".git", "config"), content: "[core]\nhooksPath=/tmp\n" },
+  }, signal);
+  assert.equal(hook.ok, false);
+  assert.equal(Deno.readTextFileSync(join(t.ws, ".git", "config")), "[core]\n");
+  assert.equal(Deno.readTextFileSync(join(t.ws, ".env")), `OPENAI_API_KEY=${SECRET}-in-env\n`);
+});

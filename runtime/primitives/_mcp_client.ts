@@ -26,6 +26,8 @@ import {
   type RunLimits,
 } from "../providers/shell.ts";
 import { seccompFilter, type WallFiles } from "../providers/wall.ts";
+import type { FilesystemProvider } from "../providers/filesystem.ts";
+import { shieldMounts } from "./_shield.ts";
 import { MCP_RESULT_MAX_BYTES, McpError } from "./_mcp_bounds.ts";
 
 /** The longest JSON-RPC line read from a server (a result is cut far below this anyway). */
@@ -276,8 +278,10 @@ export interface WalledLauncherOptions {
   readonly writable: boolean;
   /** Whether the OS wall works here (the shell provider's probe). */
   readonly wallAvailable: () => Promise<boolean>;
-  /** libos's own paths inside the workspace, hidden (the shell wall's own list). */
+  /** libos's own paths inside the workspace, covered (the shell wall's own list). */
   readonly hidden?: readonly string[];
+  /** Where the shield looks for secret-bearing files and protected paths. */
+  readonly filesystem: FilesystemProvider;
   /** The operator's toolchain directories (`--toolchain`), bound read-only as for commands. */
   readonly toolchains?: readonly string[];
   readonly tools?: HostTools;
@@ -320,6 +324,31 @@ export function walledLauncher(options: WalledLauncherOptions): McpLauncher {
           `Cannot start MCP server ${spec.name}: the OS wall (bubblewrap) does not work here, and a server never runs outside it`,
         );
       }
+      // Always shielded: a long-lived server reads whatever it likes, whoever approved a call, so
+      // every secret-bearing file is covered and .git is read-only (as under libos agent --yes).
+      // The shield is found at start: a secret file made later is not covered.
+      const shield = shieldMounts(options.filesystem, options.workspace);
+      if (shield.incomplete !== null) {
+        throw new McpError(
+          "mcp_server_refused",
+          `Cannot start MCP server ${spec.name}: the shield that covers the workspace's secret-bearing files cannot be made (${shield.incomplete})`,
+        );
+      }
+      const hidden: string[] = [];
+      const masked: string[] = [...shield.masked];
+      for (const path of options.hidden ?? []) {
+        try {
+          (options.filesystem.stat(path).isDirectory ? hidden : masked).push(path);
+        } catch (error) {
+          if (!(error instanceof Deno.errors.NotFound)) {
+            throw new McpError(
+              "mcp_server_refused",
+              `Cannot start MCP server ${spec.name}: libos's own ${path} inside the workspace cannot be looked at to be covered`,
+              { cause: error },
+            );
+          }
+        }
+      }
       const home = Deno.makeTempDirSync({ prefix: `libos-mcp-${spec.name}-` });
       made.push(home);
       const env = {
@@ -344,7 +373,9 @@ export function walledLauncher(options: WalledLauncherOptions): McpLauncher {
             home,
             network: false,
             ...(options.toolchains?.length ? { toolchains: options.toolchains } : {}),
-            ...(options.hidden?.length ? { hidden: options.hidden } : {}),
+            ...(hidden.length ? { hidden } : {}),
+            ...(masked.length ? { masked } : {}),
+            ...(shield.readOnly.length ? { readOnly: shield.readOnly } : {}),
           },
         },
         tools,
