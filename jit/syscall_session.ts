@@ -20,7 +20,7 @@
  * `fs.delete_dir`, `fs.stat`, `fs.edit`, `fs.glob`, `fs.grep`; `clock.now`, `clock.sleep`;
  * `memory.create`, `memory.read`, `memory.read_by_name`, `memory.list`, `memory.update`,
  * `memory.create_namespace`; `human.output`, `human.ask`,
- * `human.request_permission`; `shell.run`; `net.fetch`; `process.cwd`, `process.list`,
+ * `human.request_permission`; `shell.run`; `net.fetch`; `mcp.call`; `process.cwd`, `process.list`,
  * `process.fork`, `process.spawn_child`, `process.wait`, `process.signal`, `process.merge`,
  * `process.exit`, `process.exec`; `image.list`.
  *
@@ -158,6 +158,13 @@ export interface SyscallTargets {
       options?: { signal?: AbortSignal },
     ): Promise<unknown>;
   };
+  readonly mcp: {
+    call(
+      pid: string,
+      call: { server: string; tool: string; arguments: Record<string, JsonValue> },
+      options?: { signal?: AbortSignal },
+    ): Promise<unknown>;
+  };
   readonly processes: {
     find(pid: string): ProcessView | undefined;
     list(query: { readonly parent: string; readonly limit: number }): readonly ProcessView[];
@@ -287,6 +294,7 @@ function port(
     // The call's serving signal: a tool killed for a breach stops its command too.
     shell: { run: (args, signal) => t.shell.run(pid, args, { signal }) },
     net: { fetch: (request, signal) => t.net.fetch(pid, request, { signal }) },
+    mcp: { call: (call, signal) => t.mcp.call(pid, call, { signal }) },
     process: {
       cwd: () => t.processes.find(pid)?.cwd ?? null,
       children: () => t.processes.list({ parent: pid, limit: 1000 }).map(view),
@@ -525,6 +533,7 @@ export function runtimeTargets(runtime: {
     readonly clock: SyscallTargets["clock"];
     readonly shell: SyscallTargets["shell"];
     readonly net: SyscallTargets["net"];
+    readonly mcp: SyscallTargets["mcp"];
   };
   readonly memory: SyscallTargets["memory"];
   readonly human: SyscallTargets["human"];
@@ -536,6 +545,7 @@ export function runtimeTargets(runtime: {
     clock: runtime.primitives.clock,
     shell: runtime.primitives.shell,
     net: runtime.primitives.net,
+    mcp: runtime.primitives.mcp,
     memory: runtime.memory,
     human: runtime.human,
     processes: runtime.processes,

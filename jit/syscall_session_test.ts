@@ -68,6 +68,7 @@ function spies(): { targets: SyscallTargets; calls: [string, unknown[]][] } {
       },
       shell: { run: async("shell.run") },
       net: { fetch: async("net.fetch") },
+      mcp: { call: async("mcp.call") },
       processes: {
         find: spy("processes.find", CHILD) as () => typeof CHILD,
         list: spy("processes.list", [CHILD]) as () => (typeof CHILD)[],
@@ -173,6 +174,11 @@ Deno.test("LibOSSyscallSession.call() calls exactly one primitive method per sys
       url: "https://x.example/",
       method: "GET",
     }, { signal: "<signal>" }]],
+    ["mcp.call", { server: "fx", tool: "echo", arguments: { text: "hi" } }, "mcp.call", [
+      "pid_1",
+      { server: "fx", tool: "echo", arguments: { text: "hi" } },
+      { signal: "<signal>" },
+    ]],
     ["process.cwd", {}, "processes.find", ["pid_1"]],
     ["process.list", {}, "processes.list", [{ parent: "pid_1", limit: 1000 }]],
     ["process.fork", { goal: "half", budgets: { maxToolCalls: 5 } }, "processes.fork", [

@@ -12,6 +12,7 @@ import { parseMcpConfig } from "../runtime/primitives/mcp.ts";
 import type { RuntimeOptions } from "../runtime/runtime.ts";
 import { HumanPendingError } from "../runtime/base/errors.ts";
 import { fakeMcpLauncher } from "./mcp_fixture.ts";
+import { LibOSSyscallSession, runtimeTargets } from "../jit/mod.ts";
 
 const FIXTURE = new URL("./fixtures/mcp/mcp_server.ts", import.meta.url);
 
@@ -323,5 +324,38 @@ Deno.test("MCP tools follow the image: a review-agent process (maxMode read-only
     t.runtime.audit.query({}).filter((r) => r.pid === reviewer && r.action.startsWith("mcp."))
       .map((r) => [r.action, r.decision, r.authority]),
     [["mcp.call", "deny", "mode:read-only"]],
+  );
+});
+
+Deno.test("JIT syscall mcp.call reaches the same primitive and gate: unasked it is refused (nothing runs); with a capability it runs once, audited as mcp.call", async () => {
+  const calls: string[] = [];
+  await using t = await testRuntime({
+    prefix: "libos-mcp-syscall-",
+    human: "none",
+    mcpServers: parseMcpConfig(`{"mcpServers": {"fx": {"command": "/bin/true"}}}`, "/mcp.json"),
+    mcpLauncher: fakeMcpLauncher(calls),
+  });
+  const pid = t.spawn();
+  const session = new LibOSSyscallSession(t.runtime, runtimeTargets(t.runtime), pid, "jit_probe");
+  const signal = new AbortController().signal;
+  const args = { server: "fx", tool: "echo", arguments: { text: "hi" } };
+  await assert.rejects(
+    () => session.call("mcp.call", args, signal),
+    (e: unknown) => e instanceof Error && "code" in e && e.code === "human_unavailable",
+  );
+  assert.deepEqual(calls, []);
+  t.runtime.authority.capabilities.grant({
+    subject: pid,
+    resource: { type: "mcp", key: "fx/echo", scope: "exact" },
+    rights: ["invoke"],
+    effect: "allow",
+    issuer: "operator",
+  }, "operator");
+  const result = await session.call("mcp.call", args, signal) as { text: string };
+  assert.equal(result.text, "hi");
+  assert.deepEqual(calls, ["echo hi"]);
+  assert.deepEqual(
+    t.runtime.audit.query({}).filter((r) => r.action === "mcp.call").map((r) => r.decision),
+    ["ask", "allow"],
   );
 });

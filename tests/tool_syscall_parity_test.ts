@@ -156,7 +156,7 @@ Deno.test("Every JIT syscall resolves to exactly one declaration: the tool it mi
       assert.equal(entry.noTool, null, name);
     }
   }
-  // No behaviour change: exactly the syscalls a tool could make before (issue 22).
+  // Exactly the syscalls a tool could make before (issue 22), and mcp.call (issue 25).
   assert.deepEqual([...table.keys()], [
     "fs.read_text",
     "fs.write_text",
@@ -181,6 +181,7 @@ Deno.test("Every JIT syscall resolves to exactly one declaration: the tool it mi
     "human.request_permission",
     "shell.run",
     "net.fetch",
+    "mcp.call",
     "process.cwd",
     "process.list",
     "process.fork",
@@ -194,7 +195,7 @@ Deno.test("Every JIT syscall resolves to exactly one declaration: the tool it mi
   ]);
   assert.deepEqual(
     [...table.values()].filter((e) => e.tool === null).map((e) => e.name),
-    ["fs.stat", "memory.update", "image.list"],
+    ["fs.stat", "memory.update", "mcp.call", "image.list"],
   );
 });
 

@@ -62,6 +62,7 @@ import {
   requestPermission,
   sleep,
 } from "./time_and_human.ts";
+import { mcpSyscalls } from "./mcp.ts";
 
 /**
  * Every declaration of the tool surface: the model-facing tools and the syscalls no tool mirrors. The type of this list is where {@link SyscallName} comes from.
@@ -91,6 +92,7 @@ function declarations() {
     requestPermission,
     runShellCommand,
     fetchUrl,
+    mcpSyscalls,
     getWorkingDirectory,
     listChildProcesses,
     forkChildProcess,

@@ -344,6 +344,13 @@ export interface SyscallPort {
       signal: AbortSignal,
     ): Promise<unknown>;
   };
+  readonly mcp: {
+    /** One call of a configured MCP server's tool, decided like the model's own call of it. */
+    call(
+      call: { server: string; tool: string; arguments: Record<string, JsonValue> },
+      signal: AbortSignal,
+    ): Promise<unknown>;
+  };
   readonly process: {
     /** The caller's working directory, null if it no longer exists. */
     cwd(): string | null;
