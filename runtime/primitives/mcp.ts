@@ -3,7 +3,7 @@
  * right `invoke`) through the same `decide()`, approval gate, ledger and audit as every other
  * effect (DESIGN §2: one choke point).
  *
- * **Starting a server.** A stdio server starts on its first use in the run (one per run, shared by
+ * **Starting a server** (`_mcp_servers.ts`). A stdio server starts on its first use in the run (one per run, shared by
  * the run's processes), inside the OS wall ({@link walledLauncher}), decided as a command is:
  * `decide()` on its argv (`shell:<argv>`, right `execute`) — a hardline, run, mode or rule deny
  * refuses it; a rule's ask goes to a human (the card shows the resolved program and argv); with
@@ -27,7 +27,6 @@
  * @module
  */
 import { z } from "zod";
-import { isAbsolute, join, normalize } from "node:path";
 import type { ActionLedger } from "../process/action_ledger.ts";
 import { type Authority, explained } from "../authority/authority.ts";
 import { type ActionResource, mcpToolName } from "../authority/capability.ts";
@@ -35,7 +34,6 @@ import type { Decision } from "../authority/decide.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../base/canonical_json.ts";
 import { CapabilityDeniedError, IllegalTransitionError, LibosError } from "../base/errors.ts";
 import { redactor } from "../base/redaction.ts";
-import { SYSTEM_PATH } from "../base/system_path.ts";
 import { type ActionOperation, defineAction } from "../human/action_registry.ts";
 import type { HumanChannel } from "../human/human_channel.ts";
 import { actionApproval, type ApprovalDetails } from "../human/human_request.ts";
@@ -53,7 +51,8 @@ import {
   McpError,
   safeDescription,
 } from "./_mcp_bounds.ts";
-import { connectSession, type McpLauncher, type McpSession, message } from "./_mcp_client.ts";
+import { type McpLauncher, message } from "./_mcp_client.ts";
+import { DEFAULT_MCP_LIMITS, type McpCall, type McpLimits, McpServers } from "./_mcp_servers.ts";
 import type { McpServerEntry } from "./_mcp_config.ts";
 
 export { McpError, type McpErrorCode } from "./_mcp_bounds.ts";
@@ -64,32 +63,7 @@ export {
   parseMcpConfig,
 } from "./_mcp_config.ts";
 export { type McpLauncher, walledLauncher } from "./_mcp_client.ts";
-
-/** Bounds of MCP calls. */
-export interface McpLimits {
-  /** Starting a server and its handshake. */
-  readonly startTimeoutMs: number;
-  /** Listing a server's tools. */
-  readonly listTimeoutMs: number;
-  /** One call. */
-  readonly callTimeoutMs: number;
-  /** Starts after the first, per server per run. */
-  readonly maxRestarts: number;
-  /** The first restart's delay; each next one doubles it. */
-  readonly backoffMs: number;
-  /** The largest arguments of a call (serialised). */
-  readonly maxArgBytes: number;
-}
-
-/** The bounds when nothing else is configured. */
-export const DEFAULT_MCP_LIMITS: McpLimits = Object.freeze({
-  startTimeoutMs: 30_000,
-  listTimeoutMs: 15_000,
-  callTimeoutMs: 120_000,
-  maxRestarts: 3,
-  backoffMs: 250,
-  maxArgBytes: 256 * 1024,
-});
+export { DEFAULT_MCP_LIMITS, type McpCall, type McpLimits } from "./_mcp_servers.ts";
 
 /** A server's tool, checked: what the broker shows the model. */
 export interface McpTool {
@@ -111,13 +85,6 @@ export interface McpRefusedTool {
   readonly name: string;
   readonly code: string;
   readonly message: string;
-}
-
-/** One call. */
-export interface McpCall {
-  readonly server: string;
-  readonly tool: string;
-  readonly arguments: Record<string, JsonValue>;
 }
 
 /** What a call gave: untrusted text, redacted and capped. */
@@ -147,12 +114,6 @@ export interface McpPrimitiveOptions {
   readonly limits?: Partial<McpLimits>;
 }
 
-interface ServerState {
-  session: McpSession | undefined;
-  starting: Promise<McpSession> | undefined;
-  starts: number;
-}
-
 /** A broker tool name (as `runtime/broker/tool.ts` ToolName). */
 const BROKER_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
@@ -170,14 +131,8 @@ export class McpPrimitive implements AsyncDisposable {
   readonly #ledger: ActionLedger;
   readonly #processes: ProcessManager | undefined;
   readonly #gate: ApprovalGate;
-  readonly #servers: ReadonlyMap<string, McpServerEntry>;
-  readonly #state = new Map<string, ServerState>();
-  readonly #makeLauncher: () => McpLauncher;
-  #launcher: McpLauncher | undefined;
-  readonly #resolve: McpPrimitiveOptions["resolveProgram"];
-  readonly #workspace: string;
+  readonly #servers: McpServers;
   readonly #redact: (text: string) => string;
-  #disposed = false;
   readonly limits: McpLimits;
 
   /** Binds the primitive to a runtime and the run's configured servers. */
@@ -187,18 +142,24 @@ export class McpPrimitive implements AsyncDisposable {
     this.#ledger = options.ledger;
     this.#processes = options.processes;
     this.#gate = new ApprovalGate({ authority: options.authority, human: options.human });
-    this.#servers = new Map(options.servers.map((s) => [s.name, s]));
-    this.#makeLauncher = options.launcher;
-    this.#resolve = options.resolveProgram;
-    this.#workspace = options.workspace;
     const secrets = options.secrets?.length ? redactor(options.secrets) : undefined;
     this.#redact = secrets ? (t) => secrets.text(t) : (t) => t;
     this.limits = { ...DEFAULT_MCP_LIMITS, ...options.limits };
+    this.#servers = new McpServers({
+      authority: options.authority,
+      gate: this.#gate,
+      record: (...args) => this.#record(...args),
+      servers: options.servers,
+      launcher: options.launcher,
+      resolveProgram: options.resolveProgram,
+      workspace: options.workspace,
+      limits: this.limits,
+    });
   }
 
   /** The configured servers' names. */
   servers(): string[] {
-    return [...this.#servers.keys()].sort();
+    return this.#servers.names();
   }
 
   /**
@@ -246,17 +207,6 @@ export class McpPrimitive implements AsyncDisposable {
     }
   }
 
-  #entry(server: string): McpServerEntry {
-    const entry = this.#servers.get(server);
-    if (!entry) {
-      throw new McpError(
-        "mcp_tool_unknown",
-        `No MCP server named ${JSON.stringify(server.slice(0, 64))} is configured for this run`,
-      );
-    }
-    return entry;
-  }
-
   /**
    * The server's tools, checked: a tool whose name, schema or description breaks a bound is left
    * out (audited) and listed in `refused`. Starts the server when it is not running (decided).
@@ -267,22 +217,13 @@ export class McpPrimitive implements AsyncDisposable {
   ): Promise<{ tools: McpTool[]; refused: McpRefusedTool[] }> {
     this.#alive(pid);
     // Listing never asks: nobody could tell what approving a start for a listing resumes.
-    const session = await this.#session(pid, server, { server, tool: "", arguments: {} }, false);
-    return this.#check(pid, server, await this.#list(server, session));
-  }
-
-  async #list(server: string, session: McpSession): Promise<unknown[]> {
-    try {
-      return await session.listTools(this.limits.listTimeoutMs);
-    } catch (error) {
-      await this.#lost(server, session);
-      throw session.failure ??
-        new McpError(
-          "mcp_server_failed",
-          `Cannot list the tools of MCP server ${server}: ${message(error)}`,
-          { cause: error },
-        );
-    }
+    const session = await this.#servers.session(
+      pid,
+      server,
+      { server, tool: "", arguments: {} },
+      false,
+    );
+    return this.#check(pid, server, await this.#servers.list(server, session));
   }
 
   #check(pid: string, server: string, listed: readonly unknown[]): {
@@ -342,204 +283,6 @@ export class McpPrimitive implements AsyncDisposable {
     return { tools, refused };
   }
 
-  /** The live session of `server`, started (decided) when there is none. */
-  async #session(
-    pid: string,
-    server: string,
-    call: McpCall,
-    ask = true,
-  ): Promise<McpSession> {
-    const entry = this.#entry(server);
-    const state = this.#state.get(server) ?? { session: undefined, starting: undefined, starts: 0 };
-    this.#state.set(server, state);
-    if (state.session && !state.session.closed) return state.session;
-    state.session = undefined;
-    if (state.starting) return await state.starting;
-    if (this.#disposed) throw new McpError("mcp_server_failed", "The runtime is closing");
-    if (state.starts > this.limits.maxRestarts) {
-      throw new McpError(
-        "mcp_server_failed",
-        `MCP server ${server} stopped ${state.starts} times in this run; libos does not start it again (check the server, then start a new run)`,
-      );
-    }
-    state.starting = (async () => {
-      const config = entry.config;
-      if (!("command" in config)) {
-        throw new McpError(
-          "mcp_transport_unsupported",
-          `MCP server ${server} (${entry.source}) is a Streamable HTTP server; this version of libos reaches stdio servers only`,
-        );
-      }
-      const cwd = this.#cwd(server, config.cwd);
-      const argv = [config.command, ...(config.args ?? [])];
-      const program = this.#resolve(config.command, cwd);
-      if (!program) {
-        throw new McpError(
-          "mcp_server_refused",
-          `Cannot start MCP server ${server}: no program ${JSON.stringify(config.command)} in ${
-            SYSTEM_PATH.join(":")
-          } (configured in ${entry.source})`,
-        );
-      }
-      await this.#permitStart(pid, entry, argv, program, cwd, call, ask);
-      if (state.starts > 0) {
-        // Backoff before a restart: a crashing server is not spun.
-        const delay = this.limits.backoffMs * 2 ** (state.starts - 1);
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
-      state.starts++;
-      this.#launcher ??= this.#makeLauncher();
-      const pipes = await this.#launcher.start({
-        name: server,
-        executable: program.executable,
-        args: argv.slice(1),
-        cwd,
-        env: config.env ?? {},
-      });
-      try {
-        return await connectSession(pipes, this.limits.startTimeoutMs);
-      } catch (error) {
-        pipes.kill();
-        throw error;
-      }
-    })();
-    try {
-      state.session = await state.starting;
-      return state.session;
-    } finally {
-      state.starting = undefined;
-    }
-  }
-
-  #cwd(server: string, cwd: string | undefined): string {
-    if (cwd === undefined) return this.#workspace;
-    const path = normalize(isAbsolute(cwd) ? cwd : join(this.#workspace, cwd));
-    if (path !== this.#workspace && !path.startsWith(`${this.#workspace}/`)) {
-      throw new McpError(
-        "mcp_server_refused",
-        `MCP server ${server}'s cwd ${JSON.stringify(cwd)} is outside the workspace`,
-      );
-    }
-    return path;
-  }
-
-  /** Decides a server's start as a command (see the module documentation). */
-  async #permitStart(
-    pid: string,
-    entry: McpServerEntry,
-    argv: string[],
-    program: ResolvedProgram,
-    cwd: string,
-    call: McpCall,
-    ask: boolean,
-  ): Promise<void> {
-    const resource: ActionResource = { type: "shell", argv };
-    const envNames = Object.keys(("command" in entry.config && entry.config.env) || {}).sort();
-    const digest = digestOf({
-      primitive: "mcp.start",
-      server: entry.name,
-      executable: program.executable,
-      real: program.real,
-      argv,
-      cwd,
-      env: sha256Hex(JSON.stringify(("command" in entry.config && entry.config.env) || {})),
-    });
-    const what = `start MCP server ${entry.name}`;
-    await this.#gate.pass(pid, {
-      operation: "mcp.call",
-      args: call as unknown as Record<string, JsonValue>,
-      grant: () => ({ type: "shell", argv, scope: "exact" }),
-      attempt: (): Promise<Attempt<undefined>> => {
-        let decision = this.#authority.decide(pid, { resource, right: "execute", digest });
-        if (decision.effect === "deny" && decision.layer === "default") {
-          // Nothing said no: the operator configured this server (their file is the allow).
-          decision = { effect: "allow", reason: `config:${entry.source}`, layer: "default" };
-        }
-        if (decision.effect === "ask") {
-          const approved = this.#gate.approval(pid, resource, "execute", digest);
-          if (approved) {
-            decision = {
-              effect: "allow",
-              reason: `cap:${approved.id}`,
-              layer: "cap",
-              capability: approved.id,
-              approval: true,
-            };
-          }
-        }
-        const detail = {
-          server: entry.name,
-          executable: program.executable,
-          envNames: envNames.join(" "),
-        };
-        const shown = `shell:${argv.join(" ").slice(0, 1000)}`;
-        if (decision.effect === "deny") {
-          this.#record(pid, "mcp.start", shown, "deny", decision.reason, {
-            inputDigest: digest,
-            detail,
-          });
-          throw new CapabilityDeniedError(
-            "capability_denied",
-            `Cannot ${what}: its command is denied (${decision.reason})`,
-            { reason: decision.reason },
-          );
-        }
-        if (decision.effect === "ask") {
-          this.#record(pid, "mcp.start", shown, "ask", decision.reason, {
-            inputDigest: digest,
-            detail,
-          });
-          const details = actionApproval({
-            primitive: "mcp",
-            operation: "mcp.start",
-            resource: shown,
-            right: "execute",
-            reason: decision.reason,
-            grantScope: "starting this exact server once (bound to its digest)",
-            bytes: null,
-            sha256: null,
-            preview:
-              `MCP server: ${entry.name}\nconfigured in: ${entry.source}\nenvironment given: ${
-                envNames.join(", ") || "(none)"
-              }`,
-            executable: program.executable,
-            argv,
-            cwd,
-            envHash: null,
-            digest,
-            ceiling: decision.ceiling ?? null,
-          });
-          return Promise.resolve({ type: "ask", ask: { details, subject: what } });
-        }
-        this.#gate.spend([decision]);
-        this.#record(pid, "mcp.start", shown, "allow", decision.reason, {
-          inputDigest: digest,
-          detail,
-        });
-        return Promise.resolve({ type: "done", value: undefined });
-      },
-      unasked: (asked) =>
-        ask ? undefined : new McpError(
-          "mcp_server_refused",
-          `Cannot ${what} to list its tools: starting it needs a human's approval (${asked.details.reason}); allow its command with a shell rule, or call one of its tools to be asked`,
-        ),
-      exhausted: (ask, n) =>
-        new McpError(
-          "mcp_server_refused",
-          `Cannot ${what}: it still needs approval after ${
-            n - 1
-          } approvals (${ask.details.reason})`,
-        ),
-    });
-  }
-
-  /** A session that failed: closed, so the next use starts the server again. */
-  async #lost(server: string, session: McpSession): Promise<void> {
-    const state = this.#state.get(server);
-    if (state?.session === session) state.session = undefined;
-    await session.close().catch(() => {/* already gone */});
-  }
-
   /**
    * Calls a tool of a configured server for process `pid`, decided (see the module
    * documentation).
@@ -573,9 +316,9 @@ export class McpPrimitive implements AsyncDisposable {
         { reason: decision.reason },
       );
     }
-    const session = await this.#session(pid, server, call);
+    const session = await this.#servers.session(pid, server, call);
     // Listed afresh: the tool decided and shown is the tool the server has now.
-    const { tools } = this.#check(pid, server, await this.#list(server, session));
+    const { tools } = this.#check(pid, server, await this.#servers.list(server, session));
     const listed = tools.find((t) => t.name === tool);
     if (!listed) {
       this.#record(pid, "mcp.call", shown, "deny", "mcp_tool_unknown");
@@ -671,7 +414,7 @@ export class McpPrimitive implements AsyncDisposable {
         });
         throw refused;
       }
-      await this.#lost(server, session);
+      await this.#servers.lost(server, session);
       this.#ledger.finish(id, {
         ok: false,
         error: { code: "outcome_unknown", message: failure.message },
@@ -791,11 +534,7 @@ export class McpPrimitive implements AsyncDisposable {
 
   /** Stops every server this run started. */
   async [Symbol.asyncDispose](): Promise<void> {
-    this.#disposed = true;
-    for (const state of this.#state.values()) {
-      await state.session?.close().catch(() => {/* already gone */});
-    }
-    await this.#launcher?.[Symbol.asyncDispose]();
+    await this.#servers[Symbol.asyncDispose]();
   }
 }
 
