@@ -22,7 +22,7 @@
  * untrusted: redacted, cut at {@link MCP_RESULT_MAX_BYTES} with a marker.
  *
  * Streamable HTTP servers are configured but not reached yet: a call is `mcp_transport_unsupported`
- * (the seam: {@link McpPrimitive.#connect}).
+ * (the seam: the `url` branch of `McpServers.session` in `_mcp_servers.ts`).
  *
  * @module
  */
