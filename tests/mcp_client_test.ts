@@ -12,6 +12,7 @@ import { parseMcpConfig } from "../runtime/primitives/mcp.ts";
 import type { RuntimeOptions } from "../runtime/runtime.ts";
 import { HumanPendingError } from "../runtime/base/errors.ts";
 import { fakeMcpLauncher } from "./mcp_fixture.ts";
+import { renderApprovalRequest } from "../runtime/human/approval_render.ts";
 import { LibOSSyscallSession, runtimeTargets } from "../jit/mod.ts";
 
 const FIXTURE = new URL("./fixtures/mcp/mcp_server.ts", import.meta.url);
@@ -163,6 +164,12 @@ Deno.test("MCP call that asks parks in queue mode; approved, it runs exactly onc
   const shown = JSON.stringify(pending);
   assert.ok(shown.includes("mcp:fx/wipe"));
   assert.ok(shown.includes("destructiveHint"));
+  // The card a human reads: server, tool and the arguments, with the ESC the model sent escaped.
+  const card = renderApprovalRequest(pending);
+  assert.match(card, /server: fx/);
+  assert.match(card, /tool: wipe/);
+  assert.ok(card.includes("\\x1b[31mred") || card.includes("\\u001b[31mred"), card);
+  assert.ok(!card.includes("\u001b"), "no raw ESC reaches the terminal");
   t.runtime.human.approve(request!, { by: "human:test" });
   const signal = new AbortController().signal;
   const once = await t.runtime.human.resume(t.pid, request!, signal);
