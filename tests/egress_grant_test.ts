@@ -323,12 +323,12 @@ function server(redirect?: () => string) {
   };
 }
 
-/** The coding agent with `fetch_url` visible (the built-in images do not offer it). */
+/** A copy of the coding agent (which offers `fetch_url`) under its own id, loaded by the test. */
 function fetchImage(workspace: string): string {
   const yaml = Deno.readTextFileSync(join(REPO, "images", "coding-agent.yaml"))
     .replace("id: coding-agent:v0", "id: fetch-agent:v0")
-    .replace("name: coding-agent", "name: fetch-agent")
-    .replace("defaultTools:\n", "defaultTools:\n  - fetch_url\n");
+    .replace("name: coding-agent", "name: fetch-agent");
+  assert.match(yaml, /\n {2}- fetch_url\n/, "the coding agent offers fetch_url");
   Deno.writeTextFileSync(join(workspace, "fetch-agent.yaml"), yaml);
   return "fetch-agent.yaml";
 }
