@@ -2,8 +2,8 @@
  * The governed MCP client against real servers from the npm registry (issue 25): the reference
  * `server-filesystem` and `server-everything`, pinned and fetched by `.ci/run` into
  * `$LIBOS_MCP_SERVERS` (default `~/.cache/libos-ci/mcp-servers`), run with the host's node over
- * stdio inside the OS wall (the package directory bound read-only as a toolchain). They fail —
- * never skip — when the packages are missing: run `.ci/run`'s step 3b.
+ * stdio inside the OS wall (the package directory bound read-only as a toolchain). They never
+ * skip: outside `.ci/run` the pinned packages are fetched with npm into the same cache first.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -11,17 +11,54 @@ import { testRuntime } from "../testing.ts";
 import { parsePolicy, PolicyRules } from "../runtime/policy/policy_rules.ts";
 import { parseMcpConfig } from "../runtime/primitives/mcp.ts";
 
-function serversDir(): string {
+/** The pinned packages (`.ci/run` step 3b installs the same list). */
+const PINNED = [
+  "@modelcontextprotocol/server-everything@2026.8.31",
+  "@modelcontextprotocol/server-filesystem@2026.8.31",
+];
+
+function installed(dir: string): boolean {
+  try {
+    for (const name of ["server-everything", "server-filesystem"]) {
+      Deno.statSync(join(dir, "node_modules", "@modelcontextprotocol", name, "dist", "index.js"));
+    }
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Where the pinned servers are. Under `.ci/run` (which sets `LIBOS_MCP_SERVERS` after fetching
+ * them) they must be there; elsewhere — `deno task test` on a fresh machine — they are fetched
+ * once into the same cache with npm, as step 3b does, and a failure to fetch fails the test.
+ */
+async function serversDir(): Promise<string> {
   const given = Deno.env.get("LIBOS_MCP_SERVERS");
   const cache = Deno.env.get("XDG_CACHE_HOME") ?? join(Deno.env.get("HOME") ?? "/", ".cache");
   const dir = given && given !== "" ? given : join(cache, "libos-ci", "mcp-servers");
-  try {
-    Deno.statSync(join(dir, "node_modules", "@modelcontextprotocol", "server-everything"));
-    Deno.statSync(join(dir, "node_modules", "@modelcontextprotocol", "server-filesystem"));
-  } catch (error) {
+  if (!installed(dir) && !given) {
+    Deno.mkdirSync(dir, { recursive: true });
+    const npm = await new Deno.Command("npm", {
+      args: ["install", "--no-audit", "--no-fund", "--no-save", "--prefix", dir, ...PINNED],
+      stdout: "null",
+      stderr: "piped",
+    }).output().catch((error) => {
+      throw new Error(`npm could not be run to fetch the pinned MCP servers: ${error}`);
+    });
+    if (!npm.success) {
+      throw new Error(
+        `npm could not fetch the pinned MCP servers into ${dir}: ${
+          new TextDecoder().decode(npm.stderr).slice(-500)
+        }`,
+      );
+    }
+  }
+  if (!installed(dir)) {
     throw new Error(
-      `The pinned MCP servers are not in ${dir}: run .ci/run (step 3b) or npm install --prefix ${dir} @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31`,
-      { cause: error },
+      `The pinned MCP servers are not in ${dir}: run .ci/run (step 3b) or npm install --prefix ${dir} ${
+        PINNED.join(" ")
+      }`,
     );
   }
   return Deno.realPathSync(dir);
@@ -30,7 +67,7 @@ function serversDir(): string {
 const SECRET = "sk-libos-test-0123456789abcdef";
 
 async function fixture() {
-  const dir = serversDir();
+  const dir = await serversDir();
   const pkg = (name: string) =>
     join(dir, "node_modules", "@modelcontextprotocol", name, "dist", "index.js");
   const t = await testRuntime({
