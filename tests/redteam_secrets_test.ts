@@ -309,7 +309,7 @@ async function loadWideImage(s: Sandbox): Promise<string> {
         "spawn_child_process",
         "wait_child_process",
         "exec_process",
-        "fetch_url",
+        // fetch_url: the coding agent already offers it.
       ].map((t) => `  - ${t}\n`).join(""),
     );
   const file = join(s.workspace, "..", "redteam-agent.yaml");
