@@ -391,6 +391,7 @@ function build(options: RuntimeOptions): Runtime {
       ledger,
       human,
       servers: options.mcpServers ?? [],
+      net: { fetch: (pid, request, o) => primitives.net.fetch(pid, request, o) },
       launcher: options.mcpLauncher ?? (() =>
         walledLauncher({
           workspace: location.workspace,

@@ -281,7 +281,7 @@ Deno.test("MCP server start is decided as a command: a shell deny rule on its pr
   );
 });
 
-Deno.test("MCP Streamable HTTP server: configured, but a call is a typed mcp_transport_unsupported and nothing is sent", async () => {
+Deno.test("MCP Streamable HTTP server: without a net: grant of its host the start is refused (capability_denied naming --allow-host) and nothing is sent", async () => {
   await using t = await testRuntime({
     prefix: "libos-mcp-http-",
     human: "none",
@@ -292,12 +292,15 @@ Deno.test("MCP Streamable HTTP server: configured, but a call is a typed mcp_tra
   });
   const pid = t.spawn();
   const problems = await t.runtime.tools.loadMcp(pid);
-  assert.deepEqual(problems.map((p) => p.code), ["mcp_transport_unsupported"]);
+  assert.deepEqual(problems.map((p) => p.code), ["capability_denied"]);
   await assert.rejects(
     () => t.runtime.primitives.mcp.call(pid, { server: "remote", tool: "x", arguments: {} }),
-    (e: unknown) => e instanceof Error && "code" in e && e.code === "mcp_transport_unsupported",
+    (e: unknown) =>
+      e instanceof Error && "code" in e && e.code === "capability_denied" &&
+      e.message.includes("--allow-host 127.0.0.1:9"),
   );
   assert.equal(t.runtime.ledger.list(pid).length, 0);
+  assert.ok(!t.runtime.audit.query({}).some((r) => r.action === "net.fetch"), "nothing was sent");
 });
 
 Deno.test("MCP tools follow the image: a review-agent process (maxMode read-only) is shown none and its call is denied by its mode; a base-agent process sees them", async () => {

@@ -205,8 +205,21 @@ export interface McpSession {
 
 /** Connects an SDK client over `pipes`: the MCP handshake, bounded by `timeoutMs`. */
 export async function connectSession(pipes: McpPipes, timeoutMs: number): Promise<McpSession> {
+  return await connectTransport(new LineTransport(pipes), timeoutMs);
+}
+
+/** A transport that says why libos ended it, when it did. */
+export interface FailingTransport extends Transport {
+  readonly failure: McpError | undefined;
+  close(): Promise<void>;
+}
+
+/** Connects an SDK client over any transport: the MCP handshake, bounded by `timeoutMs`. */
+export async function connectTransport(
+  transport: FailingTransport,
+  timeoutMs: number,
+): Promise<McpSession> {
   const { Client } = await loadClient();
-  const transport = new LineTransport(pipes);
   let closed = false;
   const client: Client = new Client(
     { name: "libos", version: "0.1.0" },

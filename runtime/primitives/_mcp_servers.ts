@@ -17,7 +17,8 @@ import type { ResolvedProgram } from "../providers/shell.ts";
 import type { ApprovalGate, Attempt } from "./approval_gate.ts";
 import { McpError } from "./_mcp_bounds.ts";
 import { connectSession, type McpLauncher, type McpSession, message } from "./_mcp_client.ts";
-import type { McpServerEntry } from "./_mcp_config.ts";
+import type { McpHttpServer, McpServerEntry } from "./_mcp_config.ts";
+import { connectHttpSession, type McpNet } from "./_mcp_http.ts";
 
 /** Bounds of MCP calls. */
 export interface McpLimits {
@@ -72,6 +73,8 @@ export interface McpServersOptions {
   readonly resolveProgram: (token: string, cwd: string) => ResolvedProgram | undefined;
   readonly workspace: string;
   readonly limits: McpLimits;
+  /** The network primitive: Streamable HTTP servers are reached through it only. */
+  readonly net?: McpNet | undefined;
 }
 
 interface ServerState {
@@ -91,6 +94,7 @@ export class McpServers implements AsyncDisposable {
   #launcher: McpLauncher | undefined;
   readonly #resolve: McpServersOptions["resolveProgram"];
   readonly #workspace: string;
+  readonly #net: McpNet | undefined;
   #disposed = false;
   readonly limits: McpLimits;
 
@@ -103,6 +107,7 @@ export class McpServers implements AsyncDisposable {
     this.#makeLauncher = options.launcher;
     this.#resolve = options.resolveProgram;
     this.#workspace = options.workspace;
+    this.#net = options.net;
     this.limits = options.limits;
   }
 
@@ -159,10 +164,17 @@ export class McpServers implements AsyncDisposable {
     state.starting = (async () => {
       const config = entry.config;
       if (!("command" in config)) {
-        throw new McpError(
-          "mcp_transport_unsupported",
-          `MCP server ${server} (${entry.source}) is a Streamable HTTP server; this version of libos reaches stdio servers only`,
-        );
+        const permitted = this.#permitHttp(pid, entry, config);
+        state.starts++;
+        return await connectHttpSession({
+          server,
+          url: new URL(config.url),
+          headers: config.headers ?? {},
+          pid,
+          net: this.#net!,
+          permitted,
+          timeoutMs: this.limits.startTimeoutMs,
+        });
       }
       const cwd = this.#cwd(server, config.cwd);
       const argv = [config.command, ...(config.args ?? [])];
@@ -215,6 +227,82 @@ export class McpServers implements AsyncDisposable {
       );
     }
     return path;
+  }
+
+  /**
+   * Decides an HTTP server's start as a connection to its host: the process must hold a `net:`
+   * grant (`--allow-host`, a rule) on the host or its `<host>:<port>`; nothing else (no ask, and
+   * the operator's configuration is no allow). Audited as `mcp.start` on `net:<host>:<port>`.
+   * Returns the check each request of the session runs again (a revoked grant ends it); it
+   * returns the reason that still allows.
+   * @throws {CapabilityDeniedError} without the grant (the message names `--allow-host`).
+   */
+  #permitHttp(pid: string, entry: McpServerEntry, config: McpHttpServer): () => string {
+    const url = new URL(config.url);
+    const host = url.hostname.toLowerCase().replace(/\.$/, "");
+    const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
+    const endpoint = `${host}:${port}`;
+    const detail = {
+      server: entry.name,
+      host,
+      port,
+      headerNames: Object.keys(config.headers ?? {}).sort().join(" "),
+    };
+    // An explicit deny or a rule's ask on the host or the endpoint refuses; then a capability
+    // (`--allow-host`, inherited from the run's top process) or a rule's allow permits. The mode's
+    // ask is what the grant answers: the session was decided once, so no request asks a human.
+    const check = (): { allowed: boolean; reason: string } => {
+      let allow: string | undefined;
+      for (const key of [endpoint, host]) {
+        const resource = { type: "net", key } as const;
+        const d = this.#authority.decide(pid, { resource, right: "connect" });
+        if (d.effect === "deny" && d.layer !== "default") {
+          return { allowed: false, reason: d.reason };
+        }
+        if (d.effect === "ask" && d.layer !== "mode") return { allowed: false, reason: d.reason };
+        if (d.effect === "allow") allow ??= d.reason;
+        const match = this.#authority.capabilities.match(pid, resource, "connect", undefined);
+        if (match?.effect === "deny") {
+          return { allowed: false, reason: `cap:${match.capability?.id}` };
+        }
+        if (match?.effect === "allow" && match.capability) allow ??= `cap:${match.capability.id}`;
+      }
+      return allow === undefined
+        ? { allowed: false, reason: "no net: grant" }
+        : { allowed: true, reason: allow };
+    };
+    const refusal = (reason: string, later: boolean) =>
+      new CapabilityDeniedError(
+        "capability_denied",
+        `Cannot ${later ? "go on talking to" : "start"} MCP server ${entry.name} at ${
+          JSON.stringify(url.origin)
+        } (${entry.source}): the run holds no network grant for ${endpoint} (${reason}); run with --allow-host ${endpoint} (or a rule granting connect on net:${host})`,
+        { reason },
+      );
+    if (!this.#net) {
+      throw new McpError(
+        "mcp_server_refused",
+        `Cannot start MCP server ${entry.name}: this runtime has no network primitive`,
+      );
+    }
+    const first = check();
+    this.#record(
+      pid,
+      "mcp.start",
+      `net:${endpoint}`,
+      first.allowed ? "allow" : "deny",
+      first.reason,
+      {
+        detail,
+      },
+    );
+    if (!first.allowed) throw refusal(first.reason, false);
+    return () => {
+      const now = check();
+      if (now.allowed) return now.reason;
+      this.#record(pid, "mcp.start", `net:${endpoint}`, "deny", now.reason, { detail });
+      throw refusal(now.reason, true);
+    };
   }
 
   /** Decides a server's start as a command (see the module documentation). */

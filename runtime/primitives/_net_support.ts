@@ -84,6 +84,8 @@ export const SAFE_RESPONSE_HEADERS: readonly string[] = Object.freeze([
   "vary",
   "location",
   "retry-after",
+  // A Streamable HTTP MCP server's session (runtime/primitives/_mcp_http.ts).
+  "mcp-session-id",
 ]);
 
 /**

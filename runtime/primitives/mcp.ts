@@ -26,6 +26,7 @@
  *
  * @module
  */
+import type { McpNet } from "./_mcp_http.ts";
 import { z } from "zod";
 import type { ActionLedger } from "../process/action_ledger.ts";
 import { type Authority, explained } from "../authority/authority.ts";
@@ -112,6 +113,8 @@ export interface McpPrimitiveOptions {
   readonly workspace: string;
   readonly secrets?: readonly string[];
   readonly limits?: Partial<McpLimits>;
+  /** The network primitive, through which Streamable HTTP servers are reached. */
+  readonly net?: McpNet;
 }
 
 /** A broker tool name (as `runtime/broker/tool.ts` ToolName). */
@@ -154,6 +157,7 @@ export class McpPrimitive implements AsyncDisposable {
       resolveProgram: options.resolveProgram,
       workspace: options.workspace,
       limits: this.limits,
+      net: options.net,
     });
   }
 

@@ -582,7 +582,12 @@ export class NetPrimitive {
     target: Target,
     hop: Hop,
     digest: string,
-    context: { readonly first: boolean; readonly repeatable: boolean; readonly call: Call },
+    context: {
+      readonly first: boolean;
+      readonly repeatable: boolean;
+      readonly call: Call;
+      readonly standing?: string | undefined;
+    },
   ): Promise<Decision> {
     const what = `fetch ${this.#quote(target)}`;
     return await this.#gate.pass(pid, {
@@ -597,6 +602,12 @@ export class NetPrimitive {
         // A literal address is checked before anyone is asked to approve it.
         if (target.literal) this.#check(pid, target, [target.literal], digest);
         if (decision.effect === "allow") return Promise.resolve({ type: "done", value: decision });
+        if (context.standing !== undefined) {
+          return Promise.resolve({
+            type: "done",
+            value: { effect: "allow", reason: context.standing, layer: "cap" },
+          });
+        }
         this.#record(pid, target.host, "ask", decision.reason, {
           inputDigest: digest,
           detail: { url: shown(target.url.href, 2048) },
@@ -808,7 +819,15 @@ export class NetPrimitive {
   async fetch(
     pid: string,
     request: NetFetchRequest,
-    options: { readonly signal?: AbortSignal } = {},
+    options: {
+      readonly signal?: AbortSignal;
+      /**
+       * The caller's standing decision (an MCP HTTP session's start, decided once on the
+       * process's `net:` grant): an ask is answered by it instead of a human; a deny and the
+       * address policy still hold.
+       */
+      readonly standing?: string;
+    } = {},
   ): Promise<NetResponse> {
     this.#alive(pid);
     const call = this.#validate(request);
@@ -831,6 +850,7 @@ export class NetPrimitive {
           first: n === 0,
           repeatable,
           call,
+          standing: options.standing,
         });
         deadline.arm();
         const addresses = await this.#locate(pid, target, digest, decision.reason, deadline);
