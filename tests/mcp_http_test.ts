@@ -77,7 +77,8 @@ const ALLOW = new PolicyRules(
   parsePolicy(`{"version": 1, "rules": [{"effect": "allow", "tool": "mcp__web__*"}]}`, "/p.jsonc"),
 );
 
-async function runtimeFor(port: number) {
+async function runtimeFor(port: number, options: { host?: string; type?: string } = {}) {
+  const host = options.host ?? "127.0.0.1";
   const t = await testRuntime({
     prefix: "libos-mcp-http-",
     human: "none",
@@ -86,7 +87,8 @@ async function runtimeFor(port: number) {
       JSON.stringify({
         mcpServers: {
           web: {
-            url: `http://127.0.0.1:${port}/mcp`,
+            ...(options.type ? { type: options.type } : {}),
+            url: `http://${host}:${port}/mcp`,
             headers: { Authorization: "Bearer s3cret-token-value" },
           },
         },
@@ -99,12 +101,20 @@ async function runtimeFor(port: number) {
   const grant = () =>
     t.runtime.authority.capabilities.grant({
       subject: pid,
-      resource: { type: "net", key: `127.0.0.1:${port}`, scope: "exact" },
+      resource: { type: "net", key: `${host}:${port}`, scope: "exact" },
       rights: ["connect"],
       effect: "allow",
       issuer: "operator",
     }).id;
-  return { ...t, pid, grant };
+  const deny = (key: string) =>
+    t.runtime.authority.capabilities.grant({
+      subject: pid,
+      resource: { type: "net", key, scope: "exact" },
+      rights: ["connect"],
+      effect: "deny",
+      issuer: "operator",
+    }).id;
+  return { ...t, pid, grant, deny };
 }
 
 Deno.test("MCP HTTP: without a net: grant the start is refused (naming --allow-host) and the server receives nothing", async () => {
@@ -197,4 +207,37 @@ Deno.test("MCP HTTP: a redirect to another host is refused and not followed", as
     !t.runtime.audit.query({}).some((r) => r.resource === "net:other.example"),
     "the redirect's host was never decided or resolved",
   );
+});
+
+Deno.test("MCP HTTP: a server named by host name (localhost) is reached with a grant of that endpoint, pinned to its checked address", async () => {
+  await using s = await serve("normal");
+  await using t = await runtimeFor(s.port, { host: "localhost" });
+  t.grant();
+  assert.deepEqual(await t.runtime.tools.loadMcp(t.pid), []);
+  const result = await t.runtime.tools.invoke(
+    t.pid,
+    { name: "mcp__web__echo", arguments: {} },
+    new AbortController().signal,
+  );
+  assert.ok(result.ok, JSON.stringify(result));
+  assert.deepEqual(s.calls, ["echo"]);
+});
+
+Deno.test("MCP HTTP: a deny on the host holds however the endpoint is granted; the server receives nothing", async () => {
+  await using s = await serve("normal");
+  await using t = await runtimeFor(s.port);
+  t.grant();
+  t.deny("127.0.0.1");
+  const problems = await t.runtime.tools.loadMcp(t.pid);
+  assert.deepEqual(problems.map((p) => p.code), ["capability_denied"]);
+  assert.deepEqual(s.requests, []);
+});
+
+Deno.test("MCP HTTP: a server configured as legacy SSE is a typed mcp_transport_unsupported and is never contacted", async () => {
+  await using s = await serve("normal");
+  await using t = await runtimeFor(s.port, { type: "sse" });
+  t.grant();
+  const problems = await t.runtime.tools.loadMcp(t.pid);
+  assert.deepEqual(problems.map((p) => p.code), ["mcp_transport_unsupported"]);
+  assert.deepEqual(s.requests, []);
 });

@@ -54,7 +54,10 @@ export interface HttpSessionOptions {
    * returns the reason that allows (the request's standing decision in the network primitive).
    */
   readonly permitted: () => string;
-  readonly timeoutMs: number;
+  /** The handshake's bound. */
+  readonly startTimeoutMs: number;
+  /** One HTTP request's bound (the SDK's own per-request timeouts usually fire first). */
+  readonly requestTimeoutMs: number;
 }
 
 /** The SDK's HTTP transport module, loaded on first use. */
@@ -116,7 +119,7 @@ export async function connectHttpSession(options: HttpSessionOptions): Promise<M
         ...(typeof body === "string" ? { body } : {}),
         maxBytes: MCP_LINE_MAX_BYTES,
         maxRedirects: 0,
-        timeoutMs: options.timeoutMs,
+        timeoutMs: options.requestTimeoutMs,
       }, { standing, ...(init?.signal ? { signal: init.signal } : {}) });
     } catch (error) {
       if (error instanceof LibosError && error.code === "redirect_limit") {
@@ -162,5 +165,5 @@ export async function connectHttpSession(options: HttpSessionOptions): Promise<M
   });
   Object.defineProperty(sdk, "failure", { get: () => failure });
   const transport = sdk as typeof sdk & FailingTransport;
-  return await connectTransport(transport, options.timeoutMs);
+  return await connectTransport(transport, options.startTimeoutMs);
 }

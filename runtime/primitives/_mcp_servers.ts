@@ -164,6 +164,12 @@ export class McpServers implements AsyncDisposable {
     state.starting = (async () => {
       const config = entry.config;
       if (!("command" in config)) {
+        if (config.type === "sse") {
+          throw new McpError(
+            "mcp_transport_unsupported",
+            `MCP server ${server} (${entry.source}) is configured as a legacy SSE server; libos speaks Streamable HTTP only (drop "type": "sse" if the server also serves Streamable HTTP at that URL)`,
+          );
+        }
         const permitted = this.#permitHttp(pid, entry, config);
         state.starts++;
         return await connectHttpSession({
@@ -173,7 +179,17 @@ export class McpServers implements AsyncDisposable {
           pid,
           net: this.#net!,
           permitted,
-          timeoutMs: this.limits.startTimeoutMs,
+          startTimeoutMs: this.limits.startTimeoutMs,
+          // One HTTP request carries a whole call: it may last as long as the longest bound
+          // (the network primitive's own cap, 120 s by default, still holds).
+          requestTimeoutMs: Math.min(
+            120_000,
+            Math.max(
+              this.limits.startTimeoutMs,
+              this.limits.listTimeoutMs,
+              this.limits.callTimeoutMs,
+            ),
+          ),
         });
       }
       const cwd = this.#cwd(server, config.cwd);
