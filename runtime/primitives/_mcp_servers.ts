@@ -2,7 +2,10 @@
  * The run's MCP servers (see `mcp.ts`): one session per configured server, started on first use
  * inside the OS wall and decided as a command (`decide()` on its argv through the approval gate;
  * with nothing said, the operator's configuration file is the allow), started again after a
- * backoff when it exits (a bounded number of times per run), and stopped with the runtime.
+ * backoff when it exits (a bounded number of times per run), and stopped with the runtime. A
+ * Streamable HTTP server's session is decided instead as a connection to its host: the process
+ * must hold a `net:` grant (see `#permitHttp`); its requests go through the network primitive
+ * (`_mcp_http.ts`).
  *
  * @module
  */

@@ -21,8 +21,8 @@
  * or times out mid-call leaves its action `outcome_unknown` — never retried. Results are
  * untrusted: redacted, cut at {@link MCP_RESULT_MAX_BYTES} with a marker.
  *
- * Streamable HTTP servers are configured but not reached yet: a call is `mcp_transport_unsupported`
- * (the seam: the `url` branch of `McpServers.session` in `_mcp_servers.ts`).
+ * Streamable HTTP servers are reached through the network primitive (`_mcp_http.ts`); starting one
+ * needs a `net:` grant of its host (`--allow-host`), decided once (`_mcp_servers.ts`).
  *
  * @module
  */
