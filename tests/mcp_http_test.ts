@@ -168,7 +168,7 @@ Deno.test("MCP HTTP: with a grant of the endpoint, a call a rule allows runs onc
   assert.ok(!records.includes("s3cret-token-value"), "a header value is never recorded");
 });
 
-Deno.test("MCP HTTP: a grant revoked after the start ends the session at its next request; nothing more is sent", async () => {
+Deno.test("MCP HTTP: a grant revoked after the start refuses the live session's next use; nothing more is sent", async () => {
   await using s = await serve("normal");
   await using t = await runtimeFor(s.port);
   const id = t.grant();
@@ -181,7 +181,8 @@ Deno.test("MCP HTTP: a grant revoked after the start ends the session at its nex
     new AbortController().signal,
   );
   assert.ok(!result.ok);
-  assert.equal(result.error.code, "mcp_server_refused", JSON.stringify(result.error));
+  assert.equal(result.error.code, "capability_denied", JSON.stringify(result.error));
+  assert.match(result.error.message, /--allow-host 127\.0\.0\.1:/);
   assert.equal(s.requests.length, before, "nothing was sent after the revocation");
   assert.deepEqual(s.calls, []);
 });
@@ -240,4 +241,20 @@ Deno.test("MCP HTTP: a server configured as legacy SSE is a typed mcp_transport_
   const problems = await t.runtime.tools.loadMcp(t.pid);
   assert.deepEqual(problems.map((p) => p.code), ["mcp_transport_unsupported"]);
   assert.deepEqual(s.requests, []);
+});
+
+Deno.test("MCP HTTP: a session another process started is not reused by a process without its own net: grant", async () => {
+  await using s = await serve("normal");
+  await using t = await runtimeFor(s.port);
+  t.grant();
+  assert.deepEqual(await t.runtime.tools.loadMcp(t.pid), []);
+  const other = t.spawn();
+  const before = s.requests.length;
+  await assert.rejects(
+    () => t.runtime.primitives.mcp.call(other, { server: "web", tool: "echo", arguments: {} }),
+    (e: unknown) => e instanceof Error && "code" in e && e.code === "capability_denied",
+  );
+  assert.equal(s.requests.length, before, "nothing was sent for it");
+  assert.deepEqual(s.calls, []);
+  assert.equal(t.runtime.ledger.list(other).length, 0);
 });

@@ -154,7 +154,11 @@ export class McpServers implements AsyncDisposable {
     const entry = this.entry(server);
     const state = this.#state.get(server) ?? { session: undefined, starting: undefined, starts: 0 };
     this.#state.set(server, state);
-    if (state.session && !state.session.closed) return state.session;
+    if (state.session && !state.session.closed) {
+      // An HTTP session is shared by the run's processes: each one needs its own net: grant.
+      if (!("command" in entry.config)) this.#permitHttp(pid, entry, entry.config, true);
+      return state.session;
+    }
     state.session = undefined;
     if (state.starting) return await state.starting;
     if (this.#disposed) throw new McpError("mcp_server_failed", "The runtime is closing");
@@ -256,7 +260,12 @@ export class McpServers implements AsyncDisposable {
    * returns the reason that still allows.
    * @throws {CapabilityDeniedError} without the grant (the message names `--allow-host`).
    */
-  #permitHttp(pid: string, entry: McpServerEntry, config: McpHttpServer): () => string {
+  #permitHttp(
+    pid: string,
+    entry: McpServerEntry,
+    config: McpHttpServer,
+    reuse = false,
+  ): () => string {
     const url = new URL(config.url);
     const host = url.hostname.toLowerCase().replace(/\.$/, "");
     const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
@@ -293,9 +302,11 @@ export class McpServers implements AsyncDisposable {
     const refusal = (reason: string, later: boolean) =>
       new CapabilityDeniedError(
         "capability_denied",
-        `Cannot ${later ? "go on talking to" : "start"} MCP server ${entry.name} at ${
+        `Cannot ${
+          later ? "go on talking to" : reuse ? "use" : "start"
+        } MCP server ${entry.name} at ${
           JSON.stringify(url.origin)
-        } (${entry.source}): the run holds no network grant for ${endpoint} (${reason}); run with --allow-host ${endpoint} (or a rule granting connect on net:${host})`,
+        } (${entry.source}): process ${pid} may not connect to ${endpoint} (${reason}); a network server needs a net: grant of its host — run with --allow-host ${endpoint} (or a rule or capability allowing connect on net:${endpoint})`,
         { reason },
       );
     if (!this.#net) {
@@ -305,16 +316,19 @@ export class McpServers implements AsyncDisposable {
       );
     }
     const first = check();
-    this.#record(
-      pid,
-      "mcp.start",
-      `net:${endpoint}`,
-      first.allowed ? "allow" : "deny",
-      first.reason,
-      {
-        detail,
-      },
-    );
+    // A process reusing a live session is audited only when it is refused.
+    if (!(reuse && first.allowed)) {
+      this.#record(
+        pid,
+        "mcp.start",
+        `net:${endpoint}`,
+        first.allowed ? "allow" : "deny",
+        first.reason,
+        {
+          detail,
+        },
+      );
+    }
     if (!first.allowed) throw refusal(first.reason, false);
     return () => {
       const now = check();
