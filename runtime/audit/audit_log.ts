@@ -569,7 +569,7 @@ export class AuditLog implements Disposable {
           message:
             `Audit chain "${chain}" was rewritten: record #${anchored.chainSeq} does not have the hash the head file anchored (${
               anchored.hash.slice(0, 16)
-            }…)`,
+            }…); if this database was replaced on purpose (deleted and created anew at the same path), anchor it with "libos init --reanchor"`,
         };
       }
     }

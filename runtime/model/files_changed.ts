@@ -27,7 +27,10 @@ export interface FileChange {
 /** What a run changed in the workspace, from the audit log. */
 export interface FilesChanged {
   readonly files: readonly FileChange[];
-  /** Commands that ran: they may have changed files the audit log cannot name. */
+  /**
+   * Commands that ran with the workspace writable: they may have changed files the audit log
+   * cannot name (read-only commands, run confined, are not counted).
+   */
   readonly commands: number;
 }
 
@@ -55,7 +58,8 @@ export function filesChanged(audit: AuditLog, pids: readonly string[]): FilesCha
     for (const r of auditOf(audit, pid)) {
       if (r.decision !== "allow" || r.actor !== pid || r.detail?.failed !== undefined) continue;
       if (r.action === "shell.run") {
-        commands++;
+        // A confined run (a read-only command: the workspace bound read-only) changed nothing.
+        if (r.detail?.confined !== true) commands++;
         continue;
       }
       const op = r.action === "fs.write"

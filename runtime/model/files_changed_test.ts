@@ -44,6 +44,16 @@ Deno.test("filesChanged() nets each path's allowed writes and deletes in order, 
     decision: "allow",
     authority: "cap:cap_000000000000",
   });
+  // A read-only command ran confined (the workspace read-only): it changed nothing.
+  t.runtime.audit.append({
+    actor: pid,
+    pid,
+    action: "shell.run",
+    resource: "shell:ls",
+    decision: "allow",
+    authority: "read-only:ls",
+    detail: { confined: true },
+  });
   t.runtime.audit.append({
     actor: other,
     pid: other,
