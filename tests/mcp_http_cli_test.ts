@@ -8,41 +8,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { sandbox, task } from "./_cli_sandbox.ts";
 import { call, final } from "./agent_fixture.ts";
-
-async function serve() {
-  const { McpServer } = await import("@modelcontextprotocol/sdk/server/mcp.js");
-  const { WebStandardStreamableHTTPServerTransport } = await import(
-    "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
-  );
-  const requests: string[] = [];
-  const calls: string[] = [];
-  const mcp = new McpServer({ name: "web-fixture", version: "1.0.0" });
-  mcp.registerTool("echo", { description: "Answers pong." }, () => {
-    calls.push("echo");
-    return { content: [{ type: "text", text: "pong" }] };
-  });
-  const transport = new WebStandardStreamableHTTPServerTransport({
-    sessionIdGenerator: () => crypto.randomUUID(),
-    enableJsonResponse: true,
-  });
-  await mcp.connect(transport);
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (request) => {
-    requests.push(request.method);
-    return transport.handleRequest(request);
-  });
-  return {
-    port: server.addr.port,
-    requests,
-    calls,
-    async [Symbol.asyncDispose]() {
-      await mcp.close().catch(() => {});
-      await server.shutdown();
-    },
-  };
-}
+import { serveMcpHttp } from "./mcp_http_fixture.ts";
 
 Deno.test("libos agent --mcp-config with a Streamable HTTP server (launcher): without --allow-host nothing reaches it; with --allow-host 127.0.0.1:PORT a rule-allowed call runs once", async () => {
-  await using server = await serve();
+  await using server = await serveMcpHttp();
   using s = sandbox();
   const root = join(s.workspace, "..");
   const config = join(root, "mcp.json");

@@ -9,38 +9,16 @@ import assert from "node:assert/strict";
 import { testRuntime } from "../testing.ts";
 import { parsePolicy, PolicyRules } from "../runtime/policy/policy_rules.ts";
 import { parseMcpConfig } from "../runtime/primitives/mcp.ts";
+import { type McpHttpFixture, serveMcpHttp } from "./mcp_http_fixture.ts";
 
 type Mode = "normal" | "big" | "redirect";
 
-interface Served extends AsyncDisposable {
-  readonly port: number;
-  /** Requests received, as `METHOD authorization-header`. */
-  readonly requests: string[];
-  /** Tool executions. */
-  readonly calls: string[];
-}
-
-async function serve(mode: Mode): Promise<Served> {
-  const { McpServer } = await import("@modelcontextprotocol/sdk/server/mcp.js");
-  const { WebStandardStreamableHTTPServerTransport } = await import(
-    "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
-  );
-  const requests: string[] = [];
-  const calls: string[] = [];
-  const mcp = new McpServer({ name: "web-fixture", version: "1.0.0" });
-  mcp.registerTool("echo", { description: "Answers pong." }, () => {
-    calls.push("echo");
-    return { content: [{ type: "text", text: "pong" }] };
-  });
-  const transport = new WebStandardStreamableHTTPServerTransport({
-    sessionIdGenerator: () => crypto.randomUUID(),
-    enableJsonResponse: true,
-  });
-  await mcp.connect(transport);
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    (request) => {
-      requests.push(`${request.method} ${request.headers.get("authorization") ?? "-"}`);
+/** The fixture server, answering as `mode` says: normally, with a redirect, or a 100 MB body. */
+function serve(mode: Mode): Promise<McpHttpFixture> {
+  return serveMcpHttp({
+    // Requests as `METHOD authorization-header`.
+    log: (request) => `${request.method} ${request.headers.get("authorization") ?? "-"}`,
+    intercept: () => {
       if (mode === "redirect") {
         return new Response(null, {
           status: 307,
@@ -59,18 +37,9 @@ async function serve(mode: Mode): Promise<Served> {
         });
         return new Response(body, { headers: { "content-type": "application/json" } });
       }
-      return transport.handleRequest(request);
+      return undefined;
     },
-  );
-  return {
-    port: server.addr.port,
-    requests,
-    calls,
-    async [Symbol.asyncDispose]() {
-      await mcp.close().catch(() => {});
-      await server.shutdown();
-    },
-  };
+  });
 }
 
 const ALLOW = new PolicyRules(

@@ -3,66 +3,44 @@
 import assert from "node:assert/strict";
 import { testRuntime } from "../../testing.ts";
 import { connectHttpSession } from "./_mcp_http.ts";
+import { serveMcpHttp } from "../../tests/mcp_http_fixture.ts";
 
 Deno.test("MCP HTTP transport: each request re-checks the session's grant; once it fails the session ends and nothing more is sent", async () => {
-  const { McpServer } = await import("@modelcontextprotocol/sdk/server/mcp.js");
-  const { WebStandardStreamableHTTPServerTransport } = await import(
-    "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
-  );
-  const requests: string[] = [];
-  const calls: string[] = [];
-  const mcp = new McpServer({ name: "web-fixture", version: "1.0.0" });
-  mcp.registerTool("echo", { description: "Answers pong." }, () => {
-    calls.push("echo");
-    return { content: [{ type: "text", text: "pong" }] };
+  await using server = await serveMcpHttp();
+  const { requests, calls } = server;
+  const port = server.port;
+  await using t = await testRuntime({ prefix: "libos-mcp-http-unit-", human: "none" });
+  const pid = t.spawn();
+  t.runtime.authority.capabilities.grant({
+    subject: pid,
+    resource: { type: "net", key: `127.0.0.1:${port}`, scope: "exact" },
+    rights: ["connect"],
+    effect: "allow",
+    issuer: "operator",
   });
-  const served = new WebStandardStreamableHTTPServerTransport({
-    sessionIdGenerator: () => crypto.randomUUID(),
-    enableJsonResponse: true,
+  let held = true;
+  const session = await connectHttpSession({
+    server: "web",
+    url: new URL(`http://127.0.0.1:${port}/mcp`),
+    headers: {},
+    pid,
+    net: t.runtime.primitives.net,
+    permitted: () => {
+      if (!held) throw new Error("revoked");
+      return "test";
+    },
+    startTimeoutMs: 5000,
+    requestTimeoutMs: 5000,
   });
-  await mcp.connect(served);
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (request) => {
-    requests.push(request.method);
-    return served.handleRequest(request);
-  });
-  const port = server.addr.port;
   try {
-    await using t = await testRuntime({ prefix: "libos-mcp-http-unit-", human: "none" });
-    const pid = t.spawn();
-    t.runtime.authority.capabilities.grant({
-      subject: pid,
-      resource: { type: "net", key: `127.0.0.1:${port}`, scope: "exact" },
-      rights: ["connect"],
-      effect: "allow",
-      issuer: "operator",
-    });
-    let held = true;
-    const session = await connectHttpSession({
-      server: "web",
-      url: new URL(`http://127.0.0.1:${port}/mcp`),
-      headers: {},
-      pid,
-      net: t.runtime.primitives.net,
-      permitted: () => {
-        if (!held) throw new Error("revoked");
-        return "test";
-      },
-      startTimeoutMs: 5000,
-      requestTimeoutMs: 5000,
-    });
-    try {
-      assert.equal((await session.listTools(5000)).length, 1);
-      const before = requests.length;
-      held = false;
-      await assert.rejects(() => session.callTool("echo", {}, { timeoutMs: 5000 }));
-      assert.equal(session.failure?.code, "mcp_server_refused");
-      assert.equal(requests.length, before, "nothing was sent once the grant failed");
-      assert.deepEqual(calls, []);
-    } finally {
-      await session.close();
-    }
+    assert.equal((await session.listTools(5000)).length, 1);
+    const before = requests.length;
+    held = false;
+    await assert.rejects(() => session.callTool("echo", {}, { timeoutMs: 5000 }));
+    assert.equal(session.failure?.code, "mcp_server_refused");
+    assert.equal(requests.length, before, "nothing was sent once the grant failed");
+    assert.deepEqual(calls, []);
   } finally {
-    await mcp.close().catch(() => {});
-    await server.shutdown();
+    await session.close();
   }
 });
