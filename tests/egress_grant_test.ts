@@ -323,14 +323,26 @@ function server(redirect?: () => string) {
   };
 }
 
-/** A copy of the coding agent (which offers `fetch_url`) under its own id, loaded by the test. */
-function fetchImage(workspace: string): string {
+/** Loads a copy of the coding agent (which offers `fetch_url`) under its own id, fetch-agent:v0. */
+async function loadFetchImage(
+  s: { readonly workspace: string; readonly state: string },
+  env: Record<string, string>,
+): Promise<void> {
   const yaml = Deno.readTextFileSync(join(REPO, "images", "coding-agent.yaml"))
     .replace("id: coding-agent:v0", "id: fetch-agent:v0")
     .replace("name: coding-agent", "name: fetch-agent");
   assert.match(yaml, /\n {2}- fetch_url\n/, "the coding agent offers fetch_url");
-  Deno.writeTextFileSync(join(workspace, "fetch-agent.yaml"), yaml);
-  return "fetch-agent.yaml";
+  Deno.writeTextFileSync(join(s.workspace, "fetch-agent.yaml"), yaml);
+  const loaded = await taskWith(
+    env,
+    s.workspace,
+    s.state,
+    "libos",
+    "images",
+    "load",
+    "fetch-agent.yaml",
+  );
+  assert.equal(loaded.status, 0, loaded.stderr);
 }
 
 interface NetRecord {
@@ -381,16 +393,7 @@ Deno.test({
     await using redirector = server(() => other.url("/stolen"));
     const root = join(s.workspace, "..");
     const env = launcherEnv(root);
-    const loaded = await taskWith(
-      env,
-      s.workspace,
-      s.state,
-      "libos",
-      "images",
-      "load",
-      fetchImage(s.workspace),
-    );
-    assert.equal(loaded.status, 0, loaded.stderr);
+    await loadFetchImage(s, env);
     const script = (name: string, lines: string[]) => {
       const file = join(root, `${name}.jsonl`);
       Deno.writeTextFileSync(file, lines.join("\n") + "\n");
@@ -568,16 +571,7 @@ Deno.test({
     await using other = server();
     const root = join(s.workspace, "..");
     const env = launcherEnv(root);
-    const loaded = await taskWith(
-      env,
-      s.workspace,
-      s.state,
-      "libos",
-      "images",
-      "load",
-      fetchImage(s.workspace),
-    );
-    assert.equal(loaded.status, 0, loaded.stderr);
+    await loadFetchImage(s, env);
     const file = join(root, "park.jsonl");
     Deno.writeTextFileSync(
       file,
