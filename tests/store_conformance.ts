@@ -619,6 +619,27 @@ const CASES: readonly Case[] = [
       }
     },
   },
+  {
+    name:
+      "dataVersion moves when another connection commits, and not for this connection's own commits",
+    durable: true,
+    async run(store, factory) {
+      const other = await factory.reopen!();
+      try {
+        const before = store.dataVersion();
+        store.setMeta("mine", "1");
+        store.flush();
+        assert.equal(store.dataVersion(), before, "its own commit is not another's");
+        other.setMeta("theirs", "1");
+        other.flush();
+        assert.notEqual(store.dataVersion(), before, "another connection committed");
+        assert.equal(store.getMeta("theirs"), "1");
+        assert.equal(other.getMeta("mine"), "1");
+      } finally {
+        other.close();
+      }
+    },
+  },
 ];
 
 /** Registers the conformance suite for one Store implementation. */

@@ -1,6 +1,8 @@
 import { join } from "node:path";
 import { SqliteStore } from "../runtime/store/sqlite_store.ts";
 import { storeConformance } from "./store_conformance.ts";
+import { PostgresStore } from "../runtime/store/postgres_store.ts";
+import { freshSchema, POSTGRES_SKIP, postgresRequired, postgresUrl } from "./pg_fixture.ts";
 
 storeConformance(
   "SQLite file",
@@ -26,3 +28,26 @@ storeConformance("SQLite :memory:", {
   durable: false,
   create: () => SqliteStore.open({ path: ":memory:" }),
 });
+
+if (postgresUrl() !== undefined || postgresRequired()) {
+  storeConformance(
+    "PostgreSQL",
+    (() => {
+      let schema: { url: string; drop(): void } | undefined;
+      return {
+        durable: true,
+        create() {
+          schema = freshSchema("conformance");
+          return PostgresStore.open({ url: schema.url });
+        },
+        reopen: () => PostgresStore.open({ url: schema!.url }),
+        cleanup() {
+          schema?.drop();
+          schema = undefined;
+        },
+      };
+    })(),
+  );
+} else {
+  Deno.test({ name: `Store conformance (PostgreSQL): ${POSTGRES_SKIP}`, ignore: true, fn() {} });
+}

@@ -1,0 +1,1011 @@
+/**
+ * The PostgreSQL {@link Store} (DESIGN §6, issue 26): the same contract as the SQLite store, for
+ * several runtime workers sharing one database.
+ *
+ * - **Synchronous over a connection thread.** The driver (postgres.js) runs in a Worker
+ *   (`_pg_worker.ts`); each call posts a batch of statements and blocks until the answer is in a
+ *   shared buffer. No transaction spans an `await` of the store's thread, by construction.
+ * - **One round trip per step.** A step's writes are queued and sent pipelined when the step
+ *   ends (or with the step's next read, which must see them), inside a savepoint; a failure rolls
+ *   back exactly that step.
+ * - **Group commit.** A transaction stays open across steps for a few milliseconds or a batch of
+ *   steps; `flush()` commits now, and callers flush before any external effect starts (the
+ *   at-most-once ledger's `executing` row is durable before the effect).
+ * - **`dataVersion()`** counts commits of other connections, delivered by LISTEN/NOTIFY after
+ *   they committed, synchronised by a round trip on the listening connection.
+ * - Row locks are held for one batch at most; READ COMMITTED.
+ *
+ * @module
+ */
+import { StoreError } from "../base/errors.ts";
+import { PgFailure, PgLink, type PgResult, type PgStatement } from "./_pg_link.ts";
+import { migrate, parsePgTarget, pgStoreFailure } from "./_pg_open.ts";
+import type { PgMigration } from "./_pg_schema.ts";
+import {
+  actionRow,
+  auditRow,
+  capabilityRow,
+  clampLimit,
+  humanRequestRow,
+  imageRow,
+  linkRow,
+  objectRow,
+  processRow,
+  retainedRow,
+  type Row,
+} from "./_sqlite_rows.ts";
+import type {
+  ActionQuery,
+  ActionRow,
+  AuditQuery,
+  AuditRow,
+  AuditTail,
+  CapabilityQuery,
+  CapabilityRow,
+  EventRead,
+  EventRow,
+  HumanRequestQuery,
+  HumanRequestRow,
+  ImageRow,
+  LinkRow,
+  NamespaceRow,
+  NamespaceUsage,
+  ObjectQuery,
+  ObjectRow,
+  ProcessQuery,
+  ProcessRow,
+  RetainedQuery,
+  RetainedRow,
+  Store,
+} from "./store.ts";
+
+/** How to open a {@link PostgresStore}. */
+export interface PostgresStoreOptions {
+  /** `postgres://USER@HOST:PORT/DATABASE[?schema=NAME]`; the password best comes from ~/.pgpass. */
+  readonly url: string;
+  /** Commit after this many finished steps (default 256). */
+  readonly batchSteps?: number;
+  /** Commit this many milliseconds after the first step of a batch (default 5). */
+  readonly batchMs?: number;
+  /** Refuse every write with `store_readonly` and migrate nothing. */
+  readonly readOnly?: boolean;
+  /** The longest one statement may run (default 30 s). */
+  readonly statementTimeoutMs?: number;
+  /** Tests pass their own migrations. */
+  readonly migrations?: readonly PgMigration[];
+}
+
+type Param = string | number | null;
+
+/** A step's savepoint: still queued, or sent (and so established unless its batch failed first). */
+interface Frame {
+  readonly name: string;
+  /** Index of its SAVEPOINT in the queue, or -1 once sent. */
+  queued: number;
+  established: boolean;
+}
+
+/** See {@link PostgresStore}'s `#memo` (the same idea as the SQLite store's). */
+interface TransactionMemo {
+  readonly tails: Map<string, AuditTail | undefined>;
+  lastSeq?: number;
+  dataVersion?: number;
+  readonly versions: Map<string, number | undefined>;
+}
+
+function newMemo(): TransactionMemo {
+  return { tails: new Map(), versions: new Map() };
+}
+
+function isThenable(value: unknown): boolean {
+  return (typeof value === "object" || typeof value === "function") && value !== null &&
+    typeof (value as { then?: unknown }).then === "function";
+}
+
+/** Rewrites `?` placeholders as `$1, $2, …` (no libos statement has a `?` in a literal). */
+function numbered(sql: string): string {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+}
+
+/** The PostgreSQL store. Open it with {@link PostgresStore.open}. */
+export class PostgresStore implements Store {
+  readonly location: string;
+  readonly schemaVersion: number;
+  readonly #link: PgLink;
+  readonly #batchSteps: number;
+  readonly #batchMs: number;
+  readonly #readOnly: boolean;
+  readonly #listeners = new Set<() => void>();
+  readonly #sql = new Map<string, string>();
+  /** Statements not sent yet, with a check to run on each one's result. */
+  #queue: PgStatement[] = [];
+  #checks: (((result: PgResult) => void) | undefined)[] = [];
+  readonly #frames: Frame[] = [];
+  #inBatch = false;
+  #pendingSteps = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #failure: StoreError | undefined;
+  #deferred: unknown;
+  #closed = false;
+  /**
+   * What this transaction has read or left: audit tails, the last audit seq, process versions
+   * and `dataVersion`. A chain and a process are written by one worker at a time (its lease),
+   * so within the transaction these need no second query. Forgotten at every begin, commit and
+   * rollback.
+   */
+  #memo: TransactionMemo | undefined;
+
+  private constructor(
+    link: PgLink,
+    location: string,
+    schemaVersion: number,
+    options: PostgresStoreOptions,
+  ) {
+    this.#link = link;
+    this.location = location;
+    this.schemaVersion = schemaVersion;
+    this.#batchSteps = options.batchSteps ?? 256;
+    this.#batchMs = options.batchMs ?? 5;
+    this.#readOnly = options.readOnly ?? false;
+  }
+
+  /**
+   * Connects, and (unless read-only) creates or migrates the schema.
+   * @throws {StoreError} `store_io` (unreachable, refused login, bad URL), `store_foreign`,
+   *   `store_newer_schema` or `store_outdated`; messages never hold the password.
+   */
+  static open(options: PostgresStoreOptions): PostgresStore {
+    const target = parsePgTarget(options.url);
+    const readOnly = options.readOnly ?? false;
+    let link: PgLink;
+    try {
+      link = PgLink.open({
+        url: target.url,
+        schema: target.schema,
+        listen: true,
+        statementTimeoutMs: options.statementTimeoutMs ?? 30_000,
+        applicationName: "libos",
+      });
+    } catch (error) {
+      throw pgStoreFailure(error, target.location);
+    }
+    try {
+      const version = migrate(link, target, readOnly, options.migrations);
+      if (readOnly) link.run([{ sql: "SET default_transaction_read_only = on", params: [] }]);
+      return new PostgresStore(link, target.location, version, options);
+    } catch (error) {
+      link.close();
+      throw pgStoreFailure(error, target.location);
+    }
+  }
+
+  #usable(): void {
+    if (this.#closed) {
+      throw new StoreError(
+        "store_closed",
+        `Database "${this.location}" is closed; open a new runtime to keep working`,
+      );
+    }
+    if (this.#failure) throw this.#failure;
+    if (this.#deferred !== undefined) {
+      const error = this.#deferred;
+      this.#deferred = undefined;
+      throw error;
+    }
+  }
+
+  #statement(sql: string, params: readonly Param[]): PgStatement {
+    let text = this.#sql.get(sql);
+    if (text === undefined) {
+      text = numbered(sql);
+      this.#sql.set(sql, text);
+    }
+    return { sql: text, params };
+  }
+
+  #enqueue(statement: PgStatement, check?: (result: PgResult) => void): number {
+    this.#queue.push(statement);
+    this.#checks.push(check);
+    return this.#queue.length - 1;
+  }
+
+  /**
+   * Sends the queue and then `extra` in one round trip; returns `extra`'s results. On a failure
+   * the frames whose savepoints ran before it are marked established (a step may roll back to
+   * them); the others never existed.
+   */
+  #send(extra: readonly PgStatement[] = []): PgResult[] {
+    const queue = this.#queue;
+    const checks = this.#checks;
+    this.#queue = [];
+    this.#checks = [];
+    const queued = this.#frames.filter((f) => f.queued >= 0);
+    const batch = [...queue, ...extra];
+    if (batch.length === 0) return [];
+    let results: PgResult[];
+    try {
+      results = this.#link.run(batch);
+    } catch (error) {
+      const at = error instanceof PgFailure ? error.index : 0;
+      for (const frame of queued) {
+        frame.established = frame.queued < at;
+        frame.queued = -1;
+      }
+      throw pgStoreFailure(error, this.location);
+    }
+    for (const frame of queued) {
+      frame.established = true;
+      frame.queued = -1;
+    }
+    checks.forEach((check, i) => check?.(results[i]!));
+    return results.slice(queue.length);
+  }
+
+  #begin(): void {
+    if (this.#readOnly) {
+      throw new StoreError(
+        "store_readonly",
+        `Database "${this.location}" was opened read-only; this command cannot change it`,
+      );
+    }
+    this.#enqueue({ sql: "BEGIN", params: [] });
+    this.#inBatch = true;
+    this.#memo = newMemo();
+    this.#timer = setTimeout(() => this.#timedFlush(), this.#batchMs);
+  }
+
+  #timedFlush(): void {
+    this.#timer = undefined;
+    if (this.#closed || this.#failure || this.#frames.length > 0) return;
+    try {
+      this.flush();
+    } catch (error) {
+      if (!this.#failure) this.#deferred = error;
+    }
+  }
+
+  /** The transaction is beyond saving: the steps since the last commit are gone. */
+  #lost(error: unknown): StoreError {
+    this.#memo = undefined;
+    this.#queue = [];
+    this.#checks = [];
+    this.#frames.length = 0;
+    this.#inBatch = false;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    try {
+      this.#link.run([{ sql: "ROLLBACK", params: [] }]);
+    } catch { /* the connection may be gone; the failure below says what to do */ }
+    const cause = pgStoreFailure(error, this.location);
+    this.#failure = new StoreError(
+      "store_failed",
+      `Database "${this.location}" lost the steps since its last commit (${cause.message}); restart the runtime: it recovers from the last commit`,
+      { cause },
+    );
+    return this.#failure;
+  }
+
+  step<T>(fn: () => T): T {
+    this.#usable();
+    if (!this.#inBatch) this.#begin();
+    const frame: Frame = { name: `step_${this.#frames.length}`, queued: -1, established: false };
+    frame.queued = this.#enqueue({ sql: `SAVEPOINT ${frame.name}`, params: [] });
+    this.#frames.push(frame);
+    let result: T;
+    try {
+      result = fn();
+      if (isThenable(result)) {
+        Promise.resolve(result).catch(() => {});
+        throw new TypeError(
+          "Store.step() callbacks must be synchronous: a step may not span an await (DESIGN §6); load and record in the step, do the I/O outside it",
+        );
+      }
+      this.#enqueue({ sql: `RELEASE ${frame.name}`, params: [] });
+      // The step's writes reach the server now, so their failure is this step's.
+      this.#send();
+    } catch (error) {
+      this.#frames.pop();
+      this.#memo = newMemo();
+      if (frame.queued >= 0) {
+        // Nothing of this step was sent: forget it.
+        this.#queue.length = frame.queued;
+        this.#checks.length = frame.queued;
+      } else if (frame.established) {
+        try {
+          this.#link.run([
+            { sql: `ROLLBACK TO ${frame.name}`, params: [] },
+            { sql: `RELEASE ${frame.name}`, params: [] },
+          ]);
+        } catch (rollbackError) {
+          throw this.#lost(rollbackError);
+        }
+      } else if (this.#frames.length === 0) {
+        // The batch failed before this step's savepoint: no step of it can be kept.
+        throw this.#lost(error);
+      }
+      // Otherwise the failure happened before this step's savepoint: an enclosing step rolls
+      // back to its own.
+      throw error;
+    }
+    this.#frames.pop();
+    if (this.#frames.length === 0 && ++this.#pendingSteps >= this.#batchSteps) this.flush();
+    return result;
+  }
+
+  flush(): void {
+    this.#usable();
+    if (this.#frames.length > 0) {
+      throw new TypeError(
+        "Store.flush() was called inside a step; commit between steps, before the external effect starts",
+      );
+    }
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    if (!this.#inBatch) return;
+    this.#memo = undefined;
+    try {
+      this.#send([{ sql: "COMMIT", params: [] }]);
+    } catch (error) {
+      this.#inBatch = false;
+      const cause = pgStoreFailure(error, this.location);
+      try {
+        this.#link.run([{ sql: "ROLLBACK", params: [] }]);
+      } catch { /* the commit error below is what matters */ }
+      this.#failure = new StoreError(
+        "store_failed",
+        `A commit to database "${this.location}" failed (${cause.message}); the steps since the last commit were not saved. Restart the runtime: it recovers from the last commit`,
+        { cause },
+      );
+      throw this.#failure;
+    }
+    this.#inBatch = false;
+    this.#pendingSteps = 0;
+    let listenerError: unknown;
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener();
+      } catch (error) {
+        listenerError ??= error;
+      }
+    }
+    if (listenerError !== undefined) {
+      throw new StoreError(
+        "store_listener_failed",
+        `The commit to "${this.location}" succeeded, but a commit listener failed (${
+          listenerError instanceof Error ? listenerError.message : String(listenerError)
+        }); the steps are saved, do not repeat them`,
+        { cause: listenerError },
+      );
+    }
+  }
+
+  onCommit(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  dataVersion(): number {
+    this.#usable();
+    const memo = this.#inBatch ? this.#memo : undefined;
+    if (memo?.dataVersion !== undefined) return memo.dataVersion;
+    if (this.#link.listenerLost()) {
+      throw new StoreError(
+        "store_io",
+        `The connection that hears other workers' commits to "${this.location}" closed; restart the runtime so revocations and decisions are seen again`,
+      );
+    }
+    let version: number;
+    try {
+      version = this.#link.syncedVersion();
+    } catch (error) {
+      throw pgStoreFailure(error, this.location);
+    }
+    if (memo !== undefined) memo.dataVersion = version;
+    return version;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    if (this.#frames.length > 0) throw new TypeError("Store.close() was called inside a step");
+    try {
+      if (!this.#failure) this.flush();
+    } finally {
+      if (this.#timer !== undefined) clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#closed = true;
+      this.#listeners.clear();
+      this.#link.close();
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  /** Queues one write inside the caller's step, or runs it as its own step. */
+  #write(sql: string, params: readonly Param[], check?: (result: PgResult) => void): void {
+    if (this.#frames.length === 0) return this.step(() => this.#write(sql, params, check));
+    this.#usable();
+    this.#enqueue(this.#statement(sql, params), check);
+  }
+
+  /** Runs a write whose answer is needed now (it changed rows, or returns a value). */
+  #writeNow(sql: string, params: readonly Param[]): PgResult {
+    if (this.#frames.length === 0) return this.step(() => this.#writeNow(sql, params));
+    this.#usable();
+    return this.#send([this.#statement(sql, params)])[0]!;
+  }
+
+  /** A read: inside the open transaction (after the writes it must see), or on its own. */
+  #all(sql: string, params: readonly Param[]): Row[] {
+    this.#usable();
+    return this.#send([this.#statement(sql, params)])[0]!.rows as Row[];
+  }
+
+  #get(sql: string, params: readonly Param[]): Row | undefined {
+    return this.#all(sql, params)[0];
+  }
+
+  getMeta(key: string): string | undefined {
+    const row = this.#get("SELECT value FROM meta WHERE key = ?", [key]);
+    return row === undefined ? undefined : String(row.value);
+  }
+
+  setMeta(key: string, value: string): void {
+    this.#write(
+      "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      [key, value],
+    );
+  }
+
+  auditTail(chain: string): AuditTail | undefined {
+    this.#usable();
+    const memo = this.#inBatch ? this.#memo : undefined;
+    if (memo?.tails.has(chain)) return memo.tails.get(chain);
+    const row = this.#get(
+      "SELECT seq, chain_seq, hash FROM audit WHERE chain = ? ORDER BY chain_seq DESC LIMIT 1",
+      [chain],
+    );
+    const tail = row === undefined
+      ? undefined
+      : { seq: Number(row.seq), chainSeq: Number(row.chain_seq), hash: String(row.hash) };
+    memo?.tails.set(chain, tail);
+    return tail;
+  }
+
+  insertAudit(row: AuditRow): void {
+    const location = this.location;
+    this.#write(
+      `INSERT INTO audit (seq, chain, chain_seq, time, actor, pid, action, resource, decision, authority,
+         input_digest, correlation, parent, detail, prev, hash)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [
+        row.seq,
+        row.chain,
+        row.chainSeq,
+        row.time,
+        row.actor,
+        row.pid,
+        row.action,
+        row.resource,
+        row.decision,
+        row.authority,
+        row.inputDigest,
+        row.correlation,
+        row.parent,
+        row.detail,
+        row.prev,
+        row.hash,
+      ],
+      (result) => {
+        if (result.count !== 1) {
+          // Only something planted in the database (a trigger returning NULL) does this.
+          throw new StoreError(
+            "store_corrupt",
+            `Database "${location}" silently dropped audit record ${row.seq}; it was edited outside libos. Stop using it and investigate`,
+          );
+        }
+      },
+    );
+    const memo = this.#inBatch ? this.#memo : undefined;
+    if (memo !== undefined) {
+      memo.tails.set(row.chain, { seq: row.seq, chainSeq: row.chainSeq, hash: row.hash });
+      memo.lastSeq = Math.max(memo.lastSeq ?? 0, row.seq);
+    }
+  }
+
+  queryAudit(query: AuditQuery): AuditRow[] {
+    const where: string[] = [];
+    const params: Param[] = [];
+    const equal = (column: string, value: string | undefined) => {
+      if (value === undefined) return;
+      where.push(`${column} = ?`);
+      params.push(value);
+    };
+    const prefix = (column: string, value: string | undefined) => {
+      if (value === undefined || value === "") return;
+      where.push(`starts_with(${column}, ?)`);
+      params.push(value);
+    };
+    equal("pid", query.pid);
+    equal("actor", query.actor);
+    equal("action", query.action);
+    prefix("action", query.actionPrefix);
+    equal("resource", query.resource);
+    prefix("resource", query.resourcePrefix);
+    equal("decision", query.decision);
+    equal("correlation", query.correlation);
+    for (
+      const [clause, value] of [
+        ["time >= ?", query.since],
+        ["time < ?", query.until],
+        ["seq > ?", query.afterSeq],
+        ["seq < ?", query.beforeSeq],
+      ] as const
+    ) {
+      if (value === undefined) continue;
+      where.push(clause);
+      params.push(value);
+    }
+    const sql = `SELECT * FROM audit ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+      ORDER BY seq ${query.order === "desc" ? "DESC" : "ASC"} LIMIT ?`;
+    return this.#all(sql, [...params, clampLimit(query.limit)]).map(auditRow);
+  }
+
+  scanAudit(chain: string, afterChainSeq: number, limit: number): AuditRow[] {
+    return this.#all(
+      "SELECT * FROM audit WHERE chain = ? AND chain_seq > ? ORDER BY chain_seq LIMIT ?",
+      [chain, afterChainSeq, clampLimit(limit)],
+    ).map(auditRow);
+  }
+
+  auditChains(): string[] {
+    return this.#all("SELECT DISTINCT chain FROM audit ORDER BY chain", []).map((r) =>
+      String(r.chain)
+    );
+  }
+
+  lastAuditSeq(): number {
+    this.#usable();
+    const memo = this.#inBatch ? this.#memo : undefined;
+    if (memo?.lastSeq !== undefined) return memo.lastSeq;
+    const seq = Number(this.#get("SELECT coalesce(max(seq), 0) AS n FROM audit", [])?.n ?? 0);
+    if (memo !== undefined) memo.lastSeq = seq;
+    return seq;
+  }
+
+  countAudit(): number {
+    return Number(this.#get("SELECT count(*) AS n FROM audit", [])?.n ?? 0);
+  }
+
+  insertEvent(row: Omit<EventRow, "seq">): number {
+    const result = this.#writeNow(
+      "INSERT INTO events (version, session, turn, time, kind, payload) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq",
+      [row.version, row.session, row.turn, row.time, row.kind, row.payload],
+    );
+    return Number(result.rows[0]?.seq);
+  }
+
+  readEvents(read: EventRead): EventRow[] {
+    const where = ["seq > ?"];
+    const params: Param[] = [read.after];
+    if (read.upTo !== undefined) {
+      where.push("seq <= ?");
+      params.push(read.upTo);
+    }
+    if (read.session !== undefined) {
+      where.push("session = ?");
+      params.push(read.session);
+    }
+    if (read.kinds !== undefined) {
+      if (read.kinds.length === 0) return [];
+      where.push(`kind IN (${read.kinds.map(() => "?").join(", ")})`);
+      params.push(...read.kinds);
+    }
+    return this.#all(
+      `SELECT * FROM events WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`,
+      [...params, clampLimit(read.limit)],
+    ).map((r) => ({
+      seq: Number(r.seq),
+      version: Number(r.version),
+      session: String(r.session),
+      turn: Number(r.turn),
+      time: Number(r.time),
+      kind: String(r.kind),
+      payload: String(r.payload),
+    }));
+  }
+
+  lastEventSeq(): number {
+    return Number(this.#get("SELECT coalesce(max(seq), 0) AS n FROM events", [])?.n ?? 0);
+  }
+
+  putProcess(row: Omit<ProcessRow, "version">): number {
+    const result = this.#writeNow(
+      `INSERT INTO processes (pid, parent, status, data, created, updated, version)
+       VALUES (?, ?, ?, ?, ?, ?, 1)
+       ON CONFLICT (pid) DO UPDATE SET parent = excluded.parent, status = excluded.status,
+         data = excluded.data, updated = excluded.updated, version = processes.version + 1
+       RETURNING version`,
+      [row.pid, row.parent, row.status, row.data, row.created, row.updated],
+    );
+    const version = Number(result.rows[0]?.version);
+    if (this.#inBatch) this.#memo?.versions.set(row.pid, version);
+    return version;
+  }
+
+  getProcess(pid: string): ProcessRow | undefined {
+    const row = this.#get("SELECT * FROM processes WHERE pid = ?", [pid]);
+    return row === undefined ? undefined : processRow(row);
+  }
+
+  getProcessVersion(pid: string): number | undefined {
+    this.#usable();
+    const memo = this.#inBatch ? this.#memo : undefined;
+    if (memo?.versions.has(pid)) return memo.versions.get(pid);
+    const row = this.#get("SELECT version FROM processes WHERE pid = ?", [pid]);
+    const version = row === undefined ? undefined : Number(row.version);
+    memo?.versions.set(pid, version);
+    return version;
+  }
+
+  listProcesses(query: ProcessQuery): ProcessRow[] {
+    const where: string[] = [];
+    const params: Param[] = [];
+    if (query.statuses !== undefined) {
+      if (query.statuses.length === 0) return [];
+      where.push(`status IN (${query.statuses.map(() => "?").join(", ")})`);
+      params.push(...query.statuses);
+    }
+    if (query.parent !== undefined) {
+      where.push("parent = ?");
+      params.push(query.parent);
+    }
+    if (query.afterPid !== undefined) {
+      where.push("pid > ?");
+      params.push(query.afterPid);
+    }
+    return this.#all(
+      `SELECT * FROM processes ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+       ORDER BY pid LIMIT ?`,
+      [...params, clampLimit(query.limit)],
+    ).map(processRow);
+  }
+
+  countLiveChildren(parent: string, finished: readonly string[]): number {
+    const sql = `SELECT count(*) AS n FROM processes WHERE parent = ?${
+      finished.length ? ` AND status NOT IN (${finished.map(() => "?").join(", ")})` : ""
+    }`;
+    return Number(this.#get(sql, [parent, ...finished])?.n ?? 0);
+  }
+
+  putAction(row: ActionRow): void {
+    this.#write(
+      `INSERT INTO actions (id, pid, kind, digest, status, request, outcome, reported, created, updated)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome,
+         reported = excluded.reported, updated = excluded.updated`,
+      [
+        row.id,
+        row.pid,
+        row.kind,
+        row.digest,
+        row.status,
+        row.request,
+        row.outcome,
+        row.reported ? 1 : 0,
+        row.created,
+        row.updated,
+      ],
+    );
+  }
+
+  getAction(id: string): ActionRow | undefined {
+    const row = this.#get("SELECT * FROM actions WHERE id = ?", [id]);
+    return row === undefined ? undefined : actionRow(row);
+  }
+
+  listActions(query: ActionQuery): ActionRow[] {
+    const where: string[] = [];
+    const params: Param[] = [];
+    if (query.status !== undefined) {
+      where.push("status = ?");
+      params.push(query.status);
+    }
+    if (query.pid !== undefined) {
+      where.push("pid = ?");
+      params.push(query.pid);
+    }
+    if (query.unreported) where.push("reported = 0");
+    return this.#all(
+      `SELECT * FROM actions ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+       ORDER BY created, ord LIMIT ?`,
+      [...params, clampLimit(query.limit)],
+    ).map(actionRow);
+  }
+
+  putCapability(row: CapabilityRow): void {
+    this.#write(
+      `INSERT INTO capabilities (id, subject, derived_from, revoked, data, created) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET revoked = excluded.revoked, data = excluded.data`,
+      [row.id, row.subject, row.derivedFrom, row.revoked, row.data, row.created],
+    );
+  }
+
+  getCapability(id: string): CapabilityRow | undefined {
+    const row = this.#get("SELECT * FROM capabilities WHERE id = ?", [id]);
+    return row === undefined ? undefined : capabilityRow(row);
+  }
+
+  listCapabilities(query: CapabilityQuery): CapabilityRow[] {
+    this.#usable();
+    if (query.subject === undefined && query.derivedFrom === undefined) {
+      throw new TypeError("listCapabilities() needs a subject or a derivedFrom filter");
+    }
+    const where: string[] = [];
+    const params: Param[] = [];
+    for (
+      const [clause, value] of [
+        ["subject = ?", query.subject],
+        ["derived_from = ?", query.derivedFrom],
+        ["id > ?", query.afterId],
+      ] as const
+    ) {
+      if (value === undefined) continue;
+      where.push(clause);
+      params.push(value);
+    }
+    return this.#all(
+      `SELECT * FROM capabilities WHERE ${where.join(" AND ")} ORDER BY id LIMIT ?`,
+      [...params, clampLimit(query.limit)],
+    ).map(capabilityRow);
+  }
+
+  putHumanRequest(row: HumanRequestRow): void {
+    this.#write(
+      `INSERT INTO human_requests (id, pid, kind, status, data, created, expires) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data, expires = excluded.expires`,
+      [row.id, row.pid, row.kind, row.status, row.data, row.created, row.expires],
+    );
+  }
+
+  getHumanRequest(id: string): HumanRequestRow | undefined {
+    const row = this.#get("SELECT * FROM human_requests WHERE id = ?", [id]);
+    return row === undefined ? undefined : humanRequestRow(row);
+  }
+
+  listHumanRequests(query: HumanRequestQuery): HumanRequestRow[] {
+    const where: string[] = [];
+    const params: Param[] = [];
+    if (query.statuses !== undefined) {
+      if (query.statuses.length === 0) return [];
+      where.push(`status IN (${query.statuses.map(() => "?").join(", ")})`);
+      params.push(...query.statuses);
+    }
+    if (query.pid !== undefined) {
+      where.push("pid = ?");
+      params.push(query.pid);
+    }
+    if (query.expiringBefore !== undefined) {
+      where.push("expires IS NOT NULL AND expires < ?");
+      params.push(query.expiringBefore);
+    }
+    return this.#all(
+      `SELECT * FROM human_requests ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+       ORDER BY created, ord LIMIT ?`,
+      [...params, clampLimit(query.limit)],
+    ).map(humanRequestRow);
+  }
+
+  putObject(row: ObjectRow): void {
+    this.#write(
+      `INSERT INTO objects (oid, namespace, name, type, creator, data, payload, volatile, created, updated)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (oid) DO UPDATE SET namespace = excluded.namespace, name = excluded.name,
+         type = excluded.type, data = excluded.data, payload = excluded.payload,
+         volatile = excluded.volatile, updated = excluded.updated`,
+      [
+        row.oid,
+        row.namespace,
+        row.name,
+        row.type,
+        row.creator,
+        row.data,
+        row.payload,
+        row.volatile ? 1 : 0,
+        row.created,
+        row.updated,
+      ],
+    );
+  }
+
+  getObject(oid: string): ObjectRow | undefined {
+    const row = this.#get("SELECT * FROM objects WHERE oid = ?", [oid]);
+    return row === undefined ? undefined : objectRow(row);
+  }
+
+  getObjectByName(namespace: string, name: string): ObjectRow | undefined {
+    const row = this.#get("SELECT * FROM objects WHERE namespace = ? AND name = ?", [
+      namespace,
+      name,
+    ]);
+    return row === undefined ? undefined : objectRow(row);
+  }
+
+  listObjects(query: ObjectQuery): ObjectRow[] {
+    const where: string[] = [];
+    const params: Param[] = [];
+    if (query.namespaces !== undefined) {
+      if (query.namespaces.length === 0) return [];
+      where.push(`namespace IN (${query.namespaces.map(() => "?").join(", ")})`);
+      params.push(...query.namespaces);
+    }
+    for (
+      const [clause, value] of [
+        ["type = ?", query.type],
+        ["creator = ?", query.creator],
+        ["starts_with(name, ?)", query.namePrefix],
+        ["oid > ?", query.afterOid],
+      ] as const
+    ) {
+      if (value === undefined) continue;
+      where.push(clause);
+      params.push(value);
+    }
+    return this.#all(
+      `SELECT * FROM objects ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+       ORDER BY oid LIMIT ?`,
+      [...params, clampLimit(query.limit)],
+    ).map(objectRow);
+  }
+
+  deleteObject(oid: string): boolean {
+    return this.step(() => {
+      this.#write("DELETE FROM object_links WHERE src = ? OR dst = ?", [oid, oid]);
+      return this.#writeNow("DELETE FROM objects WHERE oid = ?", [oid]).count > 0;
+    });
+  }
+
+  putLink(row: LinkRow): void {
+    this.#write(
+      `INSERT INTO object_links (src, dst, rel, creator, created) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (src, dst, rel) DO NOTHING`,
+      [row.from, row.to, row.rel, row.creator, row.created],
+    );
+  }
+
+  deleteLink(from: string, to: string, rel: string): boolean {
+    return this.#writeNow(
+      "DELETE FROM object_links WHERE src = ? AND dst = ? AND rel = ?",
+      [from, to, rel],
+    ).count > 0;
+  }
+
+  listLinks(oid: string, limit: number): LinkRow[] {
+    return this.#all(
+      "SELECT * FROM object_links WHERE src = ? OR dst = ? ORDER BY created, src, dst, rel LIMIT ?",
+      [oid, oid, clampLimit(limit)],
+    ).map(linkRow);
+  }
+
+  putNamespace(row: NamespaceRow): void {
+    this.#write(
+      "INSERT INTO namespaces (key, creator, created) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
+      [row.key, row.creator, row.created],
+    );
+  }
+
+  getNamespace(key: string): NamespaceRow | undefined {
+    const row = this.#get("SELECT * FROM namespaces WHERE key = ?", [key]);
+    return row === undefined
+      ? undefined
+      : { key: String(row.key), creator: String(row.creator), created: Number(row.created) };
+  }
+
+  listNamespaces(afterKey: string | undefined, limit: number): NamespaceRow[] {
+    return this.#all("SELECT * FROM namespaces WHERE key > ? ORDER BY key LIMIT ?", [
+      afterKey ?? "",
+      clampLimit(limit),
+    ]).map((r) => ({ key: String(r.key), creator: String(r.creator), created: Number(r.created) }));
+  }
+
+  namespaceUsage(namespace: string): NamespaceUsage {
+    const row = this.#get(
+      `SELECT count(*) AS objects,
+         coalesce(sum(octet_length(data) + coalesce(octet_length(payload), 0)), 0) AS bytes
+       FROM objects WHERE namespace = ?`,
+      [namespace],
+    );
+    return { objects: Number(row?.objects ?? 0), bytes: Number(row?.bytes ?? 0) };
+  }
+
+  putRetained(row: RetainedRow): void {
+    this.#write(
+      `INSERT INTO retained (pid, namespace, since, objects, bytes, removed) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (pid) DO UPDATE SET namespace = excluded.namespace, since = excluded.since,
+         objects = excluded.objects, bytes = excluded.bytes, removed = excluded.removed`,
+      [row.pid, row.namespace, row.since, row.objects, row.bytes, row.removed],
+    );
+  }
+
+  getRetained(pid: string): RetainedRow | undefined {
+    const row = this.#get("SELECT * FROM retained WHERE pid = ?", [pid]);
+    return row === undefined ? undefined : retainedRow(row);
+  }
+
+  listRetained(query: RetainedQuery): RetainedRow[] {
+    const where: string[] = [];
+    const params: Param[] = [];
+    if (query.removed !== undefined) {
+      where.push(query.removed ? "removed IS NOT NULL" : "removed IS NULL");
+    }
+    if (query.before !== undefined) {
+      where.push("since < ?");
+      params.push(query.before);
+    }
+    if (query.after !== undefined) {
+      where.push("(since > ? OR (since = ? AND pid > ?))");
+      params.push(query.after.since, query.after.since, query.after.pid);
+    }
+    return this.#all(
+      `SELECT * FROM retained ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+       ORDER BY since, pid LIMIT ?`,
+      [...params, clampLimit(query.limit)],
+    ).map(retainedRow);
+  }
+
+  putImage(row: ImageRow): void {
+    this.#write(
+      `INSERT INTO images (id, data, loader, created, updated) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET data = excluded.data, loader = excluded.loader,
+         updated = excluded.updated`,
+      [row.id, row.data, row.loader, row.created, row.updated],
+    );
+  }
+
+  getImage(id: string): ImageRow | undefined {
+    const row = this.#get("SELECT * FROM images WHERE id = ?", [id]);
+    return row === undefined ? undefined : imageRow(row);
+  }
+
+  listImages(afterId: string | undefined, limit: number): ImageRow[] {
+    return this.#all("SELECT * FROM images WHERE id > ? ORDER BY id LIMIT ?", [
+      afterId ?? "",
+      clampLimit(limit),
+    ]).map(imageRow);
+  }
+}
+
+/**
+ * Drops libos's schema named by `url` (`?schema=NAME`; never `public`) with everything in it:
+ * for tests and for an operator retiring a workspace's database on purpose. The audit
+ * log goes with it.
+ * @throws {StoreError} for `public` (drop the database instead) or a failure.
+ */
+export function dropPostgresSchema(url: string): void {
+  const target = parsePgTarget(url);
+  if (target.schema === "public") {
+    throw new StoreError(
+      "store_io",
+      `Refusing to drop schema "public" of "${target.location}"; drop the database itself if that is what you mean`,
+    );
+  }
+  let link: PgLink | undefined;
+  try {
+    link = PgLink.open({
+      url: target.url,
+      schema: target.schema,
+      listen: false,
+      statementTimeoutMs: 30_000,
+      applicationName: "libos",
+    });
+    link.run([{ sql: `DROP SCHEMA IF EXISTS "${target.schema}" CASCADE`, params: [] }]);
+  } catch (error) {
+    throw pgStoreFailure(error, target.location);
+  } finally {
+    link?.close();
+  }
+}
