@@ -30,6 +30,43 @@ export const RUNTIME_ENV = [
   // The yaml package reads these on every token (debug logging); the bootstrap blanks them.
   "LOG_TOKENS",
   "LOG_STREAM",
+  // The database when --db is not given (a postgres:// URL may hold a password), and the
+  // password of one that does not: read by libos only, never given to a command.
+  "LIBOS_DB",
+  "PGPASSWORD",
+];
+
+/**
+ * The variables the PostgreSQL driver (postgres.js) reads for what a connection string leaves
+ * out — the standard PG* names and the login name — granted only when the database is one.
+ */
+export const POSTGRES_ENV = [
+  "PGHOST",
+  "PGPORT",
+  "PGUSER",
+  "PGUSERNAME",
+  "PGDATABASE",
+  "PGAPPNAME",
+  "PGTARGETSESSIONATTRS",
+  ...[
+    "SSL",
+    "SSLNEGOTIATION",
+    "MAX",
+    "IDLE_TIMEOUT",
+    "CONNECT_TIMEOUT",
+    "MAX_LIFETIME",
+    "MAX_PIPELINE",
+    "BACKOFF",
+    "KEEP_ALIVE",
+    "PREPARE",
+    "DEBUG",
+    "FETCH_TYPES",
+    "PUBLICATIONS",
+    "TARGET_SESSION_ATTRS",
+  ].map((name) => `PG${name}`),
+  "USER",
+  "USERNAME",
+  "LOGNAME",
 ];
 
 /** What the bootstrap knows about the invocation. */
@@ -134,6 +171,21 @@ function grantShell(
   for (const dir of (facts.env.get("PATH") ?? "").split(":")) {
     // Only what Deno's lists can hold; a hint is not worth refusing the run over.
     if (isAbsolute(dir) && dir !== "/" && !dir.includes(",")) grant(dir, false);
+  }
+}
+
+/**
+ * The `host:port` a `postgres://` URL connects to (port 5432 when it names none), or undefined
+ * when `db` is not such a URL (a file path; a bad URL is refused by libos itself).
+ */
+export function postgresHost(db: string): string | undefined {
+  if (!/^postgres(ql)?:\/\//i.test(db.trim())) return undefined;
+  try {
+    const url = new URL(db.trim());
+    if (url.hostname === "" || url.hostname.includes(",")) return undefined;
+    return `${url.hostname}:${url.port || "5432"}`;
+  } catch {
+    return undefined;
   }
 }
 
@@ -272,8 +324,14 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   if ((words[0] === "jit" && words[1] === "run") || words[0] === "run" || words[0] === "step") {
     grantShell(facts, grant, []);
   }
-  const db = optionValue(facts.args, "db");
-  if (db !== undefined && db !== ":memory:" && db.trim() !== "") {
+  const db = optionValue(facts.args, "db") ?? (facts.env.get("LIBOS_DB")?.trim() || undefined);
+  const postgres = db === undefined ? undefined : postgresHost(db);
+  if (postgres !== undefined) {
+    // A PostgreSQL database: the network to its server only, and read on the store's folder
+    // (Deno reads the connection thread's module as a file).
+    hosts.add(postgres);
+    grant(fileURLToPath(new URL("../runtime/store", import.meta.url)), false);
+  } else if (db !== undefined && db !== ":memory:" && db.trim() !== "") {
     const file = resolve(facts.cwd, db);
     for (const dir of [dirname(file), facts.realPath(dirname(file))]) {
       // Reading the directory lets the runtime canonicalise the path it was given.
@@ -289,7 +347,13 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
     `--allow-read=${[...read].join(",")}`,
     // Never an empty --allow-write= (no write at all is no flag).
     ...(write.size > 0 ? [`--allow-write=${[...write].join(",")}`] : []),
-    `--allow-env=${[...RUNTIME_ENV, ...(wantsEndpoint ? MODEL_ENV : [])].join(",")}`,
+    `--allow-env=${
+      [
+        ...RUNTIME_ENV,
+        ...(wantsEndpoint ? MODEL_ENV : []),
+        ...(postgres === undefined ? [] : POSTGRES_ENV),
+      ].join(",")
+    }`,
     ...(run ? [`--allow-run=${run}`] : []),
     ...(net || hosts.size > 0
       ? [`--allow-net=${[...new Set([net ?? [], ...hosts].flat())].join(",")}`]
@@ -368,7 +432,9 @@ function resumeDatabase(
   env: BootstrapFacts["env"],
   realPath: (path: string) => string,
 ): string | undefined {
-  const db = optionValue(args, "db");
+  const db = optionValue(args, "db") ?? (env.get("LIBOS_DB")?.trim() || undefined);
+  // A resumed run on PostgreSQL names its policy files again (the launcher does not connect).
+  if (db !== undefined && postgresHost(db) !== undefined) return undefined;
   if (db !== undefined) return db === ":memory:" ? undefined : resolve(cwd, db);
   const state = stateDir(env);
   if (!state) return undefined;

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { StoreError, type StoreErrorCode } from "../base/errors.ts";
+import { NotFoundError, StoreError, type StoreErrorCode } from "../base/errors.ts";
 import { PgFailure, type PgLink } from "./_pg_link.ts";
 import { PG_MIGRATIONS, type PgMigration } from "./_pg_schema.ts";
 
@@ -64,8 +64,8 @@ export function parsePgTarget(text: string): PgTarget {
 }
 
 /** A driver failure as a {@link StoreError} naming the (password-free) location. */
-export function pgStoreFailure(error: unknown, location: string): StoreError {
-  if (error instanceof StoreError) return error;
+export function pgStoreFailure(error: unknown, location: string): StoreError | NotFoundError {
+  if (error instanceof StoreError || error instanceof NotFoundError) return error;
   const failure = error instanceof PgFailure
     ? error
     : new PgFailure("LIBOS_UNKNOWN", error instanceof Error ? error.message : String(error), 0);
@@ -140,23 +140,30 @@ function currentVersion(link: PgLink, target: PgTarget): number | undefined {
 export function migrate(
   link: PgLink,
   target: PgTarget,
-  readOnly: boolean,
-  migrations: readonly PgMigration[] = PG_MIGRATIONS,
+  options: {
+    readonly readOnly: boolean;
+    readonly create: boolean;
+    readonly migrations?: readonly PgMigration[];
+  },
 ): number {
+  const migrations = options.migrations ?? PG_MIGRATIONS;
+  const readOnly = options.readOnly;
   const latest = migrations.length;
   const newer = (version: number) =>
     new StoreError(
       "store_newer_schema",
       `"${target.location}" is at schema version ${version}, newer than this libos (${latest}); upgrade libos`,
     );
-  if (readOnly) {
+  const missing = () =>
+    new NotFoundError(
+      `No libos database at "${target.location}"; run "libos init --db URL" first, or pass the right --db`,
+    );
+  if (readOnly || !options.create) {
     const version = currentVersion(link, target);
-    if (version === undefined) {
-      throw new StoreError(
-        "store_io",
-        `"${target.location}" holds no libos database yet; run "libos init --db ..." first`,
-      );
-    }
+    if (version === undefined) throw missing();
+  }
+  if (readOnly) {
+    const version = currentVersion(link, target)!;
     if (version > latest) throw newer(version);
     if (version < latest) {
       throw new StoreError(

@@ -1,6 +1,7 @@
 /**
  * Finding and opening a workspace's database: `--workspace`, `--db` and the state directory
- * (DESIGN §6) resolved to one {@link DatabaseLocation}, then opened as a {@link SqliteStore}.
+ * (DESIGN §6) resolved to one {@link DatabaseLocation}, then opened as a {@link SqliteStore}, or a
+ * {@link PostgresStore} for a `postgres://` URL.
  *
  * @module
  */
@@ -8,6 +9,9 @@ import { isAbsolute, join, relative, resolve } from "node:path";
 import { sha256Hex } from "../base/canonical_json.ts";
 import { NotFoundError, UsageError, ValidationError } from "../base/errors.ts";
 import { SqliteStore } from "./sqlite_store.ts";
+import { PostgresStore } from "./postgres_store.ts";
+import { isPostgresUrl, parsePgTarget } from "./_pg_open.ts";
+import type { Store } from "./store.ts";
 import {
   databaseRealPath,
   defaultDatabasePath,
@@ -31,7 +35,17 @@ export interface DatabaseLocation {
   readonly lockPath: string | null;
   /** Whether the path came from the default (state directory) rather than `--db`. */
   readonly isDefault: boolean;
+  /**
+   * `postgres` when `--db` (or `LIBOS_DB`) is a `postgres://` URL: then `path` is that URL
+   * without its password, which only {@link DatabaseLocation.connect} returns.
+   */
+  readonly engine?: "sqlite" | "postgres";
+  /** The full connection string, password included (a function, so it is never printed). */
+  readonly connect?: () => string;
 }
+
+/** The environment variable that names the database when `--db` is not given. */
+export const DB_ENV = "LIBOS_DB";
 
 /** What {@link locateDatabase} needs. */
 export interface LocateOptions {
@@ -53,6 +67,14 @@ export interface LocateOptions {
  */
 export function locateDatabase(options: LocateOptions): DatabaseLocation {
   const workspace = resolveWorkspace(options.workspace ?? options.cwd, options.cwd);
+  const fromEnv = options.db === undefined
+    ? options.env.get(DB_ENV)?.trim() || undefined
+    : undefined;
+  const db = options.db ?? fromEnv;
+  if (db !== undefined && isPostgresUrl(db)) {
+    return locatePostgres(workspace, db, fromEnv !== undefined, options);
+  }
+  if (fromEnv !== undefined) return locateDatabase({ ...options, db: fromEnv });
   if (options.db === MEMORY_DB) {
     if (!options.allowMemory) {
       throw new UsageError(
@@ -95,6 +117,49 @@ export function locateDatabase(options: LocateOptions): DatabaseLocation {
 }
 
 /**
+ * A PostgreSQL location. A password written in `--db` is refused: every user of the machine sees
+ * a command line (ps); it belongs in `LIBOS_DB` or `PGPASSWORD`.
+ */
+function locatePostgres(
+  workspace: string,
+  db: string,
+  fromEnv: boolean,
+  options: LocateOptions,
+): DatabaseLocation {
+  let target;
+  try {
+    target = parsePgTarget(db);
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  const password = new URL(db.trim()).password;
+  if (!fromEnv && password !== "") {
+    throw new UsageError(
+      `--db holds a password, which every user of this machine can read in the process list; pass the URL without it and set PGPASSWORD, or put the whole URL in ${DB_ENV}`,
+    );
+  }
+  const stateDir = stateDirectory(options.env);
+  if (options.createStateDirectory) ensureStateDirectory(stateDir);
+  const secret = password === "" ? options.env.get("PGPASSWORD") ?? "" : "";
+  // What PostgresStore.open parses again: the string as given (its ?schema= included).
+  const url = db.trim();
+  return {
+    workspace,
+    path: target.location,
+    headPath: headFilePath(stateDir, target.location),
+    lockPath: join(stateDir, "locks", `${sha256Hex(workspace)}.lock`),
+    isDefault: false,
+    engine: "postgres",
+    connect: () => {
+      if (secret === "") return url;
+      const withPassword = new URL(url);
+      withPassword.password = encodeURIComponent(secret);
+      return withPassword.href;
+    },
+  };
+}
+
+/**
  * An agent with write access to its workspace must never reach the database that holds its own
  * capabilities and audit (the reference prototype kept it there).
  */
@@ -113,6 +178,19 @@ function refuseInsideWorkspace(workspace: string, path: string, isDefault: boole
 /** Whether a database file already exists at the location. */
 export function databaseExists(location: DatabaseLocation): boolean {
   if (location.path === MEMORY_DB) return false;
+  if (location.engine === "postgres") {
+    try {
+      PostgresStore.open({
+        url: location.connect?.() ?? location.path,
+        readOnly: true,
+        create: false,
+      }).close();
+      return true;
+    } catch (error) {
+      if (error instanceof NotFoundError) return false;
+      throw error;
+    }
+  }
   try {
     Deno.lstatSync(location.path);
     return true;
@@ -139,7 +217,14 @@ export interface OpenDatabaseOptions {
 export function openDatabase(
   location: DatabaseLocation,
   options: OpenDatabaseOptions,
-): SqliteStore {
+): Store {
+  if (location.engine === "postgres") {
+    return PostgresStore.open({
+      url: location.connect?.() ?? location.path,
+      readOnly: options.readOnly ?? false,
+      create: options.create,
+    });
+  }
   if (!options.create && location.path !== MEMORY_DB && !databaseExists(location)) {
     throw new NotFoundError(
       `No database at "${location.path}" for workspace "${location.workspace}"; run "libos init" there first, or pass the right --db`,

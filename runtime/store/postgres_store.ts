@@ -61,7 +61,7 @@ import type {
 
 /** How to open a {@link PostgresStore}. */
 export interface PostgresStoreOptions {
-  /** `postgres://USER@HOST:PORT/DATABASE[?schema=NAME]`; the password best comes from ~/.pgpass. */
+  /** `postgres://USER@HOST:PORT/DATABASE[?schema=NAME]`; a password in it is never shown (`location` drops it). */
   readonly url: string;
   /** Commit after this many finished steps (default 256). */
   readonly batchSteps?: number;
@@ -71,6 +71,8 @@ export interface PostgresStoreOptions {
   readonly readOnly?: boolean;
   /** The longest one statement may run (default 30 s). */
   readonly statementTimeoutMs?: number;
+  /** Create libos's tables when the schema has none (default true); else a missing one is not found. */
+  readonly create?: boolean;
   /** Tests pass their own migrations. */
   readonly migrations?: readonly PgMigration[];
 }
@@ -171,7 +173,11 @@ export class PostgresStore implements Store {
       throw pgStoreFailure(error, target.location);
     }
     try {
-      const version = migrate(link, target, readOnly, options.migrations);
+      const version = migrate(link, target, {
+        readOnly,
+        create: options.create ?? true,
+        ...(options.migrations === undefined ? {} : { migrations: options.migrations }),
+      });
       if (readOnly) link.run([{ sql: "SET default_transaction_read_only = on", params: [] }]);
       return new PostgresStore(link, target.location, version, options);
     } catch (error) {
