@@ -640,6 +640,75 @@ const CASES: readonly Case[] = [
       }
     },
   },
+  {
+    name:
+      "leases: live top-level trees are claimed by one owner at a time, oldest first, up to a limit",
+    run(store) {
+      const FINISHED = ["exited", "failed", "killed"];
+      const put = (pid: string, parent: string | null, status: string, updated: number) =>
+        store.putProcess({ pid, parent, status, data: "{}", created: 1, updated });
+      put("pid_r1", null, "runnable", 30);
+      put("pid_r2", null, "sleeping", 10);
+      put("pid_r3", null, "waiting", 20);
+      put("pid_c1", "pid_r1", "runnable", 5);
+      put("pid_done", null, "exited", 1);
+      store.flush();
+      assert.deepEqual(store.claimTrees("w1", 1_000, 500, 2, FINISHED), ["pid_r2", "pid_r3"]);
+      assert.deepEqual(store.claimTrees("w2", 1_000, 500, 10, FINISHED), ["pid_r1"]);
+      assert.deepEqual(store.claimTrees("w3", 1_000, 500, 10, FINISHED), [], "all are held");
+      assert.deepEqual(store.claimTrees("w1", 1_000, 500, 10, FINISHED), [], "w1 holds its own");
+      const leases = store.listLeases(10);
+      assert.deepEqual(leases.map((l) => [l.root, l.owner, l.expires, l.generation]), [
+        ["pid_r1", "w2", 1_500, 1],
+        ["pid_r2", "w1", 1_500, 1],
+        ["pid_r3", "w1", 1_500, 1],
+      ]);
+    },
+  },
+  {
+    name:
+      "leases: a lapsed lease is taken over (a new generation), renewals say what is still held, release frees",
+    run(store) {
+      const FINISHED = ["exited", "failed", "killed"];
+      for (const pid of ["pid_a", "pid_b"]) {
+        store.putProcess({
+          pid,
+          parent: null,
+          status: "runnable",
+          data: "{}",
+          created: 1,
+          updated: 1,
+        });
+      }
+      store.flush();
+      assert.deepEqual(store.claimTrees("dead", 1_000, 100, 10, FINISHED), ["pid_a", "pid_b"]);
+      assert.deepEqual(store.renewLeases("dead", 1_050, 100), ["pid_a", "pid_b"]);
+      // Not lapsed yet at 1_149: nothing to take.
+      assert.deepEqual(store.claimTrees("alive", 1_149, 100, 10, FINISHED), []);
+      // Lapsed at 1_150 (expires 1_150 is not after now).
+      assert.deepEqual(store.claimTrees("alive", 1_150, 100, 1, FINISHED), ["pid_a"]);
+      const taken = store.listLeases(10).find((l) => l.root === "pid_a")!;
+      assert.equal(taken.owner, "alive");
+      assert.equal(taken.generation, 2);
+      assert.equal(taken.claimed, 1_150);
+      // The old owner learns what it lost when it renews.
+      assert.deepEqual(store.renewLeases("dead", 1_160, 100), ["pid_b"]);
+      assert.equal(store.releaseLease("dead", "pid_a"), false, "not its lease any more");
+      assert.equal(store.releaseLease("alive", "pid_a"), true);
+      assert.deepEqual(store.listLeases(10).map((l) => l.root), ["pid_b"]);
+      // A finished tree is never claimed.
+      store.putProcess({
+        pid: "pid_a",
+        parent: null,
+        status: "exited",
+        data: "{}",
+        created: 1,
+        updated: 2,
+      });
+      store.flush();
+      assert.deepEqual(store.claimTrees("alive", 5_000, 100, 10, FINISHED), ["pid_b"]);
+    },
+  },
 ];
 
 /** Registers the conformance suite for one Store implementation. */

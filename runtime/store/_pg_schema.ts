@@ -33,6 +33,7 @@ export const PG_TABLES = [
   "namespaces",
   "images",
   "retained",
+  "leases",
 ] as const;
 
 /** The migrations, in order. */
@@ -173,13 +174,32 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       // process, so a store ignores its own commits, as SQLite's data_version does.
       `CREATE FUNCTION libos_notify() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN PERFORM pg_notify('libos_data', pg_backend_pid()::text); RETURN NULL; END $$`,
-      ...PG_TABLES.map((table) =>
-        `CREATE TRIGGER ${table}_notify AFTER INSERT OR UPDATE OR DELETE ON ${table}
-          FOR EACH STATEMENT EXECUTE FUNCTION libos_notify()`
-      ),
+      ...PG_TABLES.filter((table) => table !== "leases").map(notifyTrigger),
+    ],
+  },
+  {
+    version: 2,
+    statements: [
+      // Workers' leases on process trees: one worker runs a tree at a time; a lease lapses
+      // unless renewed, and another worker may then take the tree over. generation counts
+      // changes of owner (a fencing token).
+      `CREATE TABLE leases (
+        root       ${T} PRIMARY KEY,
+        owner      ${T} NOT NULL,
+        expires    bigint NOT NULL,
+        claimed    bigint NOT NULL,
+        generation bigint NOT NULL
+      )`,
+      `CREATE INDEX leases_by_owner ON leases (owner)`,
+      notifyTrigger("leases"),
     ],
   },
 ];
+
+function notifyTrigger(table: string): string {
+  return `CREATE TRIGGER ${table}_notify AFTER INSERT OR UPDATE OR DELETE ON ${table}
+    FOR EACH STATEMENT EXECUTE FUNCTION libos_notify()`;
+}
 
 /** The schema version this build writes. */
 export const PG_SCHEMA_VERSION: number = PG_MIGRATIONS.length;

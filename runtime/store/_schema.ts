@@ -213,6 +213,22 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX retained_by_since ON retained (since, pid) WHERE removed IS NULL;
     `,
   },
+  {
+    version: 8,
+    sql: `
+      -- Workers' leases on process trees (issue 26): one worker runs a tree at a time; a lease
+      -- lapses unless renewed, and another worker may then take the tree over. generation counts
+      -- changes of owner (a fencing token).
+      CREATE TABLE leases (
+        root       TEXT    PRIMARY KEY,
+        owner      TEXT    NOT NULL,
+        expires    INTEGER NOT NULL,
+        claimed    INTEGER NOT NULL,
+        generation INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX leases_by_owner ON leases (owner);
+    `,
+  },
 ];
 
 /** The schema version this build writes. */

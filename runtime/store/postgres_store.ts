@@ -47,6 +47,7 @@ import type {
   HumanRequestQuery,
   HumanRequestRow,
   ImageRow,
+  LeaseRow,
   LinkRow,
   NamespaceRow,
   NamespaceUsage,
@@ -982,6 +983,67 @@ export class PostgresStore implements Store {
       afterId ?? "",
       clampLimit(limit),
     ]).map(imageRow);
+  }
+  claimTrees(
+    owner: string,
+    now: number,
+    ttlMs: number,
+    limit: number,
+    finished: readonly string[],
+  ): string[] {
+    // Candidate roots are locked FOR UPDATE SKIP LOCKED (a root another worker is claiming or
+    // writing right now is skipped, not waited for), and the upsert re-checks, on the latest
+    // committed lease, that it lapsed: two workers never both take one tree.
+    const result = this.#writeNow(
+      `WITH picked AS (
+         SELECT p.pid FROM processes p
+         WHERE p.parent IS NULL${
+        finished.length ? ` AND p.status NOT IN (${finished.map(() => "?").join(", ")})` : ""
+      }
+           AND NOT EXISTS (
+             SELECT 1 FROM leases l WHERE l.root = p.pid AND (l.expires > ? OR l.owner = ?))
+         ORDER BY p.updated, p.pid LIMIT ?
+         FOR UPDATE OF p SKIP LOCKED)
+       INSERT INTO leases (root, owner, expires, claimed, generation)
+         SELECT pid, ?, ?, ?, 1 FROM picked
+       ON CONFLICT (root) DO UPDATE SET owner = excluded.owner, expires = excluded.expires,
+         claimed = excluded.claimed, generation = leases.generation + 1
+         WHERE leases.expires <= ? AND leases.owner <> excluded.owner
+       RETURNING root`,
+      [...finished, now, owner, clampLimit(limit), owner, now + ttlMs, now, now],
+    );
+    this.flush();
+    return result.rows.map((r) => String(r.root)).sort();
+  }
+
+  renewLeases(owner: string, now: number, ttlMs: number): string[] {
+    const result = this.#writeNow(
+      "UPDATE leases SET expires = ? WHERE owner = ? RETURNING root",
+      [now + ttlMs, owner],
+    );
+    this.flush();
+    return result.rows.map((r) => String(r.root)).sort();
+  }
+
+  releaseLease(owner: string, root: string): boolean {
+    const released = this.#writeNow("DELETE FROM leases WHERE root = ? AND owner = ?", [
+      root,
+      owner,
+    ]).count > 0;
+    this.flush();
+    return released;
+  }
+
+  listLeases(limit: number): LeaseRow[] {
+    return this.#all("SELECT * FROM leases ORDER BY root LIMIT ?", [clampLimit(limit)]).map(
+      (r) => ({
+        root: String(r.root),
+        owner: String(r.owner),
+        expires: Number(r.expires),
+        claimed: Number(r.claimed),
+        generation: Number(r.generation),
+      }),
+    );
   }
 }
 

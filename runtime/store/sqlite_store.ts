@@ -39,6 +39,7 @@ import {
   type HumanRequestQuery,
   type HumanRequestRow,
   type ImageRow,
+  type LeaseRow,
   type LinkRow,
   type NamespaceRow,
   type NamespaceUsage,
@@ -954,5 +955,67 @@ export class SqliteStore implements Store {
       where.length ? `WHERE ${where.join(" AND ")}` : ""
     } ORDER BY created, rowid LIMIT ?`;
     return this.#stmt(sql).all(...params, clampLimit(query.limit)).map(actionRow);
+  }
+  claimTrees(
+    owner: string,
+    now: number,
+    ttlMs: number,
+    limit: number,
+    finished: readonly string[],
+  ): string[] {
+    // One writer at a time: the read and the writes of this step see no other claim between.
+    const claimed = this.step(() => {
+      const rows = this.#stmt(
+        `SELECT pid FROM processes
+         WHERE parent IS NULL${
+          finished.length ? ` AND status NOT IN (${finished.map(() => "?").join(", ")})` : ""
+        }
+           AND pid NOT IN (SELECT root FROM leases WHERE expires > ? OR owner = ?)
+         ORDER BY updated, pid LIMIT ?`,
+      ).all(...finished, now, owner, clampLimit(limit));
+      const roots = rows.map((r) => String(r.pid));
+      for (const root of roots) {
+        this.#write(
+          `INSERT INTO leases (root, owner, expires, claimed, generation) VALUES (?, ?, ?, ?, 1)
+           ON CONFLICT (root) DO UPDATE SET owner = excluded.owner, expires = excluded.expires,
+             claimed = excluded.claimed, generation = leases.generation + 1`,
+          [root, owner, now + ttlMs, now],
+        );
+      }
+      return roots;
+    });
+    this.flush();
+    return claimed;
+  }
+
+  renewLeases(owner: string, now: number, ttlMs: number): string[] {
+    const roots = this.step(() =>
+      this.#stmt("UPDATE leases SET expires = ? WHERE owner = ? RETURNING root")
+        .all(now + ttlMs, owner)
+        .map((r) => String(r.root))
+        .sort()
+    );
+    this.flush();
+    return roots;
+  }
+
+  releaseLease(owner: string, root: string): boolean {
+    const released =
+      this.#write("DELETE FROM leases WHERE root = ? AND owner = ?", [root, owner]) > 0;
+    this.flush();
+    return released;
+  }
+
+  listLeases(limit: number): LeaseRow[] {
+    this.#usable();
+    return this.#stmt("SELECT * FROM leases ORDER BY root LIMIT ?").all(clampLimit(limit)).map(
+      (r) => ({
+        root: String(r.root),
+        owner: String(r.owner),
+        expires: Number(r.expires),
+        claimed: Number(r.claimed),
+        generation: Number(r.generation),
+      }),
+    );
   }
 }

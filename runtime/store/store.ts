@@ -266,6 +266,20 @@ export interface RetainedQuery {
   readonly limit: number;
 }
 
+/** A worker's lease on one process tree (several workers sharing one database; issue 26). */
+export interface LeaseRow {
+  /** The tree's top-level process. */
+  readonly root: string;
+  /** The worker holding it. */
+  readonly owner: string;
+  /** When it lapses unless renewed (ms since the epoch). */
+  readonly expires: number;
+  /** When this owner claimed it. */
+  readonly claimed: number;
+  /** One more at every change of owner: a fencing token. */
+  readonly generation: number;
+}
+
 /** How many objects a namespace holds and their bytes (descriptions plus payloads, as stored). */
 export interface NamespaceUsage {
   readonly objects: number;
@@ -370,6 +384,26 @@ export interface Store extends Disposable {
   getImage(id: string): ImageRow | undefined;
   /** Images in id order, after `afterId`. */
   listImages(afterId: string | undefined, limit: number): ImageRow[];
+
+  /**
+   * Claims up to `limit` process trees for `owner`: live top-level processes (status not one of
+   * `finished`) that no one holds — no lease, or one that lapsed before `now` — and that `owner`
+   * does not hold already. Two owners never hold one tree. Commits before returning (a lease is
+   * a promise to other workers). Returns the claimed roots, oldest-updated first.
+   */
+  claimTrees(
+    owner: string,
+    now: number,
+    ttlMs: number,
+    limit: number,
+    finished: readonly string[],
+  ): string[];
+  /** Extends every lease `owner` still holds to `now + ttlMs`; returns their roots. Commits. */
+  renewLeases(owner: string, now: number, ttlMs: number): string[];
+  /** Gives up `owner`'s lease on `root` (false when it held none). Commits. */
+  releaseLease(owner: string, root: string): boolean;
+  /** Every lease, in root order. */
+  listLeases(limit: number): LeaseRow[];
 }
 
 /** Largest page any bounded read returns. */
