@@ -93,11 +93,13 @@ export function chooseModel(
   let secrets: string[] = [];
   let name = spec;
   let endpoint: string | null = null;
-  if (spec.startsWith("replay:") && spec.length > "replay:".length) {
-    const file = resolve(io.cwd, spec.slice("replay:".length));
-    scripted = ScriptedModel.fromFile(file);
+  const each = spec.startsWith("replay-each:");
+  if ((spec.startsWith("replay:") || each) && spec.length > spec.indexOf(":") + 1) {
+    // replay-each: every process follows the script by its own turn count (workers, benches).
+    const file = resolve(io.cwd, spec.slice(spec.indexOf(":") + 1));
+    scripted = ScriptedModel.fromFile(file, { eachProcess: each });
     model = scripted;
-    name = `replay:${file}`;
+    name = `${each ? "replay-each" : "replay"}:${file}`;
   } else if (spec === "openai" || (spec.startsWith("openai:") && spec.length > "openai:".length)) {
     const c = configOf(parsed, io);
     const modelName = spec === "openai" ? c.model : spec.slice("openai:".length);
@@ -122,7 +124,9 @@ export function chooseModel(
     endpoint = c.baseURL === undefined ? null : endpointOf(c.baseURL);
   } else {
     throw new UsageError(
-      `--model must be replay:FILE.jsonl, openai or openai:MODEL, not ${JSON.stringify(spec)}`,
+      `--model must be replay:FILE.jsonl, replay-each:FILE.jsonl, openai or openai:MODEL, not ${
+        JSON.stringify(spec)
+      }`,
     );
   }
   const record = stringOption(parsed, "record");

@@ -112,6 +112,11 @@ export const OPTION_SPECS = {
   follow: { type: "boolean" },
   kind: { type: "string", multiple: true },
   "approval-wait": { type: "string" },
+  name: { type: "string" },
+  "lease-ttl": { type: "string" },
+  "max-trees": { type: "string" },
+  concurrency: { type: "string" },
+  "until-idle": { type: "boolean" },
 } as const;
 
 /** The name of an option. */

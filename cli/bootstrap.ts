@@ -260,8 +260,10 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   if (words[0] === "log") run = "less";
   // `run`/`step --model replay:FILE`: read on the script; `--record FILE`: write on the log.
   const model = optionValue(facts.args, "model");
-  if (model?.startsWith("replay:") && model.length > "replay:".length) {
-    grant(resolve(facts.cwd, model.slice("replay:".length)), false);
+  for (const prefix of ["replay:", "replay-each:"]) {
+    if (model?.startsWith(prefix) && model.length > prefix.length) {
+      grant(resolve(facts.cwd, model.slice(prefix.length)), false);
+    }
   }
   // `replay --session FILE`: read on the session log.
   const session = optionValue(facts.args, "session");
@@ -291,7 +293,7 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   // `mcp serve` runs a client's calls as `agent` runs a model's (its JIT tools too), with no
   // model endpoint.
   const serves = words[0] === "mcp" && words[1] === "serve";
-  const drives = ["demo", "agent", "run", "step"].includes(words[0] ?? "") || serves;
+  const drives = ["demo", "agent", "run", "step", "worker"].includes(words[0] ?? "") || serves;
   if (drives && facts.execPath) {
     grant(fileURLToPath(new URL("../jit", import.meta.url)), false);
     run = "/usr/bin/setsid";
@@ -321,7 +323,9 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
   }
   // `jit run`, `run` and `step` build their runtime without toolchains: the system directories
   // are their search path (a process's shell tool goes through the same primitive).
-  if ((words[0] === "jit" && words[1] === "run") || words[0] === "run" || words[0] === "step") {
+  if (
+    (words[0] === "jit" && words[1] === "run") || ["run", "step", "worker"].includes(words[0] ?? "")
+  ) {
     grantShell(facts, grant, []);
   }
   const db = optionValue(facts.args, "db") ?? (facts.env.get("LIBOS_DB")?.trim() || undefined);

@@ -59,6 +59,7 @@ import {
   spawnCommand,
   stepCommand,
 } from "./process_commands.ts";
+import { workerCommand } from "./worker_command.ts";
 import {
   type CliIo,
   type Command,
@@ -78,6 +79,7 @@ const COMMANDS: readonly Command[] = [
   psCommand,
   runCommand,
   stepCommand,
+  workerCommand,
   signalCommand,
   cdCommand,
   exitCommand,

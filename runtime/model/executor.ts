@@ -271,6 +271,7 @@ export class ModelExecutor implements ProcessDriver {
       messages,
       tools: schemas,
       maxTokens: this.#o.maxReplyTokens ?? 4_096,
+      turn: (last?.seq ?? 0) + 1,
     };
     let reply: ModelReply;
     this.#tell({ kind: "model", pid: p.pid, seq: (last?.seq ?? 0) + 1 });

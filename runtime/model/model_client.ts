@@ -44,6 +44,8 @@ export interface ModelRequest {
   readonly tools: readonly ModelToolSchema[];
   /** The most tokens the reply may use. */
   readonly maxTokens?: number;
+  /** Which turn of the process this is, 1, 2, 3… (kept across restarts and takeovers). */
+  readonly turn?: number;
 }
 
 /** Why a reply ended. */

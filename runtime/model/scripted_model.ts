@@ -38,23 +38,33 @@ function replyOf(turn: ModelTurnRecord, index: number): ModelReply {
   };
 }
 
-/** Answers turns from a script, in order. */
+/**
+ * Answers turns from a script, in order — one cursor for the whole run, or (`eachProcess`) the
+ * script from the top for every process, at the turn the process has reached (the request's
+ * `turn`, kept durably), so a process taken over by another worker goes on where it was.
+ */
 export class ScriptedModel implements ModelClient {
   readonly name: string;
   readonly #turns: readonly ModelTurnRecord[];
+  readonly #eachProcess: boolean;
   #next = 0;
 
   /** A model that replays the `model_turn` records of `records` (other records are skipped). */
-  constructor(records: readonly SessionRecord[], name = "replay") {
+  constructor(
+    records: readonly SessionRecord[],
+    name = "replay",
+    options: { readonly eachProcess?: boolean } = {},
+  ) {
     this.name = name;
     this.#turns = records.filter((r): r is ModelTurnRecord => r.type === "model_turn");
+    this.#eachProcess = options.eachProcess ?? false;
   }
 
   /**
    * Reads a session log or plain script (`replay:FILE.jsonl`).
    * @throws {ModelError} `session_log_invalid` for a file that cannot be read or does not parse.
    */
-  static fromFile(path: string): ScriptedModel {
+  static fromFile(path: string, options: { readonly eachProcess?: boolean } = {}): ScriptedModel {
     let text: string;
     try {
       text = Deno.readTextFileSync(path);
@@ -67,7 +77,11 @@ export class ScriptedModel implements ModelClient {
         { cause: error },
       );
     }
-    return new ScriptedModel(parseSessionLog(text, path), `replay:${path}`);
+    return new ScriptedModel(
+      parseSessionLog(text, path),
+      `${options.eachProcess ? "replay-each" : "replay"}:${path}`,
+      options,
+    );
   }
 
   /**
@@ -89,20 +103,22 @@ export class ScriptedModel implements ModelClient {
     return this.#turns.length - this.#next;
   }
 
-  complete(_request: ModelRequest, signal: AbortSignal): Promise<ModelReply> {
+  complete(request: ModelRequest, signal: AbortSignal): Promise<ModelReply> {
     if (signal.aborted) return Promise.reject(signal.reason);
-    const turn = this.#turns[this.#next];
+    const index = this.#eachProcess ? (request.turn ?? 1) - 1 : this.#next;
+    const turn = this.#turns[index];
     if (!turn) {
       return Promise.reject(
         new ModelError(
           "replay_exhausted",
           `The script ${this.name} has no turn ${
-            this.#next + 1
+            index + 1
           } (it holds ${this.#turns.length}); add turns or end the run earlier`,
         ),
       );
     }
-    return Promise.resolve(replyOf(turn, this.#next++));
+    if (!this.#eachProcess) this.#next++;
+    return Promise.resolve(replyOf(turn, index));
   }
 }
 

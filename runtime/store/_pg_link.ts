@@ -7,6 +7,7 @@
  */
 import {
   HEADER_BYTES,
+  type PgEvent,
   type PgReply,
   type PgRequest,
   type PgResult,
@@ -57,6 +58,7 @@ export class PgLink {
   readonly #waitMs: number;
   readonly #decoder = new TextDecoder();
   #closed = false;
+  readonly #commitListeners = new Set<() => void>();
   /** The writer connection's server process id (its own commits do not count as others'). */
   readonly backend: number;
 
@@ -66,6 +68,16 @@ export class PgLink {
     this.#header = new Int32Array(buffer, 0, HEADER_BYTES / 4);
     this.#waitMs = waitMs;
     this.backend = backend;
+    worker.onmessage = (event: MessageEvent<PgEvent>) => {
+      if (event.data?.kind !== "commit") return;
+      for (const listener of [...this.#commitListeners]) listener();
+    };
+  }
+
+  /** Calls `listener` (on this thread's event loop) after another connection commits. */
+  onCommit(listener: () => void): () => void {
+    this.#commitListeners.add(listener);
+    return () => this.#commitListeners.delete(listener);
   }
 
   /**
@@ -134,6 +146,7 @@ export class PgLink {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#commitListeners.clear();
     try {
       this.#ask({ kind: "close" }, 3_000);
     } catch { /* the thread is terminated below either way */ }

@@ -76,6 +76,12 @@ export type PgReply =
 /** The members of the worker's global scope this file uses. */
 interface WorkerScope {
   onmessage: ((event: MessageEvent<PgRequest>) => void) | null;
+  postMessage(message: PgEvent): void;
+}
+
+/** What the connection thread tells the store's thread unasked: another connection committed. */
+export interface PgEvent {
+  readonly kind: "commit";
 }
 
 type Sql = ReturnType<typeof postgres>;
@@ -170,7 +176,9 @@ export function serve(scope: WorkerScope): void {
         const listening = {
           ...options,
           onnotify: (_channel: string, payload: string) => {
-            if (payload !== String(backend)) Atomics.add(version, SLOT.version, 1);
+            if (payload === String(backend)) return;
+            Atomics.add(version, SLOT.version, 1);
+            scope.postMessage({ kind: "commit" });
           },
           onclose: () => Atomics.store(version, SLOT.listenerLost, 1),
         } as unknown as typeof options;

@@ -414,6 +414,10 @@ export class PostgresStore implements Store {
     return version;
   }
 
+  onExternalCommit(listener: () => void): () => void {
+    return this.#link.onCommit(listener);
+  }
+
   close(): void {
     if (this.#closed) return;
     if (this.#frames.length > 0) throw new TypeError("Store.close() was called inside a step");

@@ -301,6 +301,12 @@ export interface Store extends Disposable {
   onCommit(listener: () => void): () => void;
   /** A number that changes when another connection commits (SQLite's `data_version`). */
   dataVersion(): number;
+  /**
+   * Calls `listener`, soon and asynchronously, after another connection commits (PostgreSQL's
+   * LISTEN/NOTIFY). Absent where the backend cannot tell: callers then look at
+   * {@link Store.dataVersion} when they have reason to. Returns the unsubscribe function.
+   */
+  onExternalCommit?(listener: () => void): () => void;
   /** Flushes and closes. Further calls throw `store_closed`. Idempotent. */
   close(): void;
 

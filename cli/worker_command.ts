@@ -1,0 +1,256 @@
+/**
+ * `libos worker` (issue 26): one of several runtimes sharing a database (PostgreSQL, or one
+ * SQLite file on one machine), each running the process trees it holds a lease on.
+ *
+ * A round: claim trees no one holds (up to `--max-trees`), recover them as a restart would
+ * (actions a dead worker left `executing` become `outcome_unknown`, reported and never re-run),
+ * run them until idle, release the trees that finished. Between rounds the worker sleeps until
+ * another connection commits (LISTEN/NOTIFY on PostgreSQL; SQLite is looked at every 250 ms), a
+ * lease of another worker is due to lapse, or it is told to stop. A heartbeat renews the leases
+ * every third of their lifetime; a worker that finds a lease gone stops its quanta at once (the
+ * tree has a new owner) and exits.
+ *
+ * @module
+ */
+import { LibosError, UsageError } from "../runtime/base/errors.ts";
+import { executorFor } from "../runtime/model/executor.ts";
+import { isFinal, ProcessStatus } from "../runtime/process/process.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import { MAX_PAGE } from "../runtime/store/store.ts";
+import { type Command, flagOption, integerOption, stringOption } from "./_options.ts";
+import { EXIT_FAILED, EXIT_OK, say } from "./_output.ts";
+import { openRuntime } from "./_workspace.ts";
+import { chooseModel } from "./_model_choice.ts";
+import { rootFinder } from "./_run_lock.ts";
+
+const FINISHED = ProcessStatus.options.filter((s) => isFinal(s));
+const LIVE = ProcessStatus.options.filter((s) => !isFinal(s));
+
+/** What a worker did, for its report. */
+interface WorkerReport {
+  readonly owner: string;
+  rounds: number;
+  quanta: number;
+  claimed: number;
+  finished: number;
+  lost: string[];
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts; the timer never outlives it. */
+function pause(
+  ms: number,
+  signal: AbortSignal,
+  wake: { poke: (() => void) | undefined },
+): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      wake.poke = undefined;
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal.addEventListener("abort", done, { once: true });
+    wake.poke = done;
+  });
+}
+
+async function worker(parsed: Parameters<Command["run"]>[0], io: Parameters<Command["run"]>[1]) {
+  const chosen = chooseModel(parsed, io, "configured");
+  if (!chosen) {
+    throw new UsageError(
+      `"libos worker" runs model turns: pass --model openai:MODEL (or set OPENAI_MODEL), or --model replay-each:FILE.jsonl for a scripted model`,
+    );
+  }
+  const ttl = integerOption(parsed, "lease-ttl", 1_000, 3_600_000) ?? 10_000;
+  const maxTrees = integerOption(parsed, "max-trees", 1, MAX_PAGE) ?? 64;
+  const concurrency = integerOption(parsed, "concurrency", 1, 256) ?? 4;
+  const untilIdle = flagOption(parsed, "until-idle");
+  const owner = stringOption(parsed, "name") ??
+    `worker-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`;
+  if (!/^[\w.:@-]{1,128}$/.test(owner)) {
+    throw new UsageError(`--name must be 1 to 128 letters, digits or . : @ _ -`);
+  }
+  await using runtime = await openRuntime(parsed, io, "write", { secrets: chosen.secrets });
+  const report: WorkerReport = {
+    owner,
+    rounds: 0,
+    quanta: 0,
+    claimed: 0,
+    finished: 0,
+    lost: [],
+  };
+  const stop = new AbortController();
+  const onStop = () => stop.abort();
+  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
+  for (const s of signals) Deno.addSignalListener(s, onStop);
+  try {
+    await runRounds(runtime, {
+      owner,
+      ttl,
+      maxTrees,
+      concurrency,
+      untilIdle,
+      model: chosen.model,
+      stop: stop.signal,
+      report,
+    });
+  } finally {
+    for (const s of signals) Deno.removeSignalListener(s, onStop);
+  }
+  const lines = [
+    `Worker ${owner}: ${report.rounds} round(s), ${report.quanta} quanta, ${report.claimed} tree(s) claimed, ${report.finished} finished.`,
+    ...(report.lost.length
+      ? [`Lost the lease on ${report.lost.join(", ")} (another worker took it over); stopped.`]
+      : []),
+  ];
+  say(io, parsed, runtime.location.path, { ...report }, lines.join("\n"));
+  return report.lost.length ? EXIT_FAILED : EXIT_OK;
+}
+
+interface RoundOptions {
+  readonly owner: string;
+  readonly ttl: number;
+  readonly maxTrees: number;
+  readonly concurrency: number;
+  readonly untilIdle: boolean;
+  readonly model: Parameters<typeof executorFor>[1];
+  readonly stop: AbortSignal;
+  readonly report: WorkerReport;
+}
+
+async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
+  const { store, clock } = runtime;
+  const held = new Set<string>();
+  const lost = new AbortController();
+  const wake: { poke: (() => void) | undefined } = { poke: undefined };
+  const poked = { flag: false };
+  const poke = () => {
+    poked.flag = true;
+    wake.poke?.();
+  };
+  // Wake-ups: another connection committed (a human's decision, a new process, a released tree).
+  const unlisten = store.onExternalCommit?.(poke);
+  let seenVersion = store.dataVersion();
+  const poll = unlisten === undefined
+    ? setInterval(() => {
+      const version = store.dataVersion();
+      if (version !== seenVersion) {
+        seenVersion = version;
+        poke();
+      }
+    }, 250)
+    : undefined;
+  const heartbeat = setInterval(() => {
+    if (held.size === 0) return;
+    try {
+      const still = new Set(store.renewLeases(o.owner, clock.now(), o.ttl));
+      const gone = [...held].filter((root) => !still.has(root));
+      if (gone.length > 0) {
+        o.report.lost.push(...gone);
+        lost.abort(
+          new LibosError(
+            "lease_lost",
+            "runtime",
+            `Worker ${o.owner} lost its lease on ${gone.join(", ")}: another worker runs them now`,
+          ),
+        );
+        poke();
+      }
+    } catch (error) {
+      // A lease that cannot be renewed cannot be trusted: stop rather than run unowned trees.
+      lost.abort(error);
+      poke();
+    }
+  }, Math.max(100, Math.floor(o.ttl / 3)));
+  const executor = executorFor(runtime, o.model);
+  try {
+    while (!o.stop.aborted && !lost.signal.aborted) {
+      poked.flag = false;
+      o.report.rounds++;
+      if (held.size < o.maxTrees) {
+        const claimed = store.claimTrees(
+          o.owner,
+          clock.now(),
+          o.ttl,
+          o.maxTrees - held.size,
+          FINISHED,
+        );
+        for (const root of claimed) held.add(root);
+        o.report.claimed += claimed.length;
+      }
+      if (held.size > 0) {
+        const rootOf = rootFinder(runtime);
+        using scheduler = runtime.scheduler(executor, {
+          concurrency: o.concurrency,
+          scope: (pid) => {
+            const root = rootOf(pid);
+            return root !== null && held.has(root);
+          },
+        });
+        scheduler.recover();
+        const ran = await scheduler.runUntilIdle({ signal: lost.signal, drain: o.stop });
+        o.report.quanta += ran.quanta;
+        for (const root of [...held]) {
+          if (isFinal(runtime.processes.get(root).status)) {
+            store.releaseLease(o.owner, root);
+            held.delete(root);
+            o.report.finished++;
+          }
+        }
+        if (ran.quanta > 0 || poked.flag) continue;
+      }
+      if (o.untilIdle && held.size === 0 && !anyLive(runtime)) break;
+      if (poked.flag) continue;
+      await pause(untilNextLapse(runtime, o.owner, o.ttl), o.stop, wake);
+    }
+  } finally {
+    clearInterval(heartbeat);
+    if (poll !== undefined) clearInterval(poll);
+    unlisten?.();
+    // A worker that stops cleanly hands its unfinished trees back at once.
+    if (!lost.signal.aborted) {
+      for (const root of held) {
+        try {
+          store.releaseLease(o.owner, root);
+        } catch { /* they lapse on their own */ }
+      }
+    }
+  }
+}
+
+/** Whether any process is still live. */
+function anyLive(runtime: Runtime): boolean {
+  return runtime.processes.list({ statuses: LIVE, limit: 1 }).length > 0;
+}
+
+/** How long to sleep: until another worker's lease lapses (then its trees may be ours), at most a TTL. */
+function untilNextLapse(runtime: Runtime, owner: string, ttl: number): number {
+  const now = runtime.clock.now();
+  let next = now + ttl;
+  for (const lease of runtime.store.listLeases(MAX_PAGE)) {
+    if (lease.owner !== owner && lease.expires < next) next = lease.expires;
+  }
+  return Math.max(5, next - now + 5);
+}
+
+/** The `worker` command. */
+export const workerCommand: Command = {
+  name: "worker",
+  summary: "run leased process trees of a shared database, beside other workers",
+  usage:
+    `Usage: libos worker --db postgres://USER@HOST:PORT/DB --model MODEL [--name NAME] [--lease-ttl MS]
+       [--max-trees N] [--concurrency N] [--until-idle] [--json]
+
+Runs the process trees it holds a lease on, beside other workers on the same database (each tree
+is run by one worker at a time). It claims trees no one holds, recovers them as a restart would
+(actions left executing by a dead worker become outcome_unknown and are never re-run), runs them
+until idle, and releases the ones that finished. Idle, it sleeps until another connection
+commits (LISTEN/NOTIFY), or another worker's lease lapses. Leases last --lease-ttl ms (default
+10000) and are renewed every third of that; a worker that dies loses its trees to another within
+the TTL. --until-idle exits once no live process remains; SIGINT or SIGTERM stop it gently (the
+trees it held are released at once). MODEL: openai:MODEL, or replay-each:FILE.jsonl (each process
+follows the script by its own turn count).`,
+  options: ["model", "env-file", "name", "lease-ttl", "max-trees", "concurrency", "until-idle"],
+  run: worker,
+};
