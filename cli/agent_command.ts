@@ -190,7 +190,7 @@ function auditSummary(runtime: Runtime, pids: readonly string[]) {
   }
   // The head file advances at commit: a run shorter than one group-commit window has none yet.
   runtime.store.flush();
-  const verification = runtime.audit.verify({ head: runtime.location.headPath !== null });
+  const verification = runtime.audit.verify({ head: runtime.audit.hasHead });
   return {
     records,
     allowed: decisions.allow,

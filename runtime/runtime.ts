@@ -257,19 +257,23 @@ function build(options: RuntimeOptions): Runtime {
   });
   let audit: AuditLog | undefined;
   let events: EventLog | undefined;
+  const session = options.session ?? ids.next("ses");
   try {
     // Every decision the audit log records is also a `decision` event, in the same step.
+    // On a shared database every runtime appends to a chain segment of its own (several append
+    // at once); the single-writer file store keeps its one chain.
     audit = new AuditLog(store, {
       clock,
       headPath: location.headPath,
       database: location.path,
+      ...(location.engine === "postgres" ? { chain: `seg:${session}` } : {}),
       onDecision: (record) => events?.emit(decisionEvent(record)),
     });
     // Known secrets never reach a host through an event (a command line in a decision's resource).
     const secrets = options.secrets?.length ? redactor(options.secrets) : undefined;
     events = new EventLog(store, {
       clock,
-      session: options.session ?? ids.next("ses"),
+      session,
       // Never longer than it was, so a value within its schema bound stays within it.
       ...(secrets === undefined ? {} : {
         redact: (text: string) => {

@@ -293,6 +293,11 @@ export class AuditLog implements Disposable {
     this.#unsubscribe = store.onCommit(() => this.#anchorAfterCommit());
   }
 
+  /** Whether truncation can be checked: a head file, or head rows in the database. */
+  get hasHead(): boolean {
+    return this.#headPath !== null || this.#store.auditHeads !== undefined;
+  }
+
   /** The chain this log appends to. */
   get chain(): string {
     return this.#chain;
@@ -389,7 +394,7 @@ export class AuditLog implements Disposable {
     }
     return this.#store.step(() => {
       const tail = this.#store.auditTail(this.#chain);
-      const seq = this.#store.lastAuditSeq() + 1;
+      const seq = this.#store.nextAuditSeq();
       if (e.parent !== undefined && e.parent >= seq) {
         throw new ValidationError(
           `Cannot append audit record: parent ${e.parent} is not an earlier record (next is ${seq})`,
@@ -494,6 +499,18 @@ export class AuditLog implements Disposable {
       chainSeq: null,
       message,
     });
+    const heads = this.#headPath === null ? this.#store.auditHeads?.() : undefined;
+    if (heads !== undefined) {
+      // A shared database (PostgreSQL): each segment's head row, kept outside the transactions
+      // that appended to it, stands where a head file would.
+      return this.#contradiction({
+        version: 1,
+        database: this.#database,
+        time: 0,
+        chains: heads,
+      }) ??
+        this.#unanchored(heads);
+    }
     if (this.#headPath === null) {
       return whole(
         "head_missing",
@@ -512,10 +529,15 @@ export class AuditLog implements Disposable {
         `Cannot detect truncation: the audit head file "${this.#headPath}" is missing. Run "libos audit verify --no-head"; if the chain verifies and no records are known to be missing, re-anchor with "libos init --reanchor"`,
       );
     }
-    const contradiction = this.#contradiction(head);
-    if (contradiction) return contradiction;
+    return this.#contradiction(head) ?? this.#unanchored(head.chains);
+  }
+
+  /** The first chain no head anchors. */
+  #unanchored(
+    heads: Readonly<Record<string, { readonly chainSeq: number }>>,
+  ): AuditProblem | undefined {
     for (const chain of this.#store.auditChains()) {
-      if ((head.chains[chain]?.chainSeq ?? 0) < 1) {
+      if ((heads[chain]?.chainSeq ?? 0) < 1) {
         return {
           kind: "unanchored_chain",
           chain,

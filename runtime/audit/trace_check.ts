@@ -446,7 +446,7 @@ export function checkTrace(
     delegated: 0,
     records: 0,
   };
-  const verified = source.audit.verify({ head: options.head ?? source.audit.headPath !== null });
+  const verified = source.audit.verify({ head: options.head ?? source.audit.hasHead });
   if (!verified.ok) {
     c.violations.push({
       invariant: "chain",

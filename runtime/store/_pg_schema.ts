@@ -192,6 +192,18 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       )`,
       `CREATE INDEX leases_by_owner ON leases (owner)`,
       notifyTrigger("leases"),
+      // Global audit order for several writers: each record's seq comes from this sequence.
+      `CREATE SEQUENCE audit_seq`,
+      `SELECT setval('audit_seq', coalesce(max(seq), 0) + 1, false) FROM audit`,
+      // The head of each chain segment, written after (outside) the transaction that appended
+      // to it: truncating a chain below its head is detected ("libos audit verify").
+      `CREATE TABLE audit_heads (
+        chain     ${T} PRIMARY KEY,
+        chain_seq bigint NOT NULL,
+        seq       bigint NOT NULL,
+        hash      ${T} NOT NULL,
+        time      bigint NOT NULL
+      )`,
     ],
   },
 ];

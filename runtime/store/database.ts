@@ -29,7 +29,7 @@ export interface DatabaseLocation {
   readonly workspace: string;
   /** The database's real path, or `:memory:`. */
   readonly path: string;
-  /** The audit head file, or `null` for `:memory:`. */
+  /** The audit head file, or `null` for `:memory:` and PostgreSQL (its heads are rows). */
   readonly headPath: string | null;
   /** The cross-process workspace lock file, or `null` (an in-process lock only). */
   readonly lockPath: string | null;
@@ -146,7 +146,9 @@ function locatePostgres(
   return {
     workspace,
     path: target.location,
-    headPath: headFilePath(stateDir, target.location),
+    // The heads of a shared database's chain segments live in it (audit_heads, written outside
+    // the appending transactions); no host's file could follow every worker's commits.
+    headPath: null,
     lockPath: join(stateDir, "locks", `${sha256Hex(workspace)}.lock`),
     isDefault: false,
     engine: "postgres",

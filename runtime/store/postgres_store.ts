@@ -138,6 +138,8 @@ export class PostgresStore implements Store {
    * rollback.
    */
   #memo: TransactionMemo | undefined;
+  /** The tail each chain reached in the open transaction: its head row, once it commits. */
+  readonly #touched = new Map<string, AuditTail & { readonly time: number }>();
 
   private constructor(
     link: PgLink,
@@ -275,6 +277,7 @@ export class PostgresStore implements Store {
   /** The transaction is beyond saving: the steps since the last commit are gone. */
   #lost(error: unknown): StoreError {
     this.#memo = undefined;
+    this.#touched.clear();
     this.#queue = [];
     this.#checks = [];
     this.#frames.length = 0;
@@ -357,6 +360,7 @@ export class PostgresStore implements Store {
       this.#send([{ sql: "COMMIT", params: [] }]);
     } catch (error) {
       this.#inBatch = false;
+      this.#touched.clear();
       const cause = pgStoreFailure(error, this.location);
       try {
         this.#link.run([{ sql: "ROLLBACK", params: [] }]);
@@ -370,6 +374,7 @@ export class PostgresStore implements Store {
     }
     this.#inBatch = false;
     this.#pendingSteps = 0;
+    this.#writeHeads();
     let listenerError: unknown;
     for (const listener of [...this.#listeners]) {
       try {
@@ -386,6 +391,33 @@ export class PostgresStore implements Store {
         }); the steps are saved, do not repeat them`,
         { cause: listenerError },
       );
+    }
+  }
+
+  /**
+   * After a commit, outside its transaction: each chain it appended to gets its head row, read
+   * from what was committed (a step rolled back appended nothing). A head only moves forward.
+   */
+  #writeHeads(): void {
+    if (this.#touched.size === 0) return;
+    const chains = [...this.#touched.entries()];
+    this.#touched.clear();
+    try {
+      this.#link.run(chains.map(([chain, tail]) =>
+        this.#statement(
+          `INSERT INTO audit_heads (chain, chain_seq, seq, hash, time)
+           SELECT chain, chain_seq, seq, hash, ? FROM audit WHERE chain = ?
+             ORDER BY chain_seq DESC LIMIT 1
+           ON CONFLICT (chain) DO UPDATE SET chain_seq = excluded.chain_seq, seq = excluded.seq,
+             hash = excluded.hash, time = excluded.time
+             WHERE audit_heads.chain_seq < excluded.chain_seq`,
+          [tail.time, chain],
+        )
+      ));
+    } catch (error) {
+      // The records are committed; only their anchor lags. The next commit moves it on, and
+      // "libos audit verify" reports a chain whose head lags behind as unanchored.
+      this.#deferred = pgStoreFailure(error, this.location);
     }
   }
 
@@ -526,6 +558,12 @@ export class PostgresStore implements Store {
       memo.tails.set(row.chain, { seq: row.seq, chainSeq: row.chainSeq, hash: row.hash });
       memo.lastSeq = Math.max(memo.lastSeq ?? 0, row.seq);
     }
+    this.#touched.set(row.chain, {
+      seq: row.seq,
+      chainSeq: row.chainSeq,
+      hash: row.hash,
+      time: row.time,
+    });
   }
 
   queryAudit(query: AuditQuery): AuditRow[] {
@@ -586,6 +624,23 @@ export class PostgresStore implements Store {
     const seq = Number(this.#get("SELECT coalesce(max(seq), 0) AS n FROM audit", [])?.n ?? 0);
     if (memo !== undefined) memo.lastSeq = seq;
     return seq;
+  }
+
+  nextAuditSeq(): number {
+    // Not memoised: another worker may append between two of this one's records.
+    return Number(this.#get("SELECT nextval('audit_seq') AS n", [])?.n);
+  }
+
+  auditHeads(): Record<string, AuditTail> {
+    const heads: Record<string, AuditTail> = {};
+    for (const r of this.#all("SELECT chain, chain_seq, seq, hash FROM audit_heads", [])) {
+      heads[String(r.chain)] = {
+        chainSeq: Number(r.chain_seq),
+        seq: Number(r.seq),
+        hash: String(r.hash),
+      };
+    }
+    return heads;
   }
 
   countAudit(): number {

@@ -797,6 +797,10 @@ export class SqliteStore implements Store {
     return seq;
   }
 
+  nextAuditSeq(): number {
+    return this.lastAuditSeq() + 1;
+  }
+
   insertEvent(row: Omit<EventRow, "seq">): number {
     if (this.#depth === 0) return this.step(() => this.insertEvent(row));
     this.#usable();

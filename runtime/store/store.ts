@@ -324,6 +324,16 @@ export interface Store extends Disposable {
   auditChains(): string[];
   /** The largest `seq` in the audit table, 0 when empty. */
   lastAuditSeq(): number;
+  /**
+   * The `seq` the next appended record takes: one more than the last on a single-writer store,
+   * the next value of a shared sequence where several workers append (increasing, maybe gaps).
+   */
+  nextAuditSeq(): number;
+  /**
+   * The head of each chain as recorded inside the database, outside the transactions that
+   * appended (PostgreSQL's equivalent of the head file). Absent where the head lives in a file.
+   */
+  auditHeads?(): Record<string, AuditTail>;
   /** How many audit records there are (verification compares it with what the chains hold). */
   countAudit(): number;
 
