@@ -220,19 +220,17 @@ const EditArgs = z.object({
 
 /** The primitive's edits from a model's arguments (one edit, or a list). */
 function editsOf(args: z.output<typeof EditArgs>): FileEdits {
-  return args.edits === undefined
-    ? given({
-      oldString: args.old_string,
-      newString: args.new_string,
-      replaceAll: args.replace_all,
-    })
-    : {
-      edits: args.edits.map((e) => ({
-        oldString: e.old_string,
-        newString: e.new_string,
-        ...given({ replaceAll: e.replace_all }),
-      })),
-    };
+  // Everything given goes on: the primitive refuses both forms, or neither, saying which.
+  return given({
+    oldString: args.old_string,
+    newString: args.new_string,
+    replaceAll: args.replace_all,
+    edits: args.edits?.map((e) => ({
+      oldString: e.old_string,
+      newString: e.new_string,
+      ...given({ replaceAll: e.replace_all }),
+    })),
+  });
 }
 
 /** `edit_file`: exact string replacements, refused when the file changed since it was read. */

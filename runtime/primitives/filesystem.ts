@@ -809,7 +809,11 @@ export class FilesystemPrimitive {
         throw this.#precondition(pid, path.relative, `it is a ${typeOf(existing)}`);
       }
       if (existing && !overwrite) {
-        throw this.#precondition(pid, path.relative, "it already exists and overwrite is false");
+        throw this.#precondition(
+          pid,
+          path.relative,
+          "it already exists and overwrite is false; change it with edit_file, or pass overwrite: true to replace it",
+        );
       }
       if (
         args.ifSha256 !== undefined && this.#sha256Of(path.absolute, existing) !== args.ifSha256
@@ -962,9 +966,9 @@ export class FilesystemPrimitive {
     const single = args.oldString !== undefined || args.newString !== undefined;
     if (single === (args.edits !== undefined)) {
       throw new ValidationError(
-        `Cannot edit "${args.path}": give either old_string and new_string, or edits: [{old_string, new_string}], not ${
-          single ? "both" : "neither"
-        }`,
+        `Cannot edit "${args.path}": it was given ${
+          single ? "both old_string/new_string and edits" : "neither old_string nor edits"
+        }; pass old_string and new_string for one edit, or edits: [{old_string, new_string}] for several`,
       );
     }
     if (single && (typeof args.oldString !== "string" || typeof args.newString !== "string")) {

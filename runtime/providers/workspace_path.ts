@@ -87,6 +87,14 @@ export function canonicalPath(
       try {
         return { real: fs.realPath(existing), rest };
       } catch (error) {
+        if (error instanceof Deno.errors.NotADirectory) {
+          throw new ValidationError(
+            `Cannot use ${
+              JSON.stringify(path.relative)
+            }: part of it is a file, not a directory; check the path (read_directory shows what exists)`,
+            { cause: error },
+          );
+        }
         if (
           !(error instanceof Deno.errors.NotFound) || existing === workspace || existing === "/"
         ) throw error;
