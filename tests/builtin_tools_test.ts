@@ -2084,6 +2084,20 @@ Deno.test({
 });
 
 Deno.test({
+  name: "parse_pytest_log reads a log as read_text_file shows it (every line numbered, `cat -n`)",
+  fn() {
+    const log = [
+      "FAILED tests/test_api.py::test_status - assert 500 == 200",
+      "1 failed, 3 passed in 0.10s",
+    ];
+    const numbered = log.map((l, i) => `${String(i + 1).padStart(6)}\t${l}`).join("\n") + "\n";
+    assert.deepEqual(parsePytest(numbered), parsePytest(log.join("\n")));
+    assert.equal(parsePytest(numbered).complete, true);
+    assert.equal(parsePytest(numbered).failures[0]?.test, "tests/test_api.py::test_status");
+  },
+});
+
+Deno.test({
   name: "parse_pytest_log keeps a failing parametrized test whose id contains a space",
   // Was a bug: the test id was matched as a run of non-spaces.
   fn() {

@@ -125,7 +125,8 @@ export function splitLines(text: string): string[] {
 
 /**
  * Lines `offset` to `offset + limit - 1` of `text`. `complete` says `text` is the whole file
- * (else its last piece may be a partial line, which is not returned, and the total is unknown).
+ * (else its last piece may be a partial line, which is not returned unless it is the only one,
+ * and the total is unknown).
  * @throws {ValidationError} for an offset past the last line, naming how many lines there are.
  */
 export function lineRange(
@@ -136,7 +137,8 @@ export function lineRange(
   limit: number | undefined,
 ): LineRange {
   const all = splitLines(text);
-  if (!complete && all.length > 0 && !all[all.length - 1]!.endsWith("\n")) all.pop();
+  // A partial last line is left out, unless it is all there is (one huge line is shown cut).
+  if (!complete && all.length > 1 && !all[all.length - 1]!.endsWith("\n")) all.pop();
   const total = complete ? all.length : null;
   if (offset > Math.max(all.length, 1)) {
     throw new ValidationError(

@@ -611,7 +611,9 @@ export class FilesystemPrimitive {
         this.#parentStill(dirname(path.absolute), path.relative);
         // Read past the cut — a known secret's length (redacted, then cut) and the longest
         // content rule (scanned) — so a cut never leaves the start of a secret in view.
-        const scan = lined ? this.limits.readBytesMax : maxBytes;
+        // (Line mode reads no more than the file holds: a small file does not cost a large buffer;
+        // one that grew since is read as far as it was, and its total is then unknown.)
+        const scan = lined ? Math.min(this.limits.readBytesMax, before.size) : maxBytes;
         const redactAhead = redact ? this.#secretBytes : 0;
         const ahead = Math.max(redactAhead, SECRET_SCAN_LOOKAHEAD);
         const raw = handle.read(scan + 1 + ahead);
