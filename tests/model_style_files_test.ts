@@ -14,6 +14,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { JsonValue } from "../runtime/base/canonical_json.ts";
+import { HumanPendingError } from "../runtime/base/errors.ts";
 import type { HumanDecision, HumanPrompt } from "../runtime/human/human_channel.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
 import type { ToolResult } from "../runtime/broker/tool_broker.ts";
@@ -39,7 +40,10 @@ interface Fixture extends AsyncDisposable {
 }
 
 /** A runtime whose process has the coding agent's file tools; its human answers from `answers`. */
-async function fixture(answers: HumanDecision[] = []): Promise<Fixture> {
+async function fixture(
+  answers: HumanDecision[] = [],
+  human: "interactive" | "queue" = "interactive",
+): Promise<Fixture> {
   const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-model-files-" }));
   const ws = join(root, "ws");
   const outside = join(root, "outside");
@@ -59,7 +63,7 @@ async function fixture(answers: HumanDecision[] = []): Promise<Fixture> {
       db: ":memory:",
       // Deletes ask in workspace-write; these tests are about what the tools do once allowed.
       mode: "full-access",
-      human: "interactive",
+      human,
       prompt,
       wall: false,
     });
@@ -94,6 +98,12 @@ function shown(result: ToolResult): string {
   const v = result.value as Record<string, JsonValue>;
   return [typeof v.content === "string" ? v.content : "", JSON.stringify({ ...v, content: null })]
     .join("\n");
+}
+
+/** Asserts the call parked its process on a human (queue mode: the broker passes that on). */
+async function parks(call: Promise<ToolResult>): Promise<void> {
+  const error = await call.then((r) => r, (e: unknown) => e);
+  assert.ok(error instanceof HumanPendingError, `parked, not ${JSON.stringify(error)}`);
 }
 
 function exists(path: string): boolean {
@@ -577,6 +587,32 @@ Deno.test("write_text_file: a protected missing parent approved by the human is 
     .filter((r) => r.action === "fs.write" && r.decision === "allow")
     .map((r) => r.resource);
   assert.deepEqual(records, ["fs:.libos", "fs:.libos/notes", "fs:.libos/notes/a.txt"]);
+});
+
+Deno.test("write_text_file in queue mode: a write that must create a protected parent parks; once approved it runs, creating the directories then", async () => {
+  await using f = await fixture([], "queue");
+  await parks(f.call("write_text_file", { path: ".libos/notes/a.txt", content: "ok" }));
+  assert.ok(!exists(f.at(".libos")), "nothing is created while it waits");
+  const [request] = f.runtime.human.list();
+  f.runtime.human.approve(request!.id, { by: "human:test" });
+  const resolution = await f.runtime.human.resume(f.pid, request!.id, NEVER);
+  assert.equal(resolution.type, "outcome");
+  assert.ok(resolution.type === "outcome" && resolution.outcome.ok, JSON.stringify(resolution));
+  assert.equal(Deno.readTextFileSync(f.at(".libos/notes/a.txt")), "ok");
+});
+
+Deno.test("write_text_file attack: a parent swapped for a symlink leading outside while the write waits for approval is refused when the approval is used; nothing is created outside", async () => {
+  await using f = await fixture([], "queue");
+  await parks(f.call("write_text_file", { path: ".libos/notes/a.txt", content: "ok" }));
+  // Meanwhile the missing parent appears — as a symlink to a directory outside the workspace.
+  Deno.symlinkSync(f.outside, f.at(".libos"));
+  const before = snapshot(f.outside);
+  const [request] = f.runtime.human.list();
+  f.runtime.human.approve(request!.id, { by: "human:test" });
+  const resolution = await f.runtime.human.resume(f.pid, request!.id, NEVER);
+  assert.ok(resolution.type === "outcome" && !resolution.outcome.ok, JSON.stringify(resolution));
+  assert.equal(resolution.outcome.error.code, "outside_workspace");
+  assert.deepEqual(snapshot(f.outside), before, "nothing was created outside");
 });
 
 Deno.test("write_text_file attack: one denied parent refuses the whole write before any directory is created (decide all, then create)", async () => {
