@@ -578,6 +578,26 @@ Deno.test("write_text_file attack: a missing parent that is protected (.libos) a
   assert.ok(!exists(f.at(".libos")), "the protected directory was not created");
 });
 
+Deno.test("write_text_file attack: a secret-bearing file in a new directory asks; rejected, not even the directory is created", async () => {
+  await using f = await fixture([{ type: "reject", reason: "no" }]);
+  const result = await f.call("write_text_file", {
+    path: "deploy/prod/.env.production",
+    content: "TOKEN=x",
+  });
+  assert.ok(!result.ok, shown(result));
+  assert.equal(f.prompted.length, 1);
+  assert.ok(!exists(f.at("deploy")), "no directory was created for a write that was refused");
+});
+
+Deno.test("read_text_file attack: an offset past the end of a secret-bearing file does not tell its line count before a human allows the read", async () => {
+  await using f = await fixture([{ type: "reject", reason: "no" }]);
+  Deno.writeTextFileSync(f.at(".env"), "A=1\nB=2\nC=3\n");
+  const result = await f.call("read_text_file", { path: ".env", offset: 99 });
+  assert.ok(!result.ok, shown(result));
+  assert.equal(f.prompted.length, 1, "the human was asked first");
+  assert.ok(!/3 lines|from 1 to 3/.test(result.error.message), result.error.message);
+});
+
 Deno.test("write_text_file: a protected missing parent approved by the human is created with the file, each directory audited", async () => {
   await using f = await fixture([{ type: "approve" }]);
   const result = await f.call("write_text_file", { path: ".libos/notes/a.txt", content: "ok" });
