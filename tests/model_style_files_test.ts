@@ -547,6 +547,34 @@ Deno.test("fs.read_text, the syscall twin, takes offset and limit and returns ra
   });
 });
 
+Deno.test("edit_file with several edits under an ask policy: one approval, showing one diff with every change; once approved all apply together", async () => {
+  await using f = await fixture([{ type: "approve" }]);
+  seed(f);
+  f.runtime.authority.capabilities.grant({
+    subject: f.pid,
+    resource: { type: "fs", path: "src", scope: "subtree" },
+    rights: ["write"],
+    effect: "ask",
+    issuer: "operator",
+  }, "operator");
+  const result = await f.call("edit_file", {
+    path: "src/app.ts",
+    edits: [
+      { old_string: "const port = 80;", new_string: "const port = 8080;" },
+      { old_string: "'localhost'", new_string: "'0.0.0.0'" },
+    ],
+  });
+  assert.ok(result.ok, shown(result));
+  assert.equal(f.prompted.length, 1, "one approval for the whole call");
+  for (const line of ["-const port = 80;", "+const port = 8080;", "+const host = '0.0.0.0';"]) {
+    assert.ok(f.prompted[0]!.includes(line), `the diff shows ${line}:\n${f.prompted[0]}`);
+  }
+  assert.equal(
+    Deno.readTextFileSync(f.at("src/app.ts")),
+    "const port = 8080;\nconst host = '0.0.0.0';\n",
+  );
+});
+
 // ---------------------------------------------------------------- attacks
 
 Deno.test("write_text_file attack: a missing parent reached through a symlinked directory that leads outside is refused, and nothing is created anywhere", async () => {

@@ -71,7 +71,7 @@ export function numberedView(read: ReadAnswer, budget = READ_VIEW_CHARS): ToolVa
   const note = read.size === 0
     ? "The file is empty."
     : kept === 0
-    ? `No lines from line ${first} (the file has ${total ?? "more"} lines).`
+    ? `Nothing shown from line ${first}: not even part of it fits in max_bytes; read with a larger max_bytes.`
     : more
     ? `Showing lines ${first}-${last} ${of}; to read on, call read_text_file with offset=${
       last + 1
