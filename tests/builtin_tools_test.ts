@@ -1381,7 +1381,8 @@ const ROWS: readonly Row[] = [
         lines: { first: 1, last: 1, total: null },
         size: 13,
         truncated: true,
-        note: "Showing lines 1-1 of a 13-byte file; to read on, call read_text_file with offset=2.",
+        note:
+          "Showing lines 1-1 of a 13-byte file (line 1 cut at max_bytes); to read on, call read_text_file with offset=2, or read again with a larger max_bytes.",
       });
     },
     async denied() {

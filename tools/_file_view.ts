@@ -48,7 +48,7 @@ export function numberedView(read: ReadAnswer, budget = READ_VIEW_CHARS): ToolVa
       mime: read.binary.mime,
       note: `"${read.path}" is ${
         read.binary.type === "binary" ? "a binary file" : `a ${read.binary.type} file`
-      }, ${read.size} bytes, ${read.binary.mime}), not text: its content is not shown`,
+      } (${read.size} bytes, ${read.binary.mime}), not text: its content is not shown`,
     };
   }
   const lines = read.content === "" ? [] : read.content.split(/(?<=\n)/);
@@ -68,13 +68,17 @@ export function numberedView(read: ReadAnswer, budget = READ_VIEW_CHARS): ToolVa
   const total = read.lines.total;
   const more = kept < lines.length || read.truncated;
   const of = total === null ? `of a ${read.size}-byte file` : `of ${total}`;
+  // The last line shown is itself cut when the read stopped inside it (a small max_bytes).
+  const partial = more && kept === lines.length && !read.content.endsWith("\n");
   const note = read.size === 0
     ? "The file is empty."
     : kept === 0
     ? `Nothing shown from line ${first}: not even part of it fits in max_bytes; read with a larger max_bytes.`
     : more
-    ? `Showing lines ${first}-${last} ${of}; to read on, call read_text_file with offset=${
-      last + 1
+    ? `Showing lines ${first}-${last} ${of}${
+      partial ? ` (line ${last} cut at max_bytes)` : ""
+    }; to read on, call read_text_file with offset=${last + 1}${
+      partial ? ", or read again with a larger max_bytes" : ""
     }.`
     : `Showing lines ${first}-${last} ${of} (to the end of the file).`;
   return {
