@@ -63,6 +63,7 @@ import type { AuditScope } from "../runtime/audit/audit_log.ts";
 import type { RuntimeCore } from "../runtime/audit/runtime_core.ts";
 import {
   type ChildRequest,
+  type FileEdits,
   present,
   type SyscallPort,
   type SyscallSpec,
@@ -83,20 +84,20 @@ type ProcessView = Pick<
 /** The primitive methods a session calls (the runtime's; a spy in tests). */
 export interface SyscallTargets {
   readonly fs: {
-    readText(pid: string, a: { path: string; maxBytes?: number }): Promise<unknown>;
+    readText(
+      pid: string,
+      a: { path: string; maxBytes?: number; offset?: number; limit?: number },
+    ): Promise<unknown>;
     writeText(
       pid: string,
-      a: { path: string; content: string; overwrite?: boolean },
+      a: { path: string; content: string; overwrite?: boolean; parents?: boolean },
     ): Promise<unknown>;
     listDir(pid: string, a: { path: string; limit?: number }): Promise<unknown>;
     makeDir(pid: string, a: { path: string; parents: boolean }): Promise<unknown>;
     deleteFile(pid: string, a: { path: string; missingOk?: boolean }): Promise<unknown>;
     deleteDir(pid: string, a: { path: string; recursive?: boolean }): Promise<unknown>;
     stat(pid: string, a: { path: string }): Promise<unknown>;
-    editText(
-      pid: string,
-      a: { path: string; oldString: string; newString: string; replaceAll?: boolean },
-    ): Promise<unknown>;
+    editText(pid: string, a: { path: string } & FileEdits): Promise<unknown>;
     glob(pid: string, a: { glob: string; path?: string; limit?: number }): Promise<unknown>;
     grep(pid: string, a: {
       text: string;

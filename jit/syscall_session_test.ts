@@ -101,7 +101,33 @@ Deno.test("LibOSSyscallSession.call() calls exactly one primitive method per sys
       path: "a",
       content: "x",
       overwrite: false,
+      parents: true,
     }]],
+    ["fs.read_text", { path: "a", offset: 3, limit: 2 }, "fs.readText", ["pid_1", {
+      path: "a",
+      offset: 3,
+      limit: 2,
+    }]],
+    [
+      "fs.edit",
+      {
+        path: "a",
+        edits: [{ old_string: "x", new_string: "y" }, {
+          old_string: "z",
+          new_string: "w",
+          replace_all: true,
+        }],
+      },
+      "fs.editText",
+      ["pid_1", {
+        path: "a",
+        edits: [{ oldString: "x", newString: "y" }, {
+          oldString: "z",
+          newString: "w",
+          replaceAll: true,
+        }],
+      }],
+    ],
     ["fs.list", {}, "fs.listDir", ["pid_1", { path: "." }]],
     ["fs.make_dir", { path: "d", parents: true }, "fs.makeDir", ["pid_1", {
       path: "d",

@@ -686,6 +686,7 @@ const ROWS: readonly Row[] = [
       const edited = 'const port = 8080;\nconst host = "localhost";\n';
       assert.deepEqual(value(result), {
         path: "app.ts",
+        edits: 1,
         replacements: 1,
         bytes: edited.length,
         sha256: await sha256(edited),
@@ -705,7 +706,7 @@ const ROWS: readonly Row[] = [
       field: "old_string",
       args: (f) => {
         Deno.writeTextFileSync(f.at("app.ts"), "const port = 80;\n");
-        return { path: "app.ts", old_string: "", new_string: "x" };
+        return { path: "app.ts", old_string: 80, new_string: "x" };
       },
     },
   },
@@ -1364,20 +1365,24 @@ const ROWS: readonly Row[] = [
     async happy() {
       await using f = await fixture({ tool: "read_text_file" });
       Deno.writeTextFileSync(f.at("notes.txt"), "héllo world\n");
+      // Numbered like `cat -n`, with a note of the lines shown.
       assert.deepEqual(value(await f.call({ path: "notes.txt" })), {
         path: "notes.txt",
-        content: "héllo world\n",
-        bytes: 13,
+        content: "     1\théllo world\n",
+        lines: { first: 1, last: 1, total: 1 },
         size: 13,
         truncated: false,
+        note: "Showing lines 1-1 of 1 (to the end of the file).",
       });
       // Cut at a code point boundary: 2 bytes would split "é".
       assert.deepEqual(value(await f.call({ path: "notes.txt", max_bytes: 2 })), {
         path: "notes.txt",
-        content: "h",
-        bytes: 1,
+        content: "     1\th\n",
+        lines: { first: 1, last: 1, total: null },
         size: 13,
         truncated: true,
+        note:
+          "Showing lines 1-1 of a 13-byte file (line 1 cut at max_bytes); to read on, call read_text_file with offset=2, or read again with a larger max_bytes.",
       });
     },
     async denied() {
@@ -2076,6 +2081,20 @@ Deno.test({
       xpassed: 0,
       warnings: 1,
     });
+  },
+});
+
+Deno.test({
+  name: "parse_pytest_log reads a log as read_text_file shows it (every line numbered, `cat -n`)",
+  fn() {
+    const log = [
+      "FAILED tests/test_api.py::test_status - assert 500 == 200",
+      "1 failed, 3 passed in 0.10s",
+    ];
+    const numbered = log.map((l, i) => `${String(i + 1).padStart(6)}\t${l}`).join("\n") + "\n";
+    assert.deepEqual(parsePytest(numbered), parsePytest(log.join("\n")));
+    assert.equal(parsePytest(numbered).complete, true);
+    assert.equal(parsePytest(numbered).failures[0]?.test, "tests/test_api.py::test_status");
   },
 });
 

@@ -522,7 +522,8 @@ Deno.test("HumanChannel: a process cannot reach the database to approve its own 
     for (
       const call of [
         () => runtime.primitives.fs.writeText(pid, { path, content: "forged" }),
-        () => runtime.primitives.fs.deleteFile(pid, { path }),
+        // Deleting the link itself is allowed (below): it removes the link, never the database.
+        ...(path === "db-link" ? [] : [() => runtime.primitives.fs.deleteFile(pid, { path })]),
         () => runtime.primitives.fs.readText(pid, { path }),
       ]
     ) {
@@ -538,6 +539,12 @@ Deno.test("HumanChannel: a process cannot reach the database to approve its own 
   assert.deepEqual(Deno.readFileSync(db).subarray(0, 100), before.subarray(0, 100));
   assert.equal(Deno.lstatSync(join(s.workspace, "db-link")).isSymlink, true, "link not replaced");
   assert.equal(text(join(s.workspace, ".gitmodules")), null);
+  // Deleting the link removes the link only: the database it names is untouched.
+  await runtime.primitives.fs.deleteFile(pid, { path: "db-link" });
+  assert.equal(exists(join(s.workspace, "db-link")), false);
+  runtime.store.flush();
+  assert.deepEqual(Deno.readFileSync(db).subarray(0, 100), before.subarray(0, 100));
+  assert.equal(runtime.human.get(request.id).status, "pending");
 });
 
 // ------------------------------------------------------------------------------------------------

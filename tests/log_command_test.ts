@@ -53,7 +53,11 @@ Deno.test("libos log through the launcher: the whole transcript of a finished ru
     assert.ok(!text.includes(raw), `no raw ${JSON.stringify(raw)} reaches the terminal`);
   }
   assert.match(text, /│ Fixed\. \\x1B\[2J\\x1B\]0;pwned\\x07\\rHIDDEN/, "model text, escaped");
-  assert.match(text, /"content":"notes \\\\u001b\[2J/, "the file the tool read, escaped");
+  assert.match(
+    text,
+    /"content":" {5}1\\\\tnotes \\\\u001b\[2J/,
+    "the file the tool read (numbered), escaped",
+  );
   assert.match(text, new RegExp(`process ${pid}: exited`));
   assert.match(text, /running the tests \\x1B\[2J/, "the model's text, escaped");
   assert.match(

@@ -40,6 +40,10 @@ export const FETCH_HEADER_VALUE_CHARS_MAX = 8192;
 
 /** Largest `max_bytes` of one file read. */
 export const READ_BYTES_MAX = 8 * 1024 * 1024;
+/** Largest line number or line count of one file read (`offset`, `limit`). */
+export const READ_LINE_MAX = 10_000_000;
+/** Most edits in one `edit_file` call (`edits`). */
+export const EDITS_MAX = 100;
 /** Largest content of one file write, in characters. */
 export const WRITE_CHARS_MAX = 8 * 1024 * 1024;
 /** Most entries of one directory listing or glob. */

@@ -6,52 +6,101 @@
  * @module
  */
 import { z } from "zod";
-import { GREP_MATCHES_MAX, LIST_LIMIT_MAX, READ_BYTES_MAX, WRITE_CHARS_MAX } from "./caps.ts";
 import {
+  EDITS_MAX,
+  GREP_MATCHES_MAX,
+  LIST_LIMIT_MAX,
+  READ_BYTES_MAX,
+  READ_LINE_MAX,
+  WRITE_CHARS_MAX,
+} from "./caps.ts";
+import { numberedView, type ReadAnswer } from "./_file_view.ts";
+import {
+  type FileEdits,
   present as given,
   syscall,
   type SyscallOnlySpec,
   type ToolSpec,
 } from "../runtime/broker/tool.ts";
 
-const Path = z.string().min(1).max(4096).describe("A path, relative to your working directory");
+const Path = z.string().min(1).max(4096).describe(
+  "A path inside the workspace: relative to your working directory (src/app.ts) or absolute under the workspace",
+);
 
 const ReadArgs = z.object({
   path: Path,
+  offset: z.number().int().min(1).max(READ_LINE_MAX).optional().describe(
+    "The 1-based line to start at (default 1); the note of a cut read says which offset reads on",
+  ),
+  limit: z.number().int().min(1).max(READ_LINE_MAX).optional().describe(
+    "How many lines to return at most (default: as many as fit)",
+  ),
   max_bytes: z.number().int().min(1).max(READ_BYTES_MAX).optional().describe(
-    "Read at most this many bytes (default 256 KiB)",
+    "Return at most this many bytes of content (default 256 KiB)",
   ),
 }).strict();
 
-/** `read_text_file`: a UTF-8 file's content (cut at a code point boundary). */
+/**
+ * `read_text_file`: a text file as numbered lines (`cat -n`), a range of them with
+ * offset/limit; its syscall `fs.read_text` returns the raw content and the line range.
+ */
 export const readTextFile: ToolSpec<typeof ReadArgs, "fs.read_text"> = {
   name: "read_text_file",
-  description: "Read a UTF-8 text file of the workspace.",
+  description: [
+    "Read a text file of the workspace. Lines come numbered like `cat -n` (number, tab, line);",
+    "the numbers are not part of the file, so never copy them into edit_file's old_string.",
+    "Use offset (1-based line) and limit (lines) to read part of a long file: a read shows about",
+    "6,500 characters at most, and when it is cut its note says which lines were shown and the",
+    "offset to read on. Lines longer than 2,000 characters are cut with a marker. Images and",
+    "other binary files are answered with their type and size, not content.",
+    'Example: {"path": "src/app.ts", "offset": 120, "limit": 60}',
+  ].join(" "),
   args: ReadArgs,
   effects: ["fs.read"],
-  run: (args, ctx) => ctx.fs.readText(args.path, given({ maxBytes: args.max_bytes })),
+  run: async (args, ctx) =>
+    numberedView(
+      await ctx.fs.readText(
+        args.path,
+        given({ maxBytes: args.max_bytes, offset: args.offset, limit: args.limit }),
+      ) as unknown as ReadAnswer,
+    ),
   syscalls: {
     "fs.read_text": syscall(
       ReadArgs,
-      (a, sys) => sys.fs.readText({ path: a.path, ...given({ maxBytes: a.max_bytes }) }),
+      (a, sys) =>
+        sys.fs.readText({
+          path: a.path,
+          ...given({ maxBytes: a.max_bytes, offset: a.offset, limit: a.limit }),
+        }),
     ),
   },
 };
 
 const WriteArgs = z.object({
   path: Path,
-  content: z.string().max(WRITE_CHARS_MAX),
-  overwrite: z.boolean().optional().describe("Replace an existing file (default true)"),
+  content: z.string().max(WRITE_CHARS_MAX).describe("The whole new content of the file"),
+  overwrite: z.boolean().optional().describe(
+    "Replace an existing file (default true); false refuses to touch one that exists",
+  ),
 }).strict();
 
-/** `write_text_file`: writes a file atomically. */
+/** `write_text_file`: writes a file atomically, creating missing parent directories. */
 export const writeTextFile: ToolSpec<typeof WriteArgs, "fs.write_text"> = {
   name: "write_text_file",
-  description: "Write a UTF-8 text file of the workspace (atomically).",
+  description: [
+    "Create a text file of the workspace, or replace one's whole content (atomically).",
+    "Missing parent directories are created (each is checked like any write). To change part of",
+    "an existing file, prefer edit_file. Protected paths (.git, .env…) need your human's approval.",
+    'Example: {"path": "build/output.txt", "content": "done\\n"}',
+  ].join(" "),
   args: WriteArgs,
   effects: ["fs.write"],
   run: (args, ctx) =>
-    ctx.fs.writeText(args.path, args.content, given({ overwrite: args.overwrite })),
+    ctx.fs.writeText(
+      args.path,
+      args.content,
+      given({ overwrite: args.overwrite, parents: true }),
+    ),
   syscalls: {
     "fs.write_text": syscall(
       WriteArgs,
@@ -59,6 +108,7 @@ export const writeTextFile: ToolSpec<typeof WriteArgs, "fs.write_text"> = {
         sys.fs.writeText({
           path: a.path,
           content: a.content,
+          parents: true,
           ...given({ overwrite: a.overwrite }),
         }),
     ),
@@ -110,10 +160,14 @@ const DeleteFileArgs = z.object({
   missing_ok: z.boolean().optional().describe("Succeed when the file does not exist"),
 }).strict();
 
-/** `delete_file`: deletes one file (never a directory). */
+/** `delete_file`: deletes one file, or a symlink itself (never a directory). */
 export const deleteFile: ToolSpec<typeof DeleteFileArgs, "fs.delete_file"> = {
   name: "delete_file",
-  description: "Delete one file of the workspace.",
+  description: [
+    "Delete one file of the workspace. A symbolic link is removed itself, never what it points",
+    "to. Not for directories: use delete_directory.",
+    'Example: {"path": "tmp/old.log", "missing_ok": true}',
+  ].join(" "),
   args: DeleteFileArgs,
   effects: ["fs.delete"],
   run: (args, ctx) => ctx.fs.deleteFile(args.path, given({ missingOk: args.missing_ok })),
@@ -145,39 +199,61 @@ export const deleteDirectory: ToolSpec<typeof DeleteDirArgs, "fs.delete_dir"> = 
   },
 };
 
+const EDIT_CHARS_MAX = 1024 * 1024;
+const OldString = z.string().max(EDIT_CHARS_MAX).describe(
+  "The exact text to replace, copied from the file without read_text_file's line numbers (unique in the file unless replace_all)",
+);
+const NewString = z.string().max(EDIT_CHARS_MAX).describe("The text to put in its place");
+const ReplaceAll = z.boolean().optional().describe("Replace every occurrence (default false)");
+
 const EditArgs = z.object({
   path: Path,
-  old_string: z.string().min(1).max(1024 * 1024).describe(
-    "The exact text to replace, copied from the file (unique unless replace_all)",
+  old_string: OldString.optional(),
+  new_string: NewString.optional(),
+  replace_all: ReplaceAll,
+  edits: z.array(
+    z.object({ old_string: OldString, new_string: NewString, replace_all: ReplaceAll }).strict(),
+  ).min(1).max(EDITS_MAX).optional().describe(
+    "Several edits of the same file, applied in order, each to the result of the ones before; all or none (instead of old_string/new_string)",
   ),
-  new_string: z.string().max(1024 * 1024).describe("The text to put in its place"),
-  replace_all: z.boolean().optional().describe("Replace every occurrence (default false)"),
 }).strict();
 
-/** `edit_file`: exact string replacement, refused when the file changed since it was read. */
+/** The primitive's edits from a model's arguments (one edit, or a list). */
+function editsOf(args: z.output<typeof EditArgs>): FileEdits {
+  // Everything given goes on: the primitive refuses both forms, or neither, saying which.
+  return given({
+    oldString: args.old_string,
+    newString: args.new_string,
+    replaceAll: args.replace_all,
+    edits: args.edits?.map((e) => ({
+      oldString: e.old_string,
+      newString: e.new_string,
+      ...given({ replaceAll: e.replace_all }),
+    })),
+  });
+}
+
+/** `edit_file`: exact string replacements, refused when the file changed since it was read. */
 export const editFile: ToolSpec<typeof EditArgs, "fs.edit"> = {
   name: "edit_file",
-  description:
-    "Edit a text file by replacing an exact piece of text (unique in the file unless replace_all). An edit that needs approval shows your human its diff.",
+  description: [
+    "Change part of a text file by replacing exact text: old_string must match the file exactly",
+    "(whitespace and indentation included, without read_text_file's line numbers) and occur once,",
+    "unless replace_all. For several changes to one file pass edits: a list applied in order, all",
+    "or none. A file with CRLF line endings can be edited with LF text and keeps its endings. A",
+    "refusal says why (not found, found N times) and what to do. Read the file first. To create a",
+    "file or replace all of it, use write_text_file.",
+    'Example: {"path": "src/app.ts", "old_string": "const port = 80;", "new_string": "const port = 8080;"};',
+    'several: {"path": "src/app.ts", "edits": [{"old_string": "port = 80", "new_string": "port = 8080"},',
+    '{"old_string": "http:", "new_string": "https:", "replace_all": true}]}',
+  ].join(" "),
   args: EditArgs,
   effects: ["fs.write"],
-  run: (args, ctx) =>
-    ctx.fs.editText(
-      args.path,
-      args.old_string,
-      args.new_string,
-      given({ replaceAll: args.replace_all }),
-    ),
+  run: (args, ctx) => ctx.fs.editText(args.path, editsOf(args)),
   syscalls: {
     "fs.edit": syscall(
       EditArgs,
-      (a, sys) =>
-        sys.fs.editText({
-          path: a.path,
-          oldString: a.old_string,
-          newString: a.new_string,
-          ...given({ replaceAll: a.replace_all }),
-        }),
+      (a, sys) => sys.fs.editText({ path: a.path, ...editsOf(a) }),
     ),
   },
 };

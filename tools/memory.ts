@@ -214,7 +214,13 @@ export const createObjectFromFile: ToolSpec<typeof FromFileArgs> = {
       path: string;
       content: string;
       truncated: boolean;
+      binary: { type: string } | null;
     };
+    if (read.binary) {
+      throw new TypeError(
+        `Cannot copy "${read.path}" into an object: it is a binary file (${read.binary.type}), not text`,
+      );
+    }
     const info = ctx.memory.create({
       ...present({ name: args.name, namespace: args.namespace }),
       type: args.type ?? "file",

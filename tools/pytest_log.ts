@@ -9,7 +9,9 @@ import { z } from "zod";
 import type { ToolSpec } from "../runtime/broker/tool.ts";
 
 const Args = z.object({
-  log: z.string().max(4 * 1024 * 1024).describe("The output of a pytest run"),
+  log: z.string().max(4 * 1024 * 1024).describe(
+    "The output of a pytest run (as read_text_file shows it, line numbers included, is fine too)",
+  ),
 }).strict();
 
 const COUNT_WORDS = ["passed", "failed", "errors", "skipped", "xfailed", "xpassed", "warnings"];
@@ -36,13 +38,20 @@ function withoutColour(line: string): string {
   return (first ?? "") + rest.map((part) => part.replace(/^\[[0-9;]*m/, "")).join("");
 }
 
+/** The line-number prefix of read_text_file's numbered view. */
+const NUMBERED = /^ *\d+\t/;
+
 /** Parses a pytest log (exported for tests). */
 export function parsePytest(log: string): PytestSummary {
   const counts = new Map<string, number>(COUNT_WORDS.map((w) => [w, 0]));
   let complete = false;
   let duration: number | null = null;
   const failures: PytestSummary["failures"][number][] = [];
-  for (const raw of log.split("\n")) {
+  // A log pasted from read_text_file carries its numbers (`    12\t…` on every line): drop them.
+  const lines = log.split("\n");
+  const numbered = lines.some((l) => l !== "") &&
+    lines.every((l) => l === "" || NUMBERED.test(l));
+  for (const raw of numbered ? lines.map((l) => l.replace(NUMBERED, "")) : lines) {
     const line = withoutColour(raw).trimEnd();
     // A test id may hold spaces inside its parameter brackets: test_x[a b].
     const result = /^(FAILED|ERROR) ([^\s[]+(?:\[[^\]]*\])?)(?: - (.*))?$/.exec(line);

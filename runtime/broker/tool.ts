@@ -69,7 +69,12 @@ export interface ToolContext {
     /** `ask: false`: a file that needs a human (secret-bearing, hard-linked) is refused unasked. */
     readText(
       path: string,
-      options?: { readonly maxBytes?: number; readonly ask?: boolean },
+      options?: {
+        readonly maxBytes?: number;
+        readonly offset?: number;
+        readonly limit?: number;
+        readonly ask?: boolean;
+      },
     ): Promise<JsonValue>;
     /** Files under `path` matching a glob (`fs.read`: each directory listed is decided). */
     glob(
@@ -86,17 +91,15 @@ export interface ToolContext {
         readonly maxMatches?: number;
       },
     ): Promise<JsonValue>;
-    /** Exact string replacement, written only over the content read (`fs.write`). */
-    editText(
-      path: string,
-      oldString: string,
-      newString: string,
-      options?: { readonly replaceAll?: boolean },
-    ): Promise<JsonValue>;
+    /**
+     * Exact string replacements (one edit, or `edits` applied in order, all or none), written
+     * only over the content read (`fs.write`).
+     */
+    editText(path: string, edit: FileEdits): Promise<JsonValue>;
     writeText(
       path: string,
       content: string,
-      options?: { readonly overwrite?: boolean },
+      options?: { readonly overwrite?: boolean; readonly parents?: boolean },
     ): Promise<JsonValue>;
     listDir(path: string, options?: { readonly limit?: number }): Promise<JsonValue>;
     makeDir(path: string, options?: { readonly parents?: boolean }): Promise<JsonValue>;
@@ -204,6 +207,21 @@ export interface ToolContext {
   };
 }
 
+/** One exact-text edit, as the filesystem primitive takes it. */
+export interface FileEdit {
+  readonly oldString: string;
+  readonly newString: string;
+  readonly replaceAll?: boolean;
+}
+
+/** What an edit call carries: one edit, or a list (the primitive refuses both or neither). */
+export interface FileEdits {
+  readonly oldString?: string;
+  readonly newString?: string;
+  readonly replaceAll?: boolean;
+  readonly edits?: readonly FileEdit[];
+}
+
 /** A child's goal, budgets and the scopes of the parent's authority it is handed. */
 export interface ChildRequest {
   readonly goal?: string;
@@ -276,16 +294,18 @@ export const Justification = z.string().max(2000).describe(
  */
 export interface SyscallPort {
   readonly fs: {
-    readText(a: { path: string; maxBytes?: number }): Promise<unknown>;
-    writeText(a: { path: string; content: string; overwrite?: boolean }): Promise<unknown>;
+    readText(
+      a: { path: string; maxBytes?: number; offset?: number; limit?: number },
+    ): Promise<unknown>;
+    writeText(
+      a: { path: string; content: string; overwrite?: boolean; parents?: boolean },
+    ): Promise<unknown>;
     listDir(a: { path: string; limit?: number }): Promise<unknown>;
     makeDir(a: { path: string; parents: boolean }): Promise<unknown>;
     deleteFile(a: { path: string; missingOk?: boolean }): Promise<unknown>;
     deleteDir(a: { path: string; recursive?: boolean }): Promise<unknown>;
     stat(a: { path: string }): Promise<unknown>;
-    editText(
-      a: { path: string; oldString: string; newString: string; replaceAll?: boolean },
-    ): Promise<unknown>;
+    editText(a: { path: string } & FileEdits): Promise<unknown>;
     glob(a: { glob: string; path?: string; limit?: number }): Promise<unknown>;
     grep(a: {
       text: string;

@@ -579,9 +579,9 @@ export class ToolBroker {
           need("fs.read");
           return json(await fs.grep(pid, { text, ...options }));
         },
-        async editText(path, oldString, newString, options = {}) {
+        async editText(path, edit) {
           need("fs.write");
-          return json(await fs.editText(pid, { path, oldString, newString, ...options }));
+          return json(await fs.editText(pid, { path, ...edit }));
         },
         async writeText(path, content, options = {}) {
           need("fs.write");

@@ -37,7 +37,7 @@ Deno.test("ToolBroker.schemas() shows a process only the tools in its table", as
   assert.equal(read.parameters.type, "object");
   assert.deepEqual(
     Object.keys(read.parameters.properties as Record<string, unknown>).sort(),
-    ["max_bytes", "path"],
+    ["limit", "max_bytes", "offset", "path"],
   );
   assert.deepEqual(f.runtime.tools.schemas(spawn(f.runtime, [])), []);
 });
@@ -86,7 +86,7 @@ Deno.test("ToolBroker.invoke() of a visible tool still needs authority: the prim
     arguments: { path: "notes.txt" },
   }, NEVER);
   assert.equal(read.ok, true);
-  assert.equal(read.ok && (read.value as { content: string }).content, "hello");
+  assert.equal(read.ok && (read.value as { content: string }).content, "     1\thello\n");
   // Revoking the read capability makes the same visible tool fail.
   for (const cap of f.runtime.authority.capabilities.list(pid)) {
     if (cap.resource.type === "fs") f.runtime.authority.capabilities.revoke(cap.id);
@@ -167,7 +167,7 @@ Deno.test("ToolBroker.registerJit() never lets a JIT tool shadow a built-in, and
     name: "read_text_file",
     arguments: { path: "f.txt" },
   }, NEVER);
-  assert.equal(read.ok && (read.value as { content: string }).content, "real");
+  assert.equal(read.ok && (read.value as { content: string }).content, "     1\treal\n");
   f.runtime.tools.registerJit(a, jit("summarise_log"));
   assert.throws(() => f.runtime.tools.registerJit(a, jit("summarise_log")), ValidationError);
   assert.ok(f.runtime.tools.schemas(a).some((s) => s.name === "summarise_log"));
@@ -189,7 +189,7 @@ Deno.test("ToolBroker.invoke() stores each result as a tool.result object the pr
   const big = "line of log output\n".repeat(2000);
   Deno.writeTextFileSync(join(f.workspace, "big.log"), big);
   Deno.writeTextFileSync(join(f.workspace, "small.txt"), "tiny");
-  const pid = spawn(f.runtime, ["read_text_file"]);
+  const pid = spawn(f.runtime, ["read_text_file", "echo"]);
   const small = await f.runtime.tools.invoke(pid, {
     id: "call_1",
     name: "read_text_file",
@@ -204,15 +204,22 @@ Deno.test("ToolBroker.invoke() stores each result as a tool.result object the pr
     label: "read_text_file",
     ref: "call_1",
   });
-  const large = await f.runtime.tools.invoke(pid, {
+  // A read shows a page that fits (its note says how to read on), so the broker need not cut it.
+  const page = await f.runtime.tools.invoke(pid, {
     name: "read_text_file",
     arguments: { path: "big.log" },
+  }, NEVER);
+  assert.equal(page.truncated, false);
+  assert.match(page.forModel, /to read on, call read_text_file with offset=\d+/);
+  const large = await f.runtime.tools.invoke(pid, {
+    name: "echo",
+    arguments: { text: big },
   }, NEVER);
   assert.equal(large.truncated, true);
   assert.ok(large.forModel.length < 8200, `${large.forModel.length} characters`);
   assert.match(large.forModel, new RegExp(`whole result is object ${large.object}`));
-  const full = f.runtime.memory.read(pid, large.object!).payload as { value: { content: string } };
-  assert.equal(full.value.content, big, "the whole result is in the object");
+  const full = f.runtime.memory.read(pid, large.object!).payload as { value: { text: string } };
+  assert.equal(full.value.text, big, "the whole result is in the object");
   // A failure is stored and typed too.
   const missing = await f.runtime.tools.invoke(pid, {
     name: "read_text_file",
@@ -220,7 +227,7 @@ Deno.test("ToolBroker.invoke() stores each result as a tool.result object the pr
   }, NEVER);
   assert.equal(!missing.ok && missing.error.code, "not_found");
   assert.ok(missing.object);
-  assert.equal(f.runtime.processes.get(pid).usage.toolCalls, 3);
+  assert.equal(f.runtime.processes.get(pid).usage.toolCalls, 4);
 });
 
 Deno.test("ToolBroker.invoke() charges the tool-call budget; past it the process fails", async () => {

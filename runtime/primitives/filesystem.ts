@@ -30,7 +30,7 @@
  *
  * @module
  */
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import type { ActionLedger } from "../process/action_ledger.ts";
 import { type Authority, explained } from "../authority/authority.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../base/canonical_json.ts";
@@ -73,7 +73,20 @@ import {
   targetFingerprint,
   typeOf,
 } from "./_fs_support.ts";
+import {
+  applyEdits,
+  type BinaryKind,
+  binaryKind,
+  capLines,
+  checkEdits,
+  type LineRange,
+  lineRange,
+  type ReadResult,
+  splitLines,
+  type TextEdit,
+} from "./_fs_text.ts";
 
+export type { BinaryKind, ReadResult, TextEdit } from "./_fs_text.ts";
 export { DEFAULT_FILESYSTEM_LIMITS, type EntryType, type FilesystemLimits } from "./_fs_support.ts";
 
 /** What the primitive needs. */
@@ -241,9 +254,14 @@ export class FilesystemPrimitive {
     }
   }
 
-  #canonical(pid: string, op: string, lexical: WorkspacePath): WorkspacePath & { exists: boolean } {
+  #canonical(
+    pid: string,
+    op: string,
+    lexical: WorkspacePath,
+    linkItself: boolean,
+  ): WorkspacePath & { exists: boolean } {
     try {
-      return canonicalPath(this.#fs, this.#workspace, lexical);
+      return canonicalPath(this.#fs, this.#workspace, lexical, { linkItself });
     } catch (error) {
       if (error instanceof OutsideWorkspaceError) {
         this.#record(pid, op, lexical.relative, "deny", "containment");
@@ -370,6 +388,7 @@ export class FilesystemPrimitive {
     body: (ctx: OpContext) => T,
     before?: (relative: string) => void,
     asks = true,
+    linkItself = false,
   ): Promise<T> {
     return await this.#gate.pass(pid, {
       operation: op,
@@ -388,7 +407,7 @@ export class FilesystemPrimitive {
         const recordsBefore = this.#records;
         try {
           const value = await this.#lock.shared(() => {
-            const path = this.#canonical(pid, op, lexical);
+            const path = this.#canonical(pid, op, lexical, linkItself);
             // Every decision this operation takes: the path as written, where it leads, entries.
             const taken = [first];
             if (path.relative !== lexical.relative) {
@@ -508,43 +527,67 @@ export class FilesystemPrimitive {
   // ---------------------------------------------------------------- operations
 
   /**
-   * Reads a UTF-8 text file, at most `maxBytes` (cut on a code point boundary).
+   * Reads a UTF-8 text file: its first `maxBytes` (cut on a code point boundary), or — with
+   * `offset` (1-based line) and/or `limit` (lines) — that range of its lines, still at most
+   * `maxBytes` (cut at a line boundary when a line fits). The content is raw (no line numbers);
+   * `lines` says which lines it holds. A binary file (a known magic number, NUL bytes, bytes that
+   * are not UTF-8) is answered with its type and size and no content.
    * @throws {CapabilityDeniedError} without read; {@link HumanPendingError} /
    *   {@link HumanDecisionError} for a secret-bearing or hard-linked file in queue / none mode;
-   *   {@link UnsafePathError} for a symlink or a file that changed while opening; {@link NotFoundError}.
+   *   {@link UnsafePathError} for a symlink or a file that changed while opening; {@link NotFoundError};
+   *   {@link ValidationError} for an offset past the last line (naming how many there are).
    */
   readText(
     pid: string,
     args: {
       readonly path: string;
       readonly maxBytes?: number;
+      readonly offset?: number;
+      readonly limit?: number;
       /** False: a file that needs a human (secret-bearing, hard-linked) is refused unasked. */
       readonly ask?: boolean;
     },
-  ): Promise<{ path: string; content: string; bytes: number; size: number; truncated: boolean }> {
+  ): Promise<ReadResult> {
     return this.#readText(pid, args, true);
   }
 
   /** readText, with known secrets redacted (`redact`) or not (an edit's own read, which refuses). */
   async #readText(
     pid: string,
-    args: { readonly path: string; readonly maxBytes?: number; readonly ask?: boolean },
+    args: {
+      readonly path: string;
+      readonly maxBytes?: number;
+      readonly offset?: number;
+      readonly limit?: number;
+      readonly ask?: boolean;
+    },
     redact: boolean,
-  ): Promise<{ path: string; content: string; bytes: number; size: number; truncated: boolean }> {
+  ): Promise<ReadResult> {
     const maxBytes = args.maxBytes ?? this.limits.readBytes;
     if (!Number.isInteger(maxBytes) || maxBytes < 1 || maxBytes > this.limits.readBytesMax) {
       throw new ValidationError(
         `maxBytes must be an integer from 1 to ${this.limits.readBytesMax}, got ${maxBytes}`,
       );
     }
+    for (const [name, value] of [["offset", args.offset], ["limit", args.limit]] as const) {
+      if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) {
+        throw new ValidationError(`${name} must be a whole number of lines from 1, got ${value}`);
+      }
+    }
+    // Line mode: lines are counted from the start, over at most readBytesMax bytes.
+    const lined = args.offset !== undefined || args.limit !== undefined;
+    const offset = args.offset ?? 1;
+    const range = lined
+      ? { offset, ...(args.limit === undefined ? {} : { limit: args.limit }) }
+      : {};
     const op = "fs.read";
     return await this.#operate(
       pid,
       op,
-      { path: args.path, maxBytes },
+      { path: args.path, maxBytes, ...range },
       "read",
       (rel) => `read "${rel}"`,
-      { maxBytes },
+      { maxBytes, ...range },
       (ctx) => {
         const { path } = ctx;
         const before = this.#lstat(path.absolute);
@@ -568,32 +611,81 @@ export class FilesystemPrimitive {
         this.#parentStill(dirname(path.absolute), path.relative);
         // Read past the cut — a known secret's length (redacted, then cut) and the longest
         // content rule (scanned) — so a cut never leaves the start of a secret in view.
+        // (Line mode reads no more than the file holds: a small file does not cost a large buffer;
+        // one that grew since is read as far as it was, and its total is then unknown.)
+        const scan = lined ? Math.min(this.limits.readBytesMax, before.size) : maxBytes;
         const redactAhead = redact ? this.#secretBytes : 0;
-        const raw = handle.read(maxBytes + 1 + Math.max(redactAhead, SECRET_SCAN_LOOKAHEAD));
-        const truncated = raw.length > maxBytes;
-        const text = redactAhead === 0
+        const ahead = Math.max(redactAhead, SECRET_SCAN_LOOKAHEAD);
+        const raw = handle.read(scan + 1 + ahead);
+        const size = handle.facts().size;
+        const done = (
+          content: string,
+          lines: ReadResult["lines"],
+          truncated: boolean,
+          binary: BinaryKind | null = null,
+        ): ReadResult => {
+          const bytes = new TextEncoder().encode(content).length;
+          this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
+            inputDigest: ctx.digest,
+            detail: { bytes, truncated, ...(binary ? { binary: binary.type } : {}) },
+          });
+          return { path: path.relative, content, bytes, size, truncated, lines, binary };
+        };
+        // Nothing of a binary file is returned, so nothing in it needs a human beyond the path.
+        const binary = binaryKind(raw, raw.length === scan + 1 + ahead);
+        if (binary) {
+          ctx.gate({ target: before });
+          return done("", null, false, binary);
+        }
+        const full = redactAhead === 0
           ? new TextDecoder().decode(raw)
           : this.#redactor.text(new TextDecoder().decode(raw));
-        // The content is known only now (decide() cannot see it): a secret in it asks like a
-        // secret-named file, bound to exactly these bytes. Nothing has been returned yet.
+        if (!lined) {
+          // The content is known only now (decide() cannot see it): a secret in it asks like a
+          // secret-named file, bound to exactly these bytes. Nothing has been returned yet.
+          ctx.gate({
+            target: before,
+            content: { sha256: sha256Hex(raw), secret: this.#scanner.scan(full)?.rule },
+          });
+          const kept = redactAhead === 0
+            ? cutUtf8(raw, maxBytes)
+            : cutUtf8(new TextEncoder().encode(full), maxBytes);
+          const truncated = raw.length > maxBytes;
+          const content = new TextDecoder().decode(kept);
+          const count = splitLines(content).length;
+          return done(
+            content,
+            { first: 1, last: count, total: truncated ? null : count },
+            truncated,
+          );
+        }
+        const complete = raw.length <= scan;
+        const scanned = complete
+          ? full
+          : new TextDecoder().decode(cutUtf8(new TextEncoder().encode(full), scan));
+        let chosen: LineRange;
+        try {
+          chosen = lineRange(scanned, complete, path.relative, offset, args.limit);
+        } catch (error) {
+          // Told only once the read itself is allowed (or approved): a line count is content.
+          ctx.gate({ target: before });
+          throw error;
+        }
+        const { content, last, capped } = capLines(chosen, maxBytes);
+        // What is returned, and the longest secret rule either side of it, is scanned.
+        const window = full.slice(
+          Math.max(0, chosen.start - SECRET_SCAN_LOOKAHEAD),
+          chosen.start + content.length + SECRET_SCAN_LOOKAHEAD,
+        );
         ctx.gate({
           target: before,
-          content: { sha256: sha256Hex(raw), secret: this.#scanner.scan(text)?.rule },
+          content: {
+            sha256: sha256Hex(new TextEncoder().encode(window)),
+            secret: this.#scanner.scan(window)?.rule,
+          },
         });
-        const kept = redactAhead === 0
-          ? cutUtf8(raw, maxBytes)
-          : cutUtf8(new TextEncoder().encode(text), maxBytes);
-        this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
-          inputDigest: ctx.digest,
-          detail: { bytes: kept.length, truncated },
-        });
-        return {
-          path: path.relative,
-          content: new TextDecoder().decode(kept),
-          bytes: kept.length,
-          size: handle.facts().size,
-          truncated,
-        };
+        const truncated = capped || chosen.total === null || last < chosen.total;
+        return done(content, { first: chosen.first, last, total: chosen.total }, truncated);
       },
       undefined,
       args.ask ?? true,
@@ -642,12 +734,19 @@ export class FilesystemPrimitive {
       readonly content: string;
       readonly overwrite?: boolean;
       /**
+       * Create missing parent directories first (default false): each one is decided and
+       * audited as a write of its own, all before any is created.
+       */
+      readonly parents?: boolean;
+      /**
        * Write only over exactly this content (the sha256, hex, of the file as it was read): an
        * edit made from a read refuses a file that changed since.
        */
       readonly ifSha256?: string;
     },
-  ): Promise<{ path: string; bytes: number; sha256: string; created: boolean }> {
+  ): Promise<
+    { path: string; bytes: number; sha256: string; created: boolean; directories?: string[] }
+  > {
     if (typeof args.content !== "string") throw new ValidationError("content must be text");
     const data = new TextEncoder().encode(args.content);
     if (data.length > this.limits.writeBytesMax) {
@@ -656,17 +755,20 @@ export class FilesystemPrimitive {
       );
     }
     const overwrite = args.overwrite ?? true;
+    const parents = args.parents ?? false;
     const op = "fs.write";
     const sha256 = sha256Hex(data);
     const callArgs = {
       path: args.path,
       content: args.content,
       overwrite,
+      ...(parents ? { parents } : {}),
       ...(args.ifSha256 === undefined ? {} : { ifSha256: args.ifSha256 }),
     };
     return await this.#operate(pid, op, callArgs, "write", (rel) => `write "${rel}"`, {
       sha256,
       overwrite,
+      ...(parents ? { parents } : {}),
       // An edit's approval is bound to the content it was computed from, too.
       ...(args.ifSha256 === undefined ? {} : { ifSha256: args.ifSha256 }),
     }, (ctx) => {
@@ -675,14 +777,31 @@ export class FilesystemPrimitive {
         throw new UnsafePathError(`Cannot write to the workspace root itself`);
       }
       const dir = dirname(path.absolute);
-      if (!this.#lstat(dir)?.isDirectory) {
+      // The missing directories, outermost first, found on the canonical path (a symlinked
+      // directory leading out of the workspace was refused when the path was canonicalised).
+      const missing: string[] = [];
+      for (let at = dir; at !== this.#workspace && !this.#lstat(at); at = dirname(at)) {
+        missing.unshift(relative(this.#workspace, at));
+      }
+      if (missing.length > 0 && !parents) {
         throw this.#precondition(
           pid,
           dirname(path.relative),
-          "its directory does not exist; create it with make_dir first",
+          "its directory does not exist; create it with write_directory first, or write with parents",
         );
       }
-      const existing = this.#lstat(path.absolute);
+      const deepest = missing.length > 0 ? dirname(join(this.#workspace, missing[0]!)) : dir;
+      if (!this.#lstat(deepest)?.isDirectory) {
+        throw this.#precondition(
+          pid,
+          relative(this.#workspace, deepest) || ".",
+          "it is not a directory, so nothing can be created inside it",
+        );
+      }
+      // Every directory is a write of its own: decided (a deny refuses the whole write, an ask
+      // asks for all of it) before anything is created.
+      for (const rel of missing) ctx.decideAlso(rel, "write", `create directory "${rel}"`);
+      const existing = missing.length > 0 ? undefined : this.#lstat(path.absolute);
       if (existing?.isSymlink) {
         throw new UnsafePathError(
           `Cannot write "${path.relative}": it is a symbolic link, and libos does not follow one as the final component`,
@@ -692,7 +811,11 @@ export class FilesystemPrimitive {
         throw this.#precondition(pid, path.relative, `it is a ${typeOf(existing)}`);
       }
       if (existing && !overwrite) {
-        throw this.#precondition(pid, path.relative, "it already exists and overwrite is false");
+        throw this.#precondition(
+          pid,
+          path.relative,
+          "it already exists and overwrite is false; change it with edit_file, or pass overwrite: true to replace it",
+        );
       }
       if (
         args.ifSha256 !== undefined && this.#sha256Of(path.absolute, existing) !== args.ifSha256
@@ -719,6 +842,7 @@ export class FilesystemPrimitive {
         target: existing,
         willCreate: !existing,
         willOverwrite: existing !== undefined,
+        ...(missing.length > 0 ? { entries: missing } : {}),
         bytes: data.length,
         sha256,
         preview: args.content.slice(0, 4000),
@@ -732,6 +856,11 @@ export class FilesystemPrimitive {
           : {}),
       });
       this.#effect(pid, op, { path: path.relative, sha256, bytes: data.length }, () => {
+        for (const rel of missing) {
+          const absolute = join(this.#workspace, rel);
+          this.#parentStill(dirname(absolute), rel);
+          this.#fs.mkdir(absolute);
+        }
         const temp = join(dir, `.${basename(path.absolute)}.libos-${crypto.randomUUID()}.tmp`);
         let tempFacts: PathFacts;
         {
@@ -756,6 +885,12 @@ export class FilesystemPrimitive {
           throw error;
         }
       });
+      for (const rel of missing) {
+        this.#record(pid, op, rel, "allow", ctx.decision.reason, {
+          inputDigest: ctx.digest,
+          detail: { directory: true, created: true },
+        });
+      }
       this.#record(pid, op, path.relative, "allow", ctx.decision.reason, {
         inputDigest: ctx.digest,
         detail: { bytes: data.length, created: !existing },
@@ -776,7 +911,13 @@ export class FilesystemPrimitive {
           bytes: data.length,
         });
       }
-      return { path: path.relative, bytes: data.length, sha256, created: !existing };
+      return {
+        path: path.relative,
+        bytes: data.length,
+        sha256,
+        created: !existing,
+        ...(missing.length > 0 ? { directories: missing } : {}),
+      };
     });
   }
 
@@ -800,32 +941,61 @@ export class FilesystemPrimitive {
   }
 
   /**
-   * Edits a text file by exact string replacement: reads it, replaces `oldString` (which must
-   * occur exactly once, or at least once with `replaceAll`), and writes it back only over the
-   * content it read (a file changed meanwhile is refused). Read and write are each decided and
-   * audited as usual; an edit that needs approval shows the human its unified diff.
-   * @throws {ValidationError} when `oldString` is missing, ambiguous or the file is truncated;
-   *   whatever reading or writing throws.
+   * Edits a text file by exact string replacement: reads it, applies `edits` in order (or the one
+   * edit `oldString` → `newString`) to the evolving content — each `oldString` must occur exactly
+   * once, or at least once with `replaceAll` — and writes the result back once, only over the
+   * content it read (a file changed meanwhile is refused). All or nothing: one edit that cannot
+   * apply refuses the call and nothing is written. A file whose line endings are all CRLF is
+   * edited through LF text and keeps its CRLF. Read and write are each decided and audited as
+   * usual; an edit that needs approval shows the human the one combined diff.
+   * @throws {ValidationError} naming the edit that is empty, a no-op, missing (with a hint when it
+   *   matches after trimming trailing whitespace) or ambiguous, or a file that is truncated or
+   *   not text; whatever reading or writing throws.
    */
   async editText(
     pid: string,
     args: {
       readonly path: string;
-      readonly oldString: string;
-      readonly newString: string;
+      readonly oldString?: string;
+      readonly newString?: string;
       readonly replaceAll?: boolean;
+      /** Several edits, applied in order; exclusive with `oldString`/`newString`. */
+      readonly edits?: readonly TextEdit[];
     },
-  ): Promise<{ path: string; replacements: number; bytes: number; sha256: string }> {
-    if (typeof args.oldString !== "string" || args.oldString.length === 0) {
-      throw new ValidationError("old_string must be non-empty text: the exact text to replace");
+  ): Promise<
+    { path: string; edits: number; replacements: number; bytes: number; sha256: string }
+  > {
+    const single = args.oldString !== undefined || args.newString !== undefined;
+    if (single === (args.edits !== undefined)) {
+      throw new ValidationError(
+        `Cannot edit "${args.path}": it was given ${
+          single ? "both old_string/new_string and edits" : "neither old_string nor edits"
+        }; pass old_string and new_string for one edit, or edits: [{old_string, new_string}] for several`,
+      );
     }
-    if (typeof args.newString !== "string" || args.newString === args.oldString) {
-      throw new ValidationError("new_string must be text different from old_string");
+    if (single && (typeof args.oldString !== "string" || typeof args.newString !== "string")) {
+      throw new ValidationError(
+        `Cannot edit "${args.path}": old_string and new_string go together; give both`,
+      );
     }
+    const edits: readonly TextEdit[] = single
+      ? [{
+        oldString: args.oldString!,
+        newString: args.newString!,
+        ...(args.replaceAll === undefined ? {} : { replaceAll: args.replaceAll }),
+      }]
+      : args.edits!;
+    // Refused before the file is read: a malformed edit needs no decision.
+    checkEdits(args.path, edits);
     const read = await this.#readText(pid, {
       path: args.path,
       maxBytes: this.limits.writeBytesMax,
     }, false);
+    if (read.binary) {
+      throw new ValidationError(
+        `Cannot edit "${read.path}": it is a binary file (${read.binary.type}), not text`,
+      );
+    }
     if (this.#redactor.text(read.content) !== read.content) {
       // Its matches and refusals would tell a model what the secret is.
       throw new ValidationError(
@@ -838,23 +1008,7 @@ export class FilesystemPrimitive {
       );
     }
     const original = new TextEncoder().encode(read.content);
-    if (original.length !== read.bytes) {
-      throw new ValidationError(`Cannot edit "${read.path}": it is not UTF-8 text`);
-    }
-    const count = read.content.split(args.oldString).length - 1;
-    if (count === 0) {
-      throw new ValidationError(
-        `Cannot edit "${read.path}": old_string does not occur in it; read the file and copy the exact text`,
-      );
-    }
-    if (count > 1 && !args.replaceAll) {
-      throw new ValidationError(
-        `Cannot edit "${read.path}": old_string occurs ${count} times; add surrounding text to make it unique, or set replace_all`,
-      );
-    }
-    const content = args.replaceAll
-      ? read.content.split(args.oldString).join(args.newString)
-      : read.content.replace(args.oldString, () => args.newString);
+    const { content, replacements } = applyEdits(read.path, read.content, edits);
     const written = await this.writeText(pid, {
       path: args.path,
       content,
@@ -863,7 +1017,8 @@ export class FilesystemPrimitive {
     });
     return {
       path: written.path,
-      replacements: args.replaceAll ? count : 1,
+      edits: edits.length,
+      replacements,
       bytes: written.bytes,
       sha256: written.sha256,
     };
@@ -1028,7 +1183,7 @@ export class FilesystemPrimitive {
           throw this.#precondition(
             pid,
             path.relative,
-            "it is a directory; use delete_dir",
+            "it is a directory; use delete_directory",
           );
         }
         ctx.gate({ target: facts });
@@ -1043,6 +1198,10 @@ export class FilesystemPrimitive {
         this.#changed({ pid, path: path.relative, op: "delete", diff: null, bytes: facts.size });
         return { path: path.relative, deleted: true };
       },
+      undefined,
+      true,
+      // A symlink is removed itself, decided on its own path: where it points is not touched.
+      true,
     );
   }
 
@@ -1195,11 +1354,17 @@ export function filesystemActions(fs: FilesystemPrimitive): ActionOperation[] {
   return [
     defineAction(
       "fs.read",
-      StoredPath.extend({ maxBytes: z.number().optional() }),
+      StoredPath.extend({
+        maxBytes: z.number().optional(),
+        offset: z.number().optional(),
+        limit: z.number().optional(),
+      }),
       (pid, a) =>
         fs.readText(pid, {
           path: a.path,
           ...(a.maxBytes === undefined ? {} : { maxBytes: a.maxBytes }),
+          ...(a.offset === undefined ? {} : { offset: a.offset }),
+          ...(a.limit === undefined ? {} : { limit: a.limit }),
         }),
     ),
     defineAction(
@@ -1207,6 +1372,7 @@ export function filesystemActions(fs: FilesystemPrimitive): ActionOperation[] {
       StoredPath.extend({
         content: z.string(),
         overwrite: z.boolean().optional(),
+        parents: z.boolean().optional(),
         ifSha256: z.string().optional(),
       }),
       (pid, a) =>
@@ -1214,6 +1380,7 @@ export function filesystemActions(fs: FilesystemPrimitive): ActionOperation[] {
           path: a.path,
           content: a.content,
           overwrite: a.overwrite !== false,
+          parents: a.parents === true,
           // An approved edit still writes only over the content it was computed from.
           ...(a.ifSha256 === undefined ? {} : { ifSha256: a.ifSha256 }),
         }),

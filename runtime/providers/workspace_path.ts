@@ -47,7 +47,11 @@ export function lexicalPath(workspace: string, cwd: string, path: string): Works
   const absolute = resolve(workspace, cwd, path);
   if (!insideWorkspace(workspace, absolute)) {
     throw new OutsideWorkspaceError(
-      `Cannot use ${JSON.stringify(path)}: it is outside the workspace; use a path inside it`,
+      `Cannot use ${JSON.stringify(path)}: it is outside the workspace ${
+        JSON.stringify(workspace)
+      }; use a path inside it, relative (like "src/app.ts") or absolute under ${
+        JSON.stringify(workspace)
+      }`,
     );
   }
   return { relative: relative(workspace, absolute) || ".", absolute };
@@ -59,14 +63,22 @@ export function lexicalPath(workspace: string, cwd: string, path: string): Works
  * symlink as the final component is not followed here (the primitive refuses it after an
  * `lstat`), so deleting a symlink deletes the link and reading one is refused. With
  * `followFinal` the final component is resolved too (a working directory is stored fully
- * resolved). `exists` says whether the final component exists (as a link or otherwise).
+ * resolved). A final symlink leading outside is refused unless `linkItself` (a delete of the
+ * link). `exists` says whether the final component exists (as a link or otherwise).
  * @throws {OutsideWorkspaceError} when a symlink leads outside the workspace.
  */
 export function canonicalPath(
   fs: FilesystemProvider,
   workspace: string,
   path: WorkspacePath,
-  options: { readonly followFinal?: boolean } = {},
+  options: {
+    readonly followFinal?: boolean;
+    /**
+     * The operation acts on a final symlink itself (a delete removes the link): where it points
+     * is not held against it, since nothing there is touched.
+     */
+    readonly linkItself?: boolean;
+  } = {},
 ): WorkspacePath & { readonly exists: boolean } {
   const resolveExisting = (target: string): { real: string; rest: string[] } => {
     let existing = target;
@@ -75,6 +87,14 @@ export function canonicalPath(
       try {
         return { real: fs.realPath(existing), rest };
       } catch (error) {
+        if (error instanceof Deno.errors.NotADirectory) {
+          throw new ValidationError(
+            `Cannot use ${
+              JSON.stringify(path.relative)
+            }: part of it is a file, not a directory; check the path (read_directory shows what exists)`,
+            { cause: error },
+          );
+        }
         if (
           !(error instanceof Deno.errors.NotFound) || existing === workspace || existing === "/"
         ) throw error;
@@ -100,7 +120,7 @@ export function canonicalPath(
   }
   let exists = true;
   try {
-    if (fs.lstat(absolute).isSymlink) {
+    if (fs.lstat(absolute).isSymlink && !options.linkItself) {
       // Not followed for the operation, but a link that leads out is named for what it is.
       let target: string | undefined;
       let unresolvable = false;
