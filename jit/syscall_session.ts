@@ -98,6 +98,7 @@ export interface SyscallTargets {
       a: { path: string; oldString: string; newString: string; replaceAll?: boolean },
     ): Promise<unknown>;
     glob(pid: string, a: { glob: string; path?: string; limit?: number }): Promise<unknown>;
+    applyPatch(pid: string, a: { patch: string }): Promise<unknown>;
     grep(pid: string, a: {
       text: string;
       path?: string;
@@ -269,6 +270,7 @@ function port(
       stat: (a) => t.fs.stat(pid, a),
       editText: (a) => t.fs.editText(pid, a),
       glob: (a) => t.fs.glob(pid, a),
+      applyPatch: (a) => t.fs.applyPatch(pid, a),
       grep: (a) => t.fs.grep(pid, a),
     },
     clock: {

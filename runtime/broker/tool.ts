@@ -98,6 +98,8 @@ export interface ToolContext {
       content: string,
       options?: { readonly overwrite?: boolean },
     ): Promise<JsonValue>;
+    /** A multi-file patch, all files or none (`fs.write`; its deletes are decided too). */
+    applyPatch(patch: string): Promise<JsonValue>;
     listDir(path: string, options?: { readonly limit?: number }): Promise<JsonValue>;
     makeDir(path: string, options?: { readonly parents?: boolean }): Promise<JsonValue>;
     deleteFile(path: string, options?: { readonly missingOk?: boolean }): Promise<JsonValue>;
@@ -287,6 +289,7 @@ export interface SyscallPort {
       a: { path: string; oldString: string; newString: string; replaceAll?: boolean },
     ): Promise<unknown>;
     glob(a: { glob: string; path?: string; limit?: number }): Promise<unknown>;
+    applyPatch(a: { patch: string }): Promise<unknown>;
     grep(a: {
       text: string;
       path?: string;

@@ -1,0 +1,654 @@
+/**
+ * `FilesystemPrimitive.applyPatch`: a multi-file patch (see `_apply_patch.ts` for the formats)
+ * decided, approved and applied as one action — all files or none.
+ *
+ * The order, as for every file operation (`filesystem.ts`), widened to several paths:
+ * 1. parse the patch (a malformed patch touches nothing and asks nobody);
+ * 2. resolve every path lexically and `decide()` each before the filesystem is asked anything —
+ *    add: write; update: read and write; delete: delete; move: read and delete the source, write
+ *    the destination. Any deny (or a path outside the workspace) refuses the whole patch;
+ * 3. under the workspace lock, canonicalise each path (a symlink out is refused; one that leads
+ *    elsewhere inside is decided again), refuse a symlink as the final component, read what is
+ *    there, and compute every file's new content in memory — a hunk that does not match refuses
+ *    the whole patch; a missing parent directory is decided (write) and created later;
+ * 4. when anything asks (a rule, the mode, a protected path, a hard-linked target, a secret in
+ *    what was read), one human approval covers the whole patch: it shows every file and the
+ *    combined diff, and is bound to the patch and to every target as it is now;
+ * 5. apply through the action ledger: stage every new content in a temporary file beside its
+ *    target (synced), then rename each into place and remove what the patch deletes. A failure
+ *    midway undoes what was done (the old contents are held in memory) and says so; an undo that
+ *    fails too is a `patch_partial` error naming each file left changed;
+ * 6. audit one allow per file touched, and tell the host of each change (with its diff).
+ *
+ * @module
+ */
+import { basename, dirname, join } from "node:path";
+import type { Decision } from "../authority/decide.ts";
+import type { Right } from "../authority/capability.ts";
+import { digestOf, type JsonValue, sha256Hex } from "../base/canonical_json.ts";
+import { LibosError, PatchError, UnsafePathError, ValidationError } from "../base/errors.ts";
+import { unifiedDiff } from "../base/unified_diff.ts";
+import type { WorkspaceLock } from "../base/workspace_lock.ts";
+import type { ApprovalDetails } from "../human/human_request.ts";
+import type { FilesystemProvider, PathFacts } from "../providers/filesystem.ts";
+import type { WorkspacePath } from "../providers/workspace_path.ts";
+import { applyHunks, type ParsedPatch, parsePatch } from "./_apply_patch.ts";
+import type { ApprovalGate, Attempt } from "./approval_gate.ts";
+import {
+  type FilesystemLimits,
+  sameFile,
+  stricter,
+  targetFingerprint,
+  typeOf,
+} from "./_fs_support.ts";
+
+/** A file change as the host is told of it (the primitive's `FileChange`). */
+export interface PatchChange {
+  readonly pid: string;
+  readonly path: string;
+  readonly op: "create" | "write" | "delete";
+  readonly diff: string | null;
+  readonly bytes: number | null;
+}
+
+/** What applying a patch needs of the filesystem primitive (its own private steps, bound). */
+export interface PatchKit {
+  readonly fs: FilesystemProvider;
+  readonly workspace: string;
+  readonly lock: WorkspaceLock;
+  readonly gate: ApprovalGate;
+  readonly limits: FilesystemLimits;
+  lexical(pid: string, op: string, path: string): WorkspacePath;
+  canonical(pid: string, op: string, lexical: WorkspacePath): WorkspacePath & { exists: boolean };
+  /** Decides; a deny is audited and thrown. */
+  decide(
+    pid: string,
+    op: string,
+    path: string,
+    right: Right,
+    digest: string,
+    what: string,
+  ): Decision;
+  record(
+    pid: string,
+    op: string,
+    path: string,
+    decision: "allow" | "ask" | "deny",
+    authority: string,
+    extra?: { inputDigest?: string; detail?: Record<string, string | number | boolean | null> },
+  ): void;
+  /** How many audit records the primitive wrote so far. */
+  records(): number;
+  effect<T>(
+    pid: string,
+    kind: string,
+    request: Record<string, string | number | boolean>,
+    run: () => T,
+  ): T;
+  lstat(absolute: string): PathFacts | undefined;
+  parentStill(dir: string, path: string): void;
+  /** Whether the caller may learn facts about a path. */
+  mayKnow(pid: string, path: string): boolean;
+  /** Whether a path names a secret-bearing file. */
+  secretPath(relative: string): boolean;
+  /** The content rule of a secret in a text, if any. */
+  secretIn(text: string): string | undefined;
+  /** Whether a text holds a known secret value (redaction would change it). */
+  holdsKnownSecret(text: string): boolean;
+  changed(change: PatchChange): void;
+}
+
+/** What a model is told a patch did. */
+export interface PatchResult {
+  readonly format: "codex" | "unified";
+  /** Each file changed: A added, M modified, D deleted (a move is D of the source, A/M of the destination). */
+  readonly files: {
+    readonly path: string;
+    readonly status: "A" | "M" | "D";
+    readonly bytes: number | null;
+  }[];
+  /** Files the patch named whose content came out the same. */
+  readonly unchanged: readonly string[];
+  readonly directoriesCreated: readonly string[];
+}
+
+const OP = "fs.patch";
+
+/** One path the patch touches: as written, as resolved, and what is there. */
+interface Touched {
+  readonly written: string;
+  path: WorkspacePath;
+  rights: Set<Right>;
+  facts: PathFacts | undefined;
+  /** The bytes there now (files the patch reads, deletes or replaces). */
+  before: Uint8Array | undefined;
+  /** What the patch leaves: undefined = as before, null = deleted, bytes = new content. */
+  after: Uint8Array | null | undefined;
+}
+
+/**
+ * Applies a patch for `pid` (see the module documentation).
+ * @throws {PatchError} `patch_invalid` (malformed), `patch_mismatch` (a hunk), `patch_rolled_back`
+ *   (a write failed; nothing changed), `patch_partial`; {@link CapabilityDeniedError} /
+ *   {@link OutsideWorkspaceError} / {@link UnsafePathError} for a path it may not touch (nothing
+ *   changed); the human channel's errors when it asks.
+ */
+export async function applyPatch(
+  kit: PatchKit,
+  pid: string,
+  args: { readonly patch: string },
+): Promise<PatchResult> {
+  if (typeof args.patch !== "string") throw new ValidationError("patch must be text");
+  if (new TextEncoder().encode(args.patch).length > kit.limits.writeBytesMax) {
+    throw new ValidationError(
+      `Cannot apply a patch over ${kit.limits.writeBytesMax} bytes; split it into several patches`,
+    );
+  }
+  const parsed = parsePatch(args.patch);
+  const patchSha = sha256Hex(new TextEncoder().encode(args.patch));
+  return await kit.gate.pass(pid, {
+    operation: OP,
+    args: { patch: args.patch },
+    // Bound to the digest of the whole patch and every target: the wide resource widens nothing.
+    grant: () => ({ type: "fs", path: ".", scope: "subtree" }),
+    attempt: (): Promise<Attempt<PatchResult>> => attempt(kit, pid, parsed, patchSha),
+    exhausted: (_ask, n) =>
+      new ValidationError(
+        `The patch still needs approval after ${
+          n - 1
+        } approvals; its files keep changing — read them again and make a new patch`,
+      ),
+  });
+}
+
+async function attempt(
+  kit: PatchKit,
+  pid: string,
+  parsed: ParsedPatch,
+  patchSha: string,
+): Promise<Attempt<PatchResult>> {
+  const digest = digestOf({ primitive: OP, patch: patchSha });
+  // 2. Every path as written, with the rights the patch needs on it, decided before anything.
+  const touched = new Map<string, { path: WorkspacePath; rights: Set<Right> }>();
+  const need = (raw: string, ...rights: Right[]) => {
+    const path = kit.lexical(pid, OP, raw);
+    if (path.relative === ".") {
+      throw new UnsafePathError(`Cannot patch the workspace root itself ("${raw}"); name a file`);
+    }
+    const entry = touched.get(path.relative) ?? { path, rights: new Set<Right>() };
+    for (const r of rights) entry.rights.add(r);
+    touched.set(path.relative, entry);
+    return path.relative;
+  };
+  const steps = parsed.operations.map((op) => {
+    switch (op.type) {
+      case "add":
+        return { op, path: need(op.path, "write"), dest: null };
+      case "delete":
+        return { op, path: need(op.path, "delete"), dest: null };
+      case "update":
+        return op.moveTo === null
+          ? { op, path: need(op.path, "read", "write"), dest: null }
+          : { op, path: need(op.path, "read", "delete"), dest: need(op.moveTo, "write") };
+    }
+  });
+  const taken: Decision[] = [];
+  for (const [rel, entry] of touched) {
+    for (const right of entry.rights) {
+      taken.push(kit.decide(pid, OP, rel, right, digest, `${right} "${rel}" (apply_patch)`));
+    }
+  }
+  const recordsBefore = kit.records();
+  const firstPath = [...touched.keys()][0]!;
+  try {
+    return await kit.lock.shared(() =>
+      body(kit, pid, parsed, patchSha, digest, touched, steps, taken)
+    );
+  } catch (error) {
+    if (error instanceof UnsafePathError) {
+      kit.record(pid, OP, firstPath, "deny", "unsafe_path", { inputDigest: digest });
+    } else if (kit.records() === recordsBefore && taken.every((d) => d.effect === "allow")) {
+      // One record of the allowed patch that failed (a hunk, a missing file), with what failed.
+      kit.record(pid, OP, firstPath, "allow", taken[0]!.reason, {
+        inputDigest: digest,
+        detail: { failed: error instanceof LibosError ? error.code : "failed" },
+      });
+    }
+    throw error;
+  }
+}
+
+type Step = {
+  readonly op: ParsedPatch["operations"][number];
+  readonly path: string;
+  readonly dest: string | null;
+};
+
+function body(
+  kit: PatchKit,
+  pid: string,
+  parsed: ParsedPatch,
+  patchSha: string,
+  digest: string,
+  written: ReadonlyMap<string, { path: WorkspacePath; rights: Set<Right> }>,
+  steps: readonly Step[],
+  taken: Decision[],
+): Attempt<PatchResult> {
+  // 3. Where each path really leads; the same file under two names is one entry.
+  const files = new Map<string, Touched>();
+  const byWritten = new Map<string, Touched>();
+  for (const [rel, entry] of written) {
+    const path = kit.canonical(pid, OP, entry.path);
+    if (path.relative !== rel) {
+      for (const right of entry.rights) {
+        taken.push(
+          kit.decide(
+            pid,
+            OP,
+            path.relative,
+            right,
+            digest,
+            `${right} "${path.relative}" (apply_patch)`,
+          ),
+        );
+      }
+    }
+    let file = files.get(path.relative);
+    if (!file) {
+      const facts = kit.lstat(path.absolute);
+      if (facts?.isSymlink) {
+        throw new UnsafePathError(
+          `Cannot patch "${rel}": it is a symbolic link, and libos does not follow one as the final component; patch the file it points to`,
+        );
+      }
+      if (facts && !facts.isFile) {
+        throw precondition(kit, pid, rel, `it is a ${typeOf(facts)}, not a file`);
+      }
+      if (facts && facts.size > kit.limits.writeBytesMax) {
+        throw new ValidationError(
+          `Cannot patch "${rel}": it is larger than ${kit.limits.writeBytesMax} bytes`,
+        );
+      }
+      file = { written: rel, path, rights: new Set(), facts, before: undefined, after: undefined };
+      if (facts) {
+        using handle = kit.fs.open(path.absolute);
+        if (!sameFile(handle.facts(), facts)) {
+          throw new UnsafePathError(
+            `"${rel}" changed while it was being read; nothing was changed`,
+          );
+        }
+        file.before = handle.read(facts.size + 1);
+        kit.parentStill(dirname(path.absolute), rel);
+      }
+      files.set(path.relative, file);
+    }
+    for (const right of entry.rights) file.rights.add(right);
+    byWritten.set(rel, file);
+  }
+  // The patch applied, in order, to what is there (held in memory).
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  const state = (f: Touched) => (f.after === undefined ? f.before ?? null : f.after);
+  const textOf = (f: Touched, rel: string): string => {
+    const bytes = state(f);
+    if (bytes === null) {
+      throw precondition(kit, pid, rel, 'it does not exist; use "*** Add File:" to create it');
+    }
+    if (f.after === undefined && kit.holdsKnownSecret(new TextDecoder().decode(bytes))) {
+      throw new ValidationError(
+        `Cannot patch "${rel}": it holds a secret value libos keeps from the model; edit it yourself; nothing was changed`,
+      );
+    }
+    try {
+      return decoder.decode(bytes);
+    } catch (error) {
+      throw new ValidationError(
+        `Cannot patch "${rel}": it is not UTF-8 text; nothing was changed`,
+        { cause: error },
+      );
+    }
+  };
+  for (const step of steps) {
+    const file = byWritten.get(step.path)!;
+    const op = step.op;
+    if (op.type === "add") {
+      file.after = new TextEncoder().encode(op.content);
+    } else if (op.type === "delete") {
+      if (state(file) === null) {
+        throw precondition(
+          kit,
+          pid,
+          step.path,
+          'it does not exist, so it cannot be deleted; drop its "*** Delete File:" section',
+        );
+      }
+      file.after = null;
+    } else {
+      const content = applyHunks(step.path, textOf(file, step.path), op.hunks);
+      const bytes = new TextEncoder().encode(content);
+      if (step.dest === null) file.after = bytes;
+      else {
+        file.after = null;
+        byWritten.get(step.dest)!.after = bytes;
+      }
+    }
+  }
+  const changes = [...files.values()].filter((f) =>
+    f.after !== undefined && !same(f.before, f.after)
+  );
+  for (const f of changes) {
+    if (f.after && f.after.length > kit.limits.writeBytesMax) {
+      throw new ValidationError(
+        `Cannot write ${f.after.length} bytes to "${f.written}": the limit is ${kit.limits.writeBytesMax}`,
+      );
+    }
+  }
+  // Missing directories of new files, outermost first, each decided (write) like make_dir's.
+  const dirs: string[] = [];
+  for (const f of changes) {
+    if (f.after === null || f.before !== undefined) continue;
+    const missing: string[] = [];
+    for (let rel = dirname(f.path.relative); rel !== "."; rel = dirname(rel)) {
+      const facts = kit.lstat(join(kit.workspace, rel));
+      if (facts?.isDirectory) break;
+      if (facts) throw precondition(kit, pid, rel, `it is a ${typeOf(facts)}, not a directory`);
+      missing.unshift(rel);
+    }
+    for (const rel of missing) if (!dirs.includes(rel)) dirs.push(rel);
+  }
+  dirs.sort((a, b) => a.split("/").length - b.split("/").length);
+  for (const rel of dirs) {
+    taken.push(
+      kit.decide(pid, OP, rel, "write", digest, `create directory "${rel}" (apply_patch)`),
+    );
+  }
+
+  // 4. One approval for the whole patch, when anything asks.
+  const decision = taken.reduce(stricter);
+  const linked = changes.find((f) => (f.facts?.nlink ?? 1) > 1);
+  const secretRead = [...files.values()].map((f) =>
+    f.before && f.rights.has("read") ? kit.secretIn(new TextDecoder().decode(f.before)) : undefined
+  ).find((s) => s !== undefined);
+  const binding = digestOf({
+    primitive: OP,
+    patch: patchSha,
+    files: [...files.values()].map((f) => ({
+      written: f.written,
+      resolved: f.path.relative,
+      target: targetFingerprint(f.facts),
+      before: f.before ? sha256Hex(f.before) : null,
+      after: f.after === undefined ? "same" : f.after === null ? null : sha256Hex(f.after),
+    })) as JsonValue,
+    dirs,
+  });
+  if (decision.effect === "ask" || linked || secretRead !== undefined) {
+    const approved = kit.gate.approval(pid, { type: "fs", path: "." }, "write", binding);
+    if (!approved) {
+      const asks = taken.filter((d) => d.effect === "ask");
+      const reason = asks.find((d) => d.reason.startsWith("protected:"))?.reason ??
+        (secretRead !== undefined ? `protected:content:${secretRead}` : undefined) ??
+        asks.find((d) => d.layer === "mode")?.reason ?? asks[0]?.reason ?? "protected:hardlink";
+      const ceiling = taken.find((d) => d.ceiling !== undefined)?.ceiling ??
+        asks.find((d) => d.layer === "mode" || d.layer === "protected")?.reason ?? null;
+      for (const f of changes) {
+        kit.record(pid, OP, f.path.relative, "ask", reason, { inputDigest: binding });
+      }
+      return {
+        type: "ask",
+        ask: {
+          details: details(kit, pid, parsed, changes, dirs, reason, ceiling, binding),
+          subject: "the patch",
+        },
+      };
+    }
+    taken.push({
+      effect: "allow",
+      reason: `cap:${approved.id}`,
+      layer: "cap",
+      capability: approved.id,
+      approval: true,
+    });
+  }
+  const allowed = taken.find((d) => d.approval)?.reason ?? decision.reason;
+  kit.gate.spend(taken);
+
+  // 5. Stage, then commit; undo on failure.
+  kit.effect(
+    pid,
+    OP,
+    { patch: patchSha, files: changes.length, dirs: dirs.length },
+    () => commit(kit, changes, dirs),
+  );
+
+  // 6. Audit and tell the host.
+  for (const f of changes) {
+    kit.record(pid, OP, f.path.relative, "allow", allowed, {
+      inputDigest: binding,
+      detail: {
+        op: f.after === null ? "delete" : f.before === undefined ? "create" : "write",
+        bytes: f.after?.length ?? null,
+      },
+    });
+  }
+  for (const rel of dirs) {
+    kit.record(pid, OP, rel, "allow", allowed, { inputDigest: binding, detail: { op: "mkdir" } });
+  }
+  for (const f of changes) {
+    const op = f.after === null ? "delete" : f.before === undefined ? "create" : "write";
+    kit.changed({
+      pid,
+      path: f.path.relative,
+      op,
+      diff: diffOf(kit, f),
+      bytes: f.after?.length ?? f.facts?.size ?? null,
+    });
+  }
+  const named = new Set(
+    steps.flatMap((s) => [s.path, s.dest ?? s.path]).map((w) => byWritten.get(w)!.path.relative),
+  );
+  return {
+    type: "done",
+    value: {
+      format: parsed.format,
+      files: changes.map((f) => ({
+        path: f.path.relative,
+        status: f.after === null
+          ? "D" as const
+          : f.before === undefined
+          ? "A" as const
+          : "M" as const,
+        bytes: f.after?.length ?? null,
+      })),
+      unchanged: [...named].filter((rel) => !changes.some((f) => f.path.relative === rel)),
+      directoriesCreated: dirs,
+    },
+  };
+}
+
+/** Whether a file's content comes out as it was (`after`: undefined untouched, null deleted). */
+function same(before: Uint8Array | undefined, after: Uint8Array | null | undefined): boolean {
+  if (after === undefined) return true;
+  if (after === null || before === undefined) return after === null && before === undefined;
+  return before.length === after.length && before.every((x, i) => x === after[i]);
+}
+
+/** A precondition failure, worded by what the caller may know. */
+function precondition(kit: PatchKit, pid: string, path: string, known: string): ValidationError {
+  return new ValidationError(
+    kit.mayKnow(pid, path)
+      ? `Cannot patch "${path}": ${known}; nothing was changed`
+      : `Cannot patch "${path}": the operation's precondition was not met; nothing was changed`,
+  );
+}
+
+/** A file's diff for a human or the host; null for a secret (by name or content) or binary. */
+function diffOf(kit: PatchKit, f: Touched): string | null {
+  if (kit.secretPath(f.written) || kit.secretPath(f.path.relative)) return null;
+  const decode = (b: Uint8Array | null | undefined) => {
+    if (!b) return "";
+    try {
+      return new TextDecoder("utf-8", { fatal: true }).decode(b);
+    } catch {
+      return undefined;
+    }
+  };
+  const before = decode(f.before);
+  const after = decode(f.after);
+  if (before === undefined || after === undefined) return null;
+  if (kit.secretIn(before) !== undefined || kit.secretIn(after) !== undefined) return null;
+  return unifiedDiff(before, after, {
+    fromLabel: f.before === undefined ? "/dev/null" : `a/${f.path.relative}`,
+    toLabel: f.after === null ? "/dev/null" : `b/${f.path.relative}`,
+  }).text;
+}
+
+/** The approval request for a whole patch: every file, and the combined diff. */
+function details(
+  kit: PatchKit,
+  _pid: string,
+  parsed: ParsedPatch,
+  changes: readonly Touched[],
+  dirs: readonly string[],
+  reason: string,
+  ceiling: string | null,
+  binding: string,
+): Omit<ApprovalDetails, "action"> {
+  const status = (f: Touched) => (f.after === null ? "D" : f.before === undefined ? "A" : "M");
+  const diff = changes.map((f) =>
+    diffOf(kit, f) ??
+      `--- ${f.written}\n+++ ${f.written}\n(diff not shown: a secret-bearing or non-text file)\n`
+  ).join("");
+  const bytes = changes.reduce((n, f) => n + (f.after?.length ?? 0), 0);
+  return {
+    primitive: "filesystem",
+    operation: OP,
+    path: null,
+    absolutePath: null,
+    resource: `fs:{${changes.map((f) => f.path.relative).join(", ")}}`,
+    right: "write",
+    reason,
+    grantScope: "this exact patch, once (bound to its digest and every file as it is now)",
+    willCreate: changes.some((f) => f.before === undefined) || null,
+    willOverwrite: changes.some((f) => f.before !== undefined && f.after !== null) || null,
+    target: null,
+    bytes,
+    sha256: null,
+    preview: [
+      `${parsed.format} patch of ${changes.length} file(s):`,
+      ...changes.map((f) =>
+        `${status(f)} ${f.path.relative}${
+          (f.facts?.nlink ?? 1) > 1 ? ` (${f.facts!.nlink} hard links)` : ""
+        }`
+      ),
+      ...dirs.map((d) => `+dir ${d}/`),
+    ].join("\n"),
+    diff: diff === "" ? null : diff,
+    executable: null,
+    argv: null,
+    cwd: null,
+    envHash: null,
+    digest: binding,
+    ceiling,
+  };
+}
+
+/**
+ * Applies the changes: directories, then every new content staged beside its target and synced,
+ * then renames and removals. On a failure, what was done is undone from the contents held.
+ */
+function commit(kit: PatchKit, changes: readonly Touched[], dirs: readonly string[]): void {
+  const made: string[] = [];
+  const staged = new Map<Touched, string>();
+  const done: Touched[] = [];
+  try {
+    for (const rel of dirs) {
+      kit.parentStill(dirname(join(kit.workspace, rel)), rel);
+      kit.fs.mkdir(join(kit.workspace, rel));
+      made.push(rel);
+    }
+    for (const f of changes) {
+      if (!f.after) continue;
+      staged.set(f, stage(kit, f.path.absolute, f.after));
+    }
+    for (const f of changes) {
+      const dir = dirname(f.path.absolute);
+      kit.parentStill(dir, f.written);
+      const now = kit.lstat(f.path.absolute);
+      if (
+        (now === undefined) !== (f.facts === undefined) ||
+        (now && f.facts && !sameFile(now, f.facts))
+      ) {
+        throw new UnsafePathError(`"${f.written}" changed while the patch was being applied`);
+      }
+      if (f.after === null) kit.fs.remove(f.path.absolute);
+      else kit.fs.rename(staged.get(f)!, f.path.absolute);
+      staged.delete(f);
+      done.push(f);
+    }
+  } catch (error) {
+    const left = undo(kit, done, made, staged);
+    const what = error instanceof Error ? error.message : String(error);
+    if (left.length > 0) {
+      throw new PatchError(
+        "patch_partial",
+        `The patch failed midway (${what}) and could not be fully undone: ${
+          left.join("; ")
+        }; check these files (a checkpoint or git restores them)`,
+        { cause: error },
+      );
+    }
+    throw new PatchError(
+      "patch_rolled_back",
+      `The patch failed while being written (${what}); every file was put back as it was, nothing was changed; try again`,
+      { cause: error },
+    );
+  }
+}
+
+/** Writes `data` to a new temporary file beside `target`, synced; returns its path. */
+function stage(kit: PatchKit, target: string, data: Uint8Array): string {
+  const temp = join(dirname(target), `.${basename(target)}.libos-${crypto.randomUUID()}.tmp`);
+  try {
+    using handle = kit.fs.create(temp, 0o644);
+    handle.write(data);
+    handle.sync();
+  } catch (error) {
+    try {
+      kit.fs.remove(temp);
+    } catch { /* never created */ }
+    throw error;
+  }
+  return temp;
+}
+
+/** Puts back what a failed commit changed; returns what could not be put back. */
+function undo(
+  kit: PatchKit,
+  done: readonly Touched[],
+  made: readonly string[],
+  staged: Map<Touched, string>,
+): string[] {
+  const left: string[] = [];
+  for (const temp of staged.values()) {
+    try {
+      kit.fs.remove(temp);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) left.push(`temporary file ${temp} remains`);
+    }
+  }
+  for (const f of [...done].reverse()) {
+    try {
+      if (f.before === undefined) kit.fs.remove(f.path.absolute);
+      else kit.fs.rename(stage(kit, f.path.absolute, f.before), f.path.absolute);
+    } catch (error) {
+      left.push(`"${f.written}" (${error instanceof Error ? error.message : String(error)})`);
+    }
+  }
+  for (const rel of [...made].reverse()) {
+    try {
+      kit.fs.remove(join(kit.workspace, rel));
+    } catch (error) {
+      left.push(`directory "${rel}" (${error instanceof Error ? error.message : String(error)})`);
+    }
+  }
+  return left;
+}
