@@ -523,7 +523,8 @@ function details(
     operation: OP,
     path: null,
     absolutePath: null,
-    resource: `fs:{${changes.map((f) => f.path.relative).join(", ")}}`,
+    // The card's subject: every file with what happens to it (A added, M modified, D deleted).
+    resource: `fs:{${changes.map((f) => `${status(f)} ${f.path.relative}`).join(", ")}}`,
     right: "write",
     reason,
     grantScope: "this exact patch, once (bound to its digest and every file as it is now)",
