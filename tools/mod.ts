@@ -80,6 +80,7 @@ function declarations() {
     deleteDirectory,
     fileSyscalls,
     editFile,
+    applyPatchTool,
     globFiles,
     grepFiles,
     getCurrentTime,
@@ -116,7 +117,6 @@ function declarations() {
     setWorkingDirectory,
     validateJitTool,
     writeObjectToFile,
-    applyPatchTool,
     updatePlan,
   ] as const;
 }
