@@ -3,8 +3,9 @@
  * completed, replaced whole on each call (the shape of Codex's `update_plan` and Claude Code's
  * `TodoWrite`). It is an object of the process (`plan` in its own namespace, `process:<pid>`):
  * written through object memory, so decided and audited like any own-namespace write (allowed
- * in every mode, plan mode included), kept across a restart and a resume, and shown in the
- * run's display and its transcript as a checklist.
+ * in every mode that lets a process write its own scratch objects, plan mode included), kept
+ * across a restart and a resume, pinned into the process's context (the model sees its plan every
+ * turn), and shown in the run's display and its transcript as a checklist.
  *
  * @module
  */
@@ -96,6 +97,8 @@ export const updatePlan: ToolSpec<typeof PlanArgs> = {
         name: PLAN_OBJECT,
         type: "plan",
         payload,
+        // Pinned: the plan stays in the stable prefix of the process's context, every turn.
+        tags: ["pinned"],
         provenance: { source: "model", label: "update_plan", ref: null },
       });
     const done = payload.steps.filter((s) => s.status === "completed").length;
