@@ -1810,7 +1810,8 @@ const ROWS: readonly Row[] = [
       assert.deepEqual(f.runtime.memory.list("operator", `process:${f.pid}`), []);
     },
     bad: { field: "plan.0.status", args: () => ({ plan: [{ step: "a", status: "started" }] }) },
-  },  {
+  },
+  {
     tool: "validate_jit_tool",
     async happy() {
       await using f = await fixture({ tool: "validate_jit_tool" });
