@@ -528,8 +528,9 @@ function details(
     right: "write",
     reason,
     grantScope: "this exact patch, once (bound to its digest and every file as it is now)",
-    willCreate: changes.some((f) => f.before === undefined) || null,
-    willOverwrite: changes.some((f) => f.before !== undefined && f.after !== null) || null,
+    // Per file, in the resource's A/M/D marks (a card would read one flag as the whole patch's).
+    willCreate: null,
+    willOverwrite: null,
     target: null,
     bytes,
     sha256: null,
