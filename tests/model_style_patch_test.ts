@@ -623,3 +623,36 @@ Deno.test("apply_patch in queue mode: an approval is bound to the files as they 
   assert.equal(resumed.type, "pending", "a new approval is needed for what is there now");
   assert.deepEqual(tree(f.ws), { "a.txt": "alpha\n", "b.txt": "beta, edited\n" });
 });
+
+Deno.test("apply_patch attack: a secret file's content is no oracle — a matching and a non-matching hunk against .env both ask, and a rejection tells nothing", async () => {
+  const outcomes: string[] = [];
+  for (const guess of ["TOKEN=abc", "TOKEN=xyz"]) {
+    await using f = await fixture({
+      human: "interactive",
+      answers: [{ type: "reject", reason: "no" }],
+    });
+    seed(f, { ".env": "TOKEN=abc\n" });
+    const result = await f.call(
+      patch("*** Begin Patch", "*** Update File: .env", `-${guess}`, "+TOKEN=", "*** End Patch"),
+    );
+    if (result.ok) assert.fail("a rejected patch cannot apply");
+    assert.equal(f.prompted.length, 1, "the human is asked before the hunk is matched");
+    assert.ok(!f.prompted[0]!.includes("TOKEN=abc\n"), "the card shows no diff of the secret");
+    outcomes.push(`${result.error.code}: ${result.error.message}`);
+    assert.equal(Deno.readTextFileSync(join(f.ws, ".env")), "TOKEN=abc\n");
+  }
+  assert.equal(outcomes[0]!.split(":")[0], "approval_rejected");
+  assert.equal(outcomes[0], outcomes[1], "the right guess and the wrong one get the same answer");
+});
+
+Deno.test("apply_patch: once a human approved reading the secret file, a hunk that does not match is reported (and nothing changed)", async () => {
+  await using f = await fixture({ human: "interactive", answers: [{ type: "approve" }] });
+  seed(f, { ".env": "TOKEN=abc\n" });
+  const result = await f.call(
+    patch("*** Begin Patch", "*** Update File: .env", "-TOKEN=xyz", "+TOKEN=", "*** End Patch"),
+  );
+  if (result.ok) assert.fail("the hunk does not match");
+  assert.equal(result.error.code, "patch_mismatch");
+  assert.equal(f.prompted.length, 1);
+  assert.equal(Deno.readTextFileSync(join(f.ws, ".env")), "TOKEN=abc\n");
+});

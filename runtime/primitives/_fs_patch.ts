@@ -145,13 +145,12 @@ export async function applyPatch(
     );
   }
   const parsed = parsePatch(args.patch);
-  const patchSha = sha256Hex(new TextEncoder().encode(args.patch));
   return await kit.gate.pass(pid, {
     operation: OP,
     args: { patch: args.patch },
     // Bound to the digest of the whole patch and every target: the wide resource widens nothing.
     grant: () => ({ type: "fs", path: ".", scope: "subtree" }),
-    attempt: (): Promise<Attempt<PatchResult>> => attempt(kit, pid, parsed, patchSha),
+    attempt: (): Promise<Attempt<PatchResult>> => attempt(kit, pid, parsed, args.patch),
     exhausted: (_ask, n) =>
       new ValidationError(
         `The patch still needs approval after ${
@@ -165,14 +164,16 @@ async function attempt(
   kit: PatchKit,
   pid: string,
   parsed: ParsedPatch,
-  patchSha: string,
+  text: string,
 ): Promise<Attempt<PatchResult>> {
+  const patchSha = sha256Hex(new TextEncoder().encode(text));
   const digest = digestOf({ primitive: OP, patch: patchSha });
   // 2. Every path as written, with the rights the patch needs on it, decided before anything.
   const touched = new Map<string, { path: WorkspacePath; rights: Set<Right> }>();
   const need = (raw: string, ...rights: Right[]) => {
     const path = kit.lexical(pid, OP, raw);
     if (path.relative === ".") {
+      kit.record(pid, OP, ".", "deny", "containment");
       throw new UnsafePathError(`Cannot patch the workspace root itself ("${raw}"); name a file`);
     }
     const entry = touched.get(path.relative) ?? { path, rights: new Set<Right>() };
@@ -193,16 +194,21 @@ async function attempt(
     }
   });
   const taken: Decision[] = [];
+  /** The decisions on reading: one that asks keeps what the content decides from the model. */
+  const reads: Decision[] = [];
+  const decideOn = (rel: string, right: Right, what: string) => {
+    const decision = kit.decide(pid, OP, rel, right, digest, what);
+    taken.push(decision);
+    if (right === "read") reads.push(decision);
+  };
   for (const [rel, entry] of touched) {
-    for (const right of entry.rights) {
-      taken.push(kit.decide(pid, OP, rel, right, digest, `${right} "${rel}" (apply_patch)`));
-    }
+    for (const right of entry.rights) decideOn(rel, right, `${right} "${rel}" (apply_patch)`);
   }
   const recordsBefore = kit.records();
   const firstPath = [...touched.keys()][0]!;
   try {
     return await kit.lock.shared(() =>
-      body(kit, pid, parsed, patchSha, digest, touched, steps, taken)
+      body(kit, pid, { parsed, text, sha: patchSha }, touched, steps, { taken, reads, decideOn })
     );
   } catch (error) {
     if (error instanceof UnsafePathError) {
@@ -227,13 +233,17 @@ type Step = {
 function body(
   kit: PatchKit,
   pid: string,
-  parsed: ParsedPatch,
-  patchSha: string,
-  digest: string,
+  patch: { readonly parsed: ParsedPatch; readonly text: string; readonly sha: string },
   written: ReadonlyMap<string, { path: WorkspacePath; rights: Set<Right> }>,
   steps: readonly Step[],
-  taken: Decision[],
+  decided: {
+    readonly taken: Decision[];
+    readonly reads: readonly Decision[];
+    decideOn(rel: string, right: Right, what: string): void;
+  },
 ): Attempt<PatchResult> {
+  const { parsed, sha: patchSha } = patch;
+  const { taken } = decided;
   // 3. Where each path really leads; the same file under two names is one entry.
   const files = new Map<string, Touched>();
   const byWritten = new Map<string, Touched>();
@@ -241,16 +251,7 @@ function body(
     const path = kit.canonical(pid, OP, entry.path);
     if (path.relative !== rel) {
       for (const right of entry.rights) {
-        taken.push(
-          kit.decide(
-            pid,
-            OP,
-            path.relative,
-            right,
-            digest,
-            `${right} "${path.relative}" (apply_patch)`,
-          ),
-        );
+        decided.decideOn(path.relative, right, `${right} "${path.relative}" (apply_patch)`);
       }
     }
     let file = files.get(path.relative);
@@ -285,7 +286,174 @@ function body(
     for (const right of entry.rights) file.rights.add(right);
     byWritten.set(rel, file);
   }
-  // The patch applied, in order, to what is there (held in memory).
+  // What reading needs: a human, when the decision on reading a file asks or what it holds is a
+  // secret. Then nothing its content decides (a hunk that does not match, a file that is not
+  // text) reaches the model before a human approved: the patch asks first and reports after.
+  const secretRead = [...files.values()].map((f) =>
+    f.before && f.rights.has("read") ? kit.secretIn(new TextDecoder().decode(f.before)) : undefined
+  ).find((s) => s !== undefined);
+  const readNeedsHuman = secretRead !== undefined || decided.reads.some((d) => d.effect === "ask");
+  // Bound to the patch and every file as it is now (the new contents follow from those).
+  const binding = digestOf({
+    primitive: OP,
+    patch: patchSha,
+    files: [...files.values()].map((f) => ({
+      written: f.written,
+      resolved: f.path.relative,
+      target: targetFingerprint(f.facts),
+      before: f.before ? sha256Hex(f.before) : null,
+    })) as JsonValue,
+  });
+  const approval = () => kit.gate.approval(pid, { type: "fs", path: "." }, "write", binding);
+  // What the request is about, in the patch's own terms: the model reads it back in a refusal,
+  // so it says nothing the files' content or existence decided.
+  const named = new Map<string, string>();
+  for (const step of steps) {
+    const mark = step.op.type === "add" ? "A" : step.op.type === "delete" || step.dest ? "D" : "M";
+    named.delete(step.path);
+    named.set(step.path, mark);
+    if (step.dest) {
+      named.delete(step.dest);
+      named.set(step.dest, "A");
+    }
+  }
+  const subject = `fs:{${[...named].map(([path, mark]) => `${mark} ${path}`).join(", ")}}`;
+  const why = () => {
+    const asks = taken.filter((d) => d.effect === "ask");
+    return {
+      reason: asks.find((d) => d.reason.startsWith("protected:"))?.reason ??
+        (secretRead !== undefined ? `protected:content:${secretRead}` : undefined) ??
+        asks.find((d) => d.layer === "mode")?.reason ?? asks[0]?.reason ?? "protected:hardlink",
+      ceiling: taken.find((d) => d.ceiling !== undefined)?.ceiling ??
+        asks.find((d) => d.layer === "mode" || d.layer === "protected")?.reason ?? null,
+    };
+  };
+  let changes: Touched[];
+  try {
+    changes = simulate(kit, pid, steps, files, byWritten);
+  } catch (error) {
+    if (!readNeedsHuman || approval()) throw error;
+    const { reason, ceiling } = why();
+    for (const f of files.values()) {
+      kit.record(pid, OP, f.path.relative, "ask", reason, { inputDigest: binding });
+    }
+    return {
+      type: "ask",
+      ask: {
+        details: details(kit, patch, subject, [], [], { reason, ceiling, binding }),
+        subject: "the patch",
+      },
+    };
+  }
+  // Missing directories of new files, outermost first, each decided (write) like make_dir's.
+  const dirs: string[] = [];
+  for (const f of changes) {
+    if (f.after === null || f.before !== undefined) continue;
+    const missing: string[] = [];
+    for (let rel = dirname(f.path.relative); rel !== "."; rel = dirname(rel)) {
+      const facts = kit.lstat(join(kit.workspace, rel));
+      if (facts?.isDirectory) break;
+      if (facts) throw precondition(kit, pid, rel, `it is a ${typeOf(facts)}, not a directory`);
+      missing.unshift(rel);
+    }
+    for (const rel of missing) if (!dirs.includes(rel)) dirs.push(rel);
+  }
+  dirs.sort((a, b) => a.split("/").length - b.split("/").length);
+  for (const rel of dirs) decided.decideOn(rel, "write", `create directory "${rel}" (apply_patch)`);
+
+  // 4. One approval for the whole patch, when anything asks.
+  const decision = taken.reduce(stricter);
+  const linked = changes.find((f) => (f.facts?.nlink ?? 1) > 1);
+  if (decision.effect === "ask" || linked || secretRead !== undefined) {
+    const approved = approval();
+    if (!approved) {
+      const { reason, ceiling } = why();
+      for (const f of changes) {
+        kit.record(pid, OP, f.path.relative, "ask", reason, { inputDigest: binding });
+      }
+      return {
+        type: "ask",
+        ask: {
+          details: details(kit, patch, subject, changes, dirs, { reason, ceiling, binding }),
+          subject: "the patch",
+        },
+      };
+    }
+    taken.push({
+      effect: "allow",
+      reason: `cap:${approved.id}`,
+      layer: "cap",
+      capability: approved.id,
+      approval: true,
+    });
+  }
+  const allowed = taken.find((d) => d.approval)?.reason ?? decision.reason;
+  kit.gate.spend(taken);
+
+  // 5. Stage, then commit; undo on failure.
+  kit.effect(
+    pid,
+    OP,
+    { patch: patchSha, files: changes.length, dirs: dirs.length },
+    () => commit(kit, changes, dirs),
+  );
+
+  // 6. Audit and tell the host.
+  for (const f of changes) {
+    kit.record(pid, OP, f.path.relative, "allow", allowed, {
+      inputDigest: binding,
+      detail: {
+        op: f.after === null ? "delete" : f.before === undefined ? "create" : "write",
+        bytes: f.after?.length ?? null,
+      },
+    });
+  }
+  for (const rel of dirs) {
+    kit.record(pid, OP, rel, "allow", allowed, { inputDigest: binding, detail: { op: "mkdir" } });
+  }
+  for (const f of changes) {
+    const op = f.after === null ? "delete" : f.before === undefined ? "create" : "write";
+    kit.changed({
+      pid,
+      path: f.path.relative,
+      op,
+      diff: diffOf(kit, f),
+      bytes: f.after?.length ?? f.facts?.size ?? null,
+    });
+  }
+  const resolved = new Set([...named.keys()].map((w) => byWritten.get(w)!.path.relative));
+  return {
+    type: "done",
+    value: {
+      format: parsed.format,
+      files: changes.map((f) => ({
+        path: f.path.relative,
+        status: f.after === null
+          ? "D" as const
+          : f.before === undefined
+          ? "A" as const
+          : "M" as const,
+        bytes: f.after?.length ?? null,
+      })),
+      unchanged: [...resolved].filter((rel) => !changes.some((f) => f.path.relative === rel)),
+      directoriesCreated: dirs,
+    },
+  };
+}
+
+/**
+ * The patch applied, in order, to what is there (held in memory): the files whose content it
+ * changes, each with its new content (or null: deleted).
+ * @throws {PatchError} for a hunk that does not match; {@link ValidationError} for a file missing,
+ *   not text, too large or holding a known secret.
+ */
+function simulate(
+  kit: PatchKit,
+  pid: string,
+  steps: readonly Step[],
+  files: ReadonlyMap<string, Touched>,
+  byWritten: ReadonlyMap<string, Touched>,
+): Touched[] {
   const decoder = new TextDecoder("utf-8", { fatal: true });
   const state = (f: Touched) => (f.after === undefined ? f.before ?? null : f.after);
   const textOf = (f: Touched, rel: string): string => {
@@ -342,126 +510,7 @@ function body(
       );
     }
   }
-  // Missing directories of new files, outermost first, each decided (write) like make_dir's.
-  const dirs: string[] = [];
-  for (const f of changes) {
-    if (f.after === null || f.before !== undefined) continue;
-    const missing: string[] = [];
-    for (let rel = dirname(f.path.relative); rel !== "."; rel = dirname(rel)) {
-      const facts = kit.lstat(join(kit.workspace, rel));
-      if (facts?.isDirectory) break;
-      if (facts) throw precondition(kit, pid, rel, `it is a ${typeOf(facts)}, not a directory`);
-      missing.unshift(rel);
-    }
-    for (const rel of missing) if (!dirs.includes(rel)) dirs.push(rel);
-  }
-  dirs.sort((a, b) => a.split("/").length - b.split("/").length);
-  for (const rel of dirs) {
-    taken.push(
-      kit.decide(pid, OP, rel, "write", digest, `create directory "${rel}" (apply_patch)`),
-    );
-  }
-
-  // 4. One approval for the whole patch, when anything asks.
-  const decision = taken.reduce(stricter);
-  const linked = changes.find((f) => (f.facts?.nlink ?? 1) > 1);
-  const secretRead = [...files.values()].map((f) =>
-    f.before && f.rights.has("read") ? kit.secretIn(new TextDecoder().decode(f.before)) : undefined
-  ).find((s) => s !== undefined);
-  const binding = digestOf({
-    primitive: OP,
-    patch: patchSha,
-    files: [...files.values()].map((f) => ({
-      written: f.written,
-      resolved: f.path.relative,
-      target: targetFingerprint(f.facts),
-      before: f.before ? sha256Hex(f.before) : null,
-      after: f.after === undefined ? "same" : f.after === null ? null : sha256Hex(f.after),
-    })) as JsonValue,
-    dirs,
-  });
-  if (decision.effect === "ask" || linked || secretRead !== undefined) {
-    const approved = kit.gate.approval(pid, { type: "fs", path: "." }, "write", binding);
-    if (!approved) {
-      const asks = taken.filter((d) => d.effect === "ask");
-      const reason = asks.find((d) => d.reason.startsWith("protected:"))?.reason ??
-        (secretRead !== undefined ? `protected:content:${secretRead}` : undefined) ??
-        asks.find((d) => d.layer === "mode")?.reason ?? asks[0]?.reason ?? "protected:hardlink";
-      const ceiling = taken.find((d) => d.ceiling !== undefined)?.ceiling ??
-        asks.find((d) => d.layer === "mode" || d.layer === "protected")?.reason ?? null;
-      for (const f of changes) {
-        kit.record(pid, OP, f.path.relative, "ask", reason, { inputDigest: binding });
-      }
-      return {
-        type: "ask",
-        ask: {
-          details: details(kit, pid, parsed, changes, dirs, reason, ceiling, binding),
-          subject: "the patch",
-        },
-      };
-    }
-    taken.push({
-      effect: "allow",
-      reason: `cap:${approved.id}`,
-      layer: "cap",
-      capability: approved.id,
-      approval: true,
-    });
-  }
-  const allowed = taken.find((d) => d.approval)?.reason ?? decision.reason;
-  kit.gate.spend(taken);
-
-  // 5. Stage, then commit; undo on failure.
-  kit.effect(
-    pid,
-    OP,
-    { patch: patchSha, files: changes.length, dirs: dirs.length },
-    () => commit(kit, changes, dirs),
-  );
-
-  // 6. Audit and tell the host.
-  for (const f of changes) {
-    kit.record(pid, OP, f.path.relative, "allow", allowed, {
-      inputDigest: binding,
-      detail: {
-        op: f.after === null ? "delete" : f.before === undefined ? "create" : "write",
-        bytes: f.after?.length ?? null,
-      },
-    });
-  }
-  for (const rel of dirs) {
-    kit.record(pid, OP, rel, "allow", allowed, { inputDigest: binding, detail: { op: "mkdir" } });
-  }
-  for (const f of changes) {
-    const op = f.after === null ? "delete" : f.before === undefined ? "create" : "write";
-    kit.changed({
-      pid,
-      path: f.path.relative,
-      op,
-      diff: diffOf(kit, f),
-      bytes: f.after?.length ?? f.facts?.size ?? null,
-    });
-  }
-  const named = new Set(
-    steps.flatMap((s) => [s.path, s.dest ?? s.path]).map((w) => byWritten.get(w)!.path.relative),
-  );
-  return {
-    type: "done",
-    value: {
-      format: parsed.format,
-      files: changes.map((f) => ({
-        path: f.path.relative,
-        status: f.after === null
-          ? "D" as const
-          : f.before === undefined
-          ? "A" as const
-          : "M" as const,
-        bytes: f.after?.length ?? null,
-      })),
-      unchanged: [...named].filter((rel) => !changes.some((f) => f.path.relative === rel)),
-      directoriesCreated: dirs,
-    },
-  };
+  return changes;
 }
 
 /** Whether a file's content comes out as it was (`after`: undefined untouched, null deleted). */
@@ -501,17 +550,21 @@ function diffOf(kit: PatchKit, f: Touched): string | null {
   }).text;
 }
 
-/** The approval request for a whole patch: every file, and the combined diff. */
+/**
+ * The approval request for a whole patch: every file and the combined diff of `changes`, or — when
+ * the patch cannot be shown applied before a human lets its files be read (no `changes`) — the
+ * patch itself.
+ */
 function details(
   kit: PatchKit,
-  _pid: string,
-  parsed: ParsedPatch,
+  patch: { readonly parsed: ParsedPatch; readonly text: string },
+  subject: string,
   changes: readonly Touched[],
   dirs: readonly string[],
-  reason: string,
-  ceiling: string | null,
-  binding: string,
+  ask: { readonly reason: string; readonly ceiling: string | null; readonly binding: string },
 ): Omit<ApprovalDetails, "action"> {
+  const { reason, ceiling, binding } = ask;
+  const computed = changes.length > 0;
   const status = (f: Touched) => (f.after === null ? "D" : f.before === undefined ? "A" : "M");
   const diff = changes.map((f) =>
     diffOf(kit, f) ??
@@ -523,8 +576,9 @@ function details(
     operation: OP,
     path: null,
     absolutePath: null,
-    // The card's subject: every file with what happens to it (A added, M modified, D deleted).
-    resource: `fs:{${changes.map((f) => `${status(f)} ${f.path.relative}`).join(", ")}}`,
+    // The card's subject: every file the patch names with what it does to it (A add, M update,
+    // D delete; a move is D of its source and A of its destination).
+    resource: subject,
     right: "write",
     reason,
     grantScope: "this exact patch, once (bound to its digest and every file as it is now)",
@@ -532,18 +586,21 @@ function details(
     willCreate: null,
     willOverwrite: null,
     target: null,
-    bytes,
+    bytes: computed ? bytes : null,
     sha256: null,
-    preview: [
-      `${parsed.format} patch of ${changes.length} file(s):`,
-      ...changes.map((f) =>
-        `${status(f)} ${f.path.relative}${
-          (f.facts?.nlink ?? 1) > 1 ? ` (${f.facts!.nlink} hard links)` : ""
-        }`
-      ),
-      ...dirs.map((d) => `+dir ${d}/`),
-    ].join("\n"),
-    diff: diff === "" ? null : diff,
+    preview: computed
+      ? [
+        `${patch.parsed.format} patch of ${changes.length} file(s):`,
+        ...changes.map((f) =>
+          `${status(f)} ${f.path.relative}${
+            (f.facts?.nlink ?? 1) > 1 ? ` (${f.facts!.nlink} hard links)` : ""
+          }`
+        ),
+        ...dirs.map((d) => `+dir ${d}/`),
+      ].join("\n")
+      // Not applied yet (its files must be read first): the patch as the model sent it.
+      : patch.text.slice(0, 4000),
+    diff: computed && diff !== "" ? diff : null,
     executable: null,
     argv: null,
     cwd: null,
