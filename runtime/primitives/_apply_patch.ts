@@ -61,10 +61,11 @@ export interface ParsedPatch {
 
 const BEGIN = "*** Begin Patch";
 const END = "*** End Patch";
-const ADD = "*** Add File: ";
-const DELETE = "*** Delete File: ";
-const UPDATE = "*** Update File: ";
-const MOVE = "*** Move to: ";
+// Without the space after the colon: a header whose path is missing still reads as that header.
+const ADD = "*** Add File:";
+const DELETE = "*** Delete File:";
+const UPDATE = "*** Update File:";
+const MOVE = "*** Move to:";
 const EOF_MARK = "*** End of File";
 
 /** A parse error at a patch line (1-based). */
@@ -162,14 +163,16 @@ export function parsePatch(text: string): ParsedPatch {
       if (hunks.length === 0 && moveTo === null) {
         throw invalid(
           at(start),
-          `"*** Update File: ${path}" has no hunks; add "@@" hunks with " ", "-" and "+" lines (or a "*** Move to:" line)`,
+          `"${UPDATE} ${path}" has no hunks; add "@@" hunks with " ", "-" and "+" lines (or a "${MOVE}" line)`,
         );
       }
       operations.push({ type: "update", path, moveTo, hunks, line: at(start) });
     } else {
       throw invalid(
         at(i),
-        `expected "${ADD}path", "${UPDATE}path", "${DELETE}path" or "${END}"; found ${quote(line)}`,
+        `expected "${ADD} path", "${UPDATE} path", "${DELETE} path" or "${END}"; found ${
+          quote(line)
+        }`,
       );
     }
   }
@@ -187,7 +190,7 @@ function isHeader(line: string): boolean {
 
 function pathOf(head: string, marker: string, line: number): string {
   const path = head.slice(marker.length).trim();
-  if (path === "") throw invalid(line, `"${marker.trim()}" needs a path after it`);
+  if (path === "") throw invalid(line, `"${marker}" needs a path after it`);
   return path;
 }
 
@@ -395,23 +398,34 @@ const PASSES: readonly ((s: string) => string)[] = [
   folded,
 ];
 
-/** Where `pattern` occurs in `lines` at or after `from` (at the end first with `eof`), or -1. */
+/**
+ * A file's lines as each matching pass sees them, normalised once per pass (lazily: most hunks
+ * match exactly, and a large file is not copied four times for nothing).
+ */
+function passesOver(lines: readonly string[]): (pass: number) => readonly string[] {
+  const cache: (readonly string[] | undefined)[] = [lines];
+  return (pass) => (cache[pass] ??= lines.map(PASSES[pass]!));
+}
+
+/** Where `pattern` occurs in the file at or after `from` (at the end first with `eof`), or -1. */
 function seek(
-  lines: readonly string[],
+  view: (pass: number) => readonly string[],
   pattern: readonly string[],
   from: number,
   eof: boolean,
 ): number {
+  const total = view(0).length;
   if (pattern.length === 0) return from;
-  if (pattern.length > lines.length) return -1;
-  for (const norm of PASSES) {
-    const want = pattern.map(norm);
-    const matchAt = (i: number) => want.every((w, k) => norm(lines[i + k]!) === w);
+  if (pattern.length > total) return -1;
+  for (let pass = 0; pass < PASSES.length; pass++) {
+    const want = pattern.map(PASSES[pass]!);
+    const have = view(pass);
+    const matchAt = (i: number) => want.every((w, k) => have[i + k] === w);
     if (eof) {
-      const i = lines.length - pattern.length;
+      const i = total - pattern.length;
       if (i >= from && matchAt(i)) return i;
     }
-    for (let i = from; i <= lines.length - pattern.length; i++) if (matchAt(i)) return i;
+    for (let i = from; i <= total - pattern.length; i++) if (matchAt(i)) return i;
   }
   return -1;
 }
@@ -423,13 +437,14 @@ function seek(
 export function applyHunks(path: string, content: string, hunks: readonly PatchHunk[]): string {
   const file = splitLines(content);
   const lines = file.text;
+  const view = passesOver(lines);
   // [start, old length, replacement lines (text, crlf)]
   const edits: [number, number, { text: string; crlf: boolean }[]][] = [];
   let cursor = 0;
   hunks.forEach((hunk, n) => {
     const where = () => `hunk ${n + 1} of "${path}" (patch line ${hunk.line})`;
     if (hunk.context !== null) {
-      const found = seek(lines, [hunk.context], cursor, false);
+      const found = seek(view, [hunk.context], cursor, false);
       if (found < 0) {
         throw new PatchError(
           "patch_mismatch",
@@ -451,14 +466,14 @@ export function applyHunks(path: string, content: string, hunks: readonly PatchH
       edits.push([at, 0, body.map((l) => ({ text: l.text, crlf: file.eol === "\r\n" }))]);
       return;
     }
-    let found = seek(lines, old, cursor, hunk.endOfFile);
+    let found = seek(view, old, cursor, hunk.endOfFile);
     if (found < 0 && old[old.length - 1] === "") {
       // A trailing empty context line stands for the file's final newline (as in Codex).
       const lastOld = body.map((l) => l.kind).lastIndexOf(" ");
       if (lastOld >= 0 && body[lastOld]!.text === "") {
         body = body.filter((_, k) => k !== lastOld);
         old = body.filter((l) => l.kind !== "+").map((l) => l.text);
-        found = seek(lines, old, cursor, hunk.endOfFile);
+        found = seek(view, old, cursor, hunk.endOfFile);
       }
     }
     if (found < 0) {
@@ -492,11 +507,9 @@ export function applyHunks(path: string, content: string, hunks: readonly PatchH
     text.splice(start, length, ...repl.map((r) => r.text));
     crlf.splice(start, length, ...repl.map((r) => r.crlf));
   }
-  let result = "";
-  for (let i = 0; i < text.length; i++) {
-    // An unterminated last line stays unterminated; any other line keeps (or gets) its ending.
-    if (i < text.length - 1 || file.finalNewline) result += text[i] + (crlf[i] ? "\r\n" : "\n");
-    else result += text[i];
-  }
-  return result;
+  // An unterminated last line stays unterminated; any other line keeps (or gets) its ending.
+  const last = text.length - 1;
+  return text.map((line, i) =>
+    i < last || file.finalNewline ? line + (crlf[i] ? "\r\n" : "\n") : line
+  ).join("");
 }
