@@ -7,7 +7,10 @@
  * approve. Each row states the result (its code, and the words that tell the model what to do)
  * and the whole workspace afterwards: a refused patch changes nothing, not even its other files.
  * Then: one approval for a whole patch, showing every file's diff; a write that fails midway is
- * undone (no partial application); the audit names every file.
+ * undone (no partial application); the audit names every file; queue mode re-runs an approved
+ * patch once, bound to the files as they were; a secret file's content is no oracle; and through
+ * the real launcher (`libos agent` with a scripted model), a fix with one patch and a plan, and a
+ * symlink attack refused whole.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -23,6 +26,8 @@ import {
 } from "../runtime/providers/filesystem.ts";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
 import type { ToolResult } from "../runtime/broker/tool_broker.ts";
+import { call, final, FIXED, fixRepository } from "./agent_fixture.ts";
+import { sandbox, task } from "./_cli_sandbox.ts";
 
 const NEVER = new AbortController().signal;
 const OUTSIDE_SECRET = "outside-secret-0xBEEF\n";
@@ -655,4 +660,124 @@ Deno.test("apply_patch: once a human approved reading the secret file, a hunk th
   assert.equal(result.error.code, "patch_mismatch");
   assert.equal(f.prompted.length, 1);
   assert.equal(Deno.readTextFileSync(join(f.ws, ".env")), "TOKEN=abc\n");
+});
+
+Deno.test("libos agent through the real launcher: a scripted model keeps its plan and fixes the repository with one apply_patch — the run shows the checklist and the diffs, libos log the plan", async () => {
+  using s = sandbox();
+  fixRepository(s.workspace);
+  Deno.writeTextFileSync(join(s.workspace, "NOTES.txt"), "stale notes\n");
+  const script = join(s.workspace, "..", "script.jsonl");
+  Deno.writeTextFileSync(
+    script,
+    [
+      call("update_plan", {
+        plan: [
+          { step: "Fix add()", status: "in_progress" },
+          { step: "Add a regression note", status: "pending" },
+        ],
+      }),
+      call("apply_patch", {
+        patch: patch(
+          "*** Begin Patch",
+          "*** Update File: src/mathlib.py",
+          " def add(a, b):",
+          "-    return a + b + 1",
+          "+    return a + b",
+          "*** Add File: docs/CHANGES.md",
+          "+- add() no longer adds 1",
+          "*** Delete File: NOTES.txt",
+          "*** End Patch",
+        ),
+      }),
+      call("update_plan", {
+        plan: [
+          { step: "Fix add()", status: "completed" },
+          { step: "Add a regression note", status: "completed" },
+        ],
+      }),
+      final("Fixed add(); noted it in docs/CHANGES.md."),
+    ].join("\n") + "\n",
+  );
+  const run = await task(
+    s.workspace,
+    s.state,
+    "libos",
+    "agent",
+    "--goal",
+    "Make the test pass",
+    "--image",
+    "coding-agent:v0",
+    "--model",
+    `replay:${script}`,
+    "--mode",
+    "full-access",
+    "--yes",
+  );
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), FIXED);
+  assert.equal(
+    Deno.readTextFileSync(join(s.workspace, "docs", "CHANGES.md")),
+    "- add() no longer adds 1\n",
+  );
+  assert.throws(() => Deno.statSync(join(s.workspace, "NOTES.txt")), Deno.errors.NotFound);
+  // The run display: the plan as a checklist under each call, and each file's change.
+  assert.match(run.stderr, /update_plan\n\s+│ ▸ Fix add\(\)\n\s+│ □ Add a regression note/);
+  assert.match(run.stderr, /│ ✔ Fix add\(\)\n\s+│ ✔ Add a regression note/);
+  assert.match(run.stderr, /src\/mathlib\.py edited/);
+  assert.match(run.stderr, /docs\/CHANGES\.md created/);
+  assert.match(run.stderr, /NOTES\.txt deleted/);
+  // The transcript shows the plan the same way.
+  const pid = /pid_[0-9a-f]{12}/.exec(run.stdout + run.stderr)?.[0];
+  assert.ok(pid, run.stdout);
+  const log = await task(s.workspace, s.state, "libos", "log", pid);
+  assert.equal(log.status, 0, log.stderr);
+  assert.match(
+    log.stdout,
+    /call update_plan .*\n\s+│ ✔ Fix add\(\)\n\s+│ ✔ Add a regression note/,
+  );
+  assert.match(log.stdout, /call apply_patch/);
+});
+
+Deno.test("libos agent through the real launcher, attack: a patch that writes through a symlink out of the workspace is refused whole — the file outside and the file inside both unchanged", async () => {
+  using s = sandbox();
+  const outside = join(s.workspace, "..", "outside.txt");
+  Deno.writeTextFileSync(outside, OUTSIDE_SECRET);
+  Deno.writeTextFileSync(join(s.workspace, "in.txt"), "in\n");
+  Deno.symlinkSync(outside, join(s.workspace, "link.txt"));
+  const script = join(s.workspace, "..", "script.jsonl");
+  Deno.writeTextFileSync(
+    script,
+    [
+      call("apply_patch", {
+        patch: patch(
+          "*** Begin Patch",
+          "*** Update File: in.txt",
+          "-in",
+          "+changed",
+          "*** Update File: link.txt",
+          "-outside-secret-0xBEEF",
+          "+planted",
+          "*** End Patch",
+        ),
+      }),
+      final("done"),
+    ].join("\n") + "\n",
+  );
+  const run = await task(
+    s.workspace,
+    s.state,
+    "libos",
+    "agent",
+    "--goal",
+    "g",
+    "--model",
+    `replay:${script}`,
+    "--mode",
+    "full-access",
+    "--yes",
+  );
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  assert.match(run.stderr, /outside_workspace/);
+  assert.equal(Deno.readTextFileSync(outside), OUTSIDE_SECRET);
+  assert.equal(Deno.readTextFileSync(join(s.workspace, "in.txt")), "in\n");
 });
