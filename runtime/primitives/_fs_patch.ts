@@ -22,11 +22,11 @@
  *
  * @module
  */
-import { basename, dirname, join } from "node:path";
+import { dirname, join } from "node:path";
 import type { Decision } from "../authority/decide.ts";
 import type { Right } from "../authority/capability.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../base/canonical_json.ts";
-import { LibosError, PatchError, UnsafePathError, ValidationError } from "../base/errors.ts";
+import { LibosError, UnsafePathError, ValidationError } from "../base/errors.ts";
 import { unifiedDiff } from "../base/unified_diff.ts";
 import type { WorkspaceLock } from "../base/workspace_lock.ts";
 import type { ApprovalDetails } from "../human/human_request.ts";
@@ -34,6 +34,7 @@ import type { FilesystemProvider, PathFacts } from "../providers/filesystem.ts";
 import type { WorkspacePath } from "../providers/workspace_path.ts";
 import { applyHunks, type ParsedPatch, parsePatch } from "./_apply_patch.ts";
 import type { ApprovalGate, Attempt } from "./approval_gate.ts";
+import { commit } from "./_fs_patch_commit.ts";
 import {
   type FilesystemLimits,
   sameFile,
@@ -608,106 +609,4 @@ function details(
     digest: binding,
     ceiling,
   };
-}
-
-/**
- * Applies the changes: directories, then every new content staged beside its target and synced,
- * then renames and removals. On a failure, what was done is undone from the contents held.
- */
-function commit(kit: PatchKit, changes: readonly Touched[], dirs: readonly string[]): void {
-  const made: string[] = [];
-  const staged = new Map<Touched, string>();
-  const done: Touched[] = [];
-  try {
-    for (const rel of dirs) {
-      kit.parentStill(dirname(join(kit.workspace, rel)), rel);
-      kit.fs.mkdir(join(kit.workspace, rel));
-      made.push(rel);
-    }
-    for (const f of changes) {
-      if (!f.after) continue;
-      staged.set(f, stage(kit, f.path.absolute, f.after));
-    }
-    for (const f of changes) {
-      const dir = dirname(f.path.absolute);
-      kit.parentStill(dir, f.written);
-      const now = kit.lstat(f.path.absolute);
-      if (
-        (now === undefined) !== (f.facts === undefined) ||
-        (now && f.facts && !sameFile(now, f.facts))
-      ) {
-        throw new UnsafePathError(`"${f.written}" changed while the patch was being applied`);
-      }
-      if (f.after === null) kit.fs.remove(f.path.absolute);
-      else kit.fs.rename(staged.get(f)!, f.path.absolute);
-      staged.delete(f);
-      done.push(f);
-    }
-  } catch (error) {
-    const left = undo(kit, done, made, staged);
-    const what = error instanceof Error ? error.message : String(error);
-    if (left.length > 0) {
-      throw new PatchError(
-        "patch_partial",
-        `The patch failed midway (${what}) and could not be fully undone: ${
-          left.join("; ")
-        }; check these files (a checkpoint or git restores them)`,
-        { cause: error },
-      );
-    }
-    throw new PatchError(
-      "patch_rolled_back",
-      `The patch failed while being written (${what}); every file was put back as it was, nothing was changed; try again`,
-      { cause: error },
-    );
-  }
-}
-
-/** Writes `data` to a new temporary file beside `target`, synced; returns its path. */
-function stage(kit: PatchKit, target: string, data: Uint8Array): string {
-  const temp = join(dirname(target), `.${basename(target)}.libos-${crypto.randomUUID()}.tmp`);
-  try {
-    using handle = kit.fs.create(temp, 0o644);
-    handle.write(data);
-    handle.sync();
-  } catch (error) {
-    try {
-      kit.fs.remove(temp);
-    } catch { /* never created */ }
-    throw error;
-  }
-  return temp;
-}
-
-/** Puts back what a failed commit changed; returns what could not be put back. */
-function undo(
-  kit: PatchKit,
-  done: readonly Touched[],
-  made: readonly string[],
-  staged: Map<Touched, string>,
-): string[] {
-  const left: string[] = [];
-  for (const temp of staged.values()) {
-    try {
-      kit.fs.remove(temp);
-    } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) left.push(`temporary file ${temp} remains`);
-    }
-  }
-  for (const f of [...done].reverse()) {
-    try {
-      if (f.before === undefined) kit.fs.remove(f.path.absolute);
-      else kit.fs.rename(stage(kit, f.path.absolute, f.before), f.path.absolute);
-    } catch (error) {
-      left.push(`"${f.written}" (${error instanceof Error ? error.message : String(error)})`);
-    }
-  }
-  for (const rel of [...made].reverse()) {
-    try {
-      kit.fs.remove(join(kit.workspace, rel));
-    } catch (error) {
-      left.push(`directory "${rel}" (${error instanceof Error ? error.message : String(error)})`);
-    }
-  }
-  return left;
 }
