@@ -376,13 +376,19 @@ const ROWS: readonly Row[] = [
       "+overwritten",
       "*** End Patch",
     ),
-    refused: { code: "outside_workspace", says: ["a symlink leads outside the workspace"] },
+    refused: {
+      code: "outside_workspace",
+      says: ["a symlink leads outside the workspace", "patch only files inside the workspace"],
+    },
   },
   {
     name: "a directory symlink leading outside is refused for a new file under it",
     files: { "out": "-> ../outside" },
     patch: patch("*** Begin Patch", "*** Add File: out/planted.txt", "+x", "*** End Patch"),
-    refused: { code: "outside_workspace", says: ["a symlink leads outside the workspace"] },
+    refused: {
+      code: "outside_workspace",
+      says: ["a symlink leads outside the workspace", "patch only files inside the workspace"],
+    },
   },
   {
     name: "an update to a missing file is refused, saying to add it instead",

@@ -26,7 +26,12 @@ import { dirname, join } from "node:path";
 import type { Decision } from "../authority/decide.ts";
 import type { Right } from "../authority/capability.ts";
 import { digestOf, type JsonValue, sha256Hex } from "../base/canonical_json.ts";
-import { LibosError, UnsafePathError, ValidationError } from "../base/errors.ts";
+import {
+  LibosError,
+  OutsideWorkspaceError,
+  UnsafePathError,
+  ValidationError,
+} from "../base/errors.ts";
 import { unifiedDiff } from "../base/unified_diff.ts";
 import type { WorkspaceLock } from "../base/workspace_lock.ts";
 import type { ApprovalDetails } from "../human/human_request.ts";
@@ -249,7 +254,17 @@ function body(
   const files = new Map<string, Touched>();
   const byWritten = new Map<string, Touched>();
   for (const [rel, entry] of written) {
-    const path = kit.canonical(pid, OP, entry.path);
+    let path: WorkspacePath & { exists: boolean };
+    try {
+      path = kit.canonical(pid, OP, entry.path);
+    } catch (error) {
+      if (!(error instanceof OutsideWorkspaceError)) throw error;
+      // Audited by the primitive; the model is told what to do instead.
+      throw new OutsideWorkspaceError(
+        `${error.message}; the whole patch was refused and nothing changed — leave that path out, and patch only files inside the workspace`,
+        { cause: error },
+      );
+    }
     if (path.relative !== rel) {
       for (const right of entry.rights) {
         decided.decideOn(path.relative, right, `${right} "${path.relative}" (apply_patch)`);
