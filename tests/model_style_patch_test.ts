@@ -666,6 +666,17 @@ Deno.test("apply_patch: once a human approved reading the secret file, a hunk th
   assert.equal(result.error.code, "patch_mismatch");
   assert.equal(f.prompted.length, 1);
   assert.equal(Deno.readTextFileSync(join(f.ws, ".env")), "TOKEN=abc\n");
+  // The approval was used for this outcome, and the record says what failed.
+  const allowed = f.runtime.audit.query({ pid: f.pid, limit: 100 })
+    .filter((r) => r.action === "fs.patch" && r.decision === "allow");
+  assert.equal(allowed.length, 1);
+  assert.match(allowed[0]!.authority, /^cap:/);
+  assert.equal(allowed[0]!.detail?.failed, "patch_mismatch");
+  const again = await f.call(
+    patch("*** Begin Patch", "*** Update File: .env", "-TOKEN=xyz", "+TOKEN=", "*** End Patch"),
+  );
+  assert.equal(again.ok, false);
+  assert.equal(f.prompted.length, 2, "the used approval does not answer a second try");
 });
 
 Deno.test("libos agent through the real launcher: a scripted model keeps its plan and fixes the repository with one apply_patch — the run shows the checklist and the diffs, libos log the plan", async () => {

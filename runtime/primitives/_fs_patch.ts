@@ -282,9 +282,7 @@ function body(
         throw precondition(kit, pid, rel, `it is a ${typeOf(facts)}, not a file`);
       }
       if (facts && facts.size > kit.limits.writeBytesMax) {
-        throw new ValidationError(
-          `Cannot patch "${rel}": it is larger than ${kit.limits.writeBytesMax} bytes`,
-        );
+        throw precondition(kit, pid, rel, `it is larger than ${kit.limits.writeBytesMax} bytes`);
       }
       file = { written: rel, path, rights: new Set(), facts, before: undefined, after: undefined };
       if (facts) {
@@ -348,7 +346,17 @@ function body(
   try {
     changes = simulate(kit, pid, steps, files, byWritten);
   } catch (error) {
-    if (!readNeedsHuman || approval()) throw error;
+    if (!readNeedsHuman) throw error;
+    const approved = approval();
+    if (approved) {
+      // The human let the model learn this outcome: the approval is used up, and audited.
+      kit.gate.spend([approved]);
+      kit.record(pid, OP, [...files.keys()][0]!, "allow", `cap:${approved.id}`, {
+        inputDigest: binding,
+        detail: { failed: error instanceof LibosError ? error.code : "failed" },
+      });
+      throw error;
+    }
     const { reason, ceiling } = why();
     for (const f of files.values()) {
       kit.record(pid, OP, f.path.relative, "ask", reason, { inputDigest: binding });
