@@ -409,6 +409,20 @@ const ROWS: readonly Row[] = [
     },
   },
   {
+    name: "a new file under a path that is a file is refused, naming it",
+    files: { "plain.txt": "x\n", "a.txt": "a\n" },
+    patch: patch(
+      "*** Begin Patch",
+      "*** Update File: a.txt",
+      "-a",
+      "+b",
+      "*** Add File: plain.txt/child.txt",
+      "+x",
+      "*** End Patch",
+    ),
+    refused: { code: "validation_failed", says: ['"plain.txt/child.txt"', "is a file"] },
+  },
+  {
     name: "a delete of a missing file is refused",
     files: {},
     patch: patch("*** Begin Patch", "*** Delete File: nothing.txt", "*** End Patch"),
@@ -643,14 +657,31 @@ Deno.test("apply_patch attack: a secret file's content is no oracle — a matchi
       answers: [{ type: "reject", reason: "no" }],
     });
     seed(f, { ".env": "TOKEN=abc\n" });
+    // The second file's new directory may not be made (a deny on exactly it): told only after
+    // approval, or its refusal would say that the first hunk matched.
+    f.runtime.authority.capabilities.grant({
+      subject: f.pid,
+      resource: { type: "fs", path: "newdir", scope: "exact" },
+      rights: ["write"],
+      effect: "deny",
+      issuer: "operator",
+    }, "operator");
     const result = await f.call(
-      patch("*** Begin Patch", "*** Update File: .env", `-${guess}`, "+TOKEN=", "*** End Patch"),
+      patch(
+        "*** Begin Patch",
+        "*** Update File: .env",
+        `-${guess}`,
+        "+TOKEN=",
+        "*** Add File: newdir/child.txt",
+        "+x",
+        "*** End Patch",
+      ),
     );
     if (result.ok) assert.fail("a rejected patch cannot apply");
     assert.equal(f.prompted.length, 1, "the human is asked before the hunk is matched");
     assert.ok(!f.prompted[0]!.includes("TOKEN=abc\n"), "the card shows no diff of the secret");
     outcomes.push(`${result.error.code}: ${result.error.message}`);
-    assert.equal(Deno.readTextFileSync(join(f.ws, ".env")), "TOKEN=abc\n");
+    assert.deepEqual(tree(f.ws), { ".env": "TOKEN=abc\n" });
   }
   assert.equal(outcomes[0]!.split(":")[0], "approval_rejected");
   assert.equal(outcomes[0], outcomes[1], "the right guess and the wrong one get the same answer");

@@ -258,6 +258,9 @@ function body(
     try {
       path = kit.canonical(pid, OP, entry.path);
     } catch (error) {
+      if (error instanceof Deno.errors.NotADirectory) {
+        throw precondition(kit, pid, rel, "a directory on its way is a file");
+      }
       if (!(error instanceof OutsideWorkspaceError)) throw error;
       // Audited by the primitive; the model is told what to do instead.
       throw new OutsideWorkspaceError(
@@ -371,18 +374,38 @@ function body(
   }
   // Missing directories of new files, outermost first, each decided (write) like make_dir's.
   const dirs: string[] = [];
+  let blocked: { rel: string; facts: PathFacts } | undefined;
   for (const f of changes) {
     if (f.after === null || f.before !== undefined) continue;
     const missing: string[] = [];
     for (let rel = dirname(f.path.relative); rel !== "."; rel = dirname(rel)) {
       const facts = kit.lstat(join(kit.workspace, rel));
       if (facts?.isDirectory) break;
-      if (facts) throw precondition(kit, pid, rel, `it is a ${typeOf(facts)}, not a directory`);
+      if (facts) blocked ??= { rel, facts };
       missing.unshift(rel);
     }
     for (const rel of missing) if (!dirs.includes(rel)) dirs.push(rel);
   }
   dirs.sort((a, b) => a.split("/").length - b.split("/").length);
+  const ask = (shown: readonly Touched[]): Attempt<PatchResult> => {
+    const { reason, ceiling } = why();
+    for (const f of shown) {
+      kit.record(pid, OP, f.path.relative, "ask", reason, { inputDigest: binding });
+    }
+    return {
+      type: "ask",
+      ask: {
+        details: details(kit, patch, subject, shown, dirs, { reason, ceiling, binding }),
+        subject: "the patch",
+      },
+    };
+  };
+  // Before anything else the content decided can show (a directory's refusal would tell that
+  // the hunks matched), a patch whose reading needs a human asks.
+  if (readNeedsHuman && !approval()) return ask(changes);
+  if (blocked) {
+    throw precondition(kit, pid, blocked.rel, `it is a ${typeOf(blocked.facts)}, not a directory`);
+  }
   for (const rel of dirs) decided.decideOn(rel, "write", `create directory "${rel}" (apply_patch)`);
 
   // 4. One approval for the whole patch, when anything asks.
@@ -390,19 +413,7 @@ function body(
   const linked = changes.find((f) => (f.facts?.nlink ?? 1) > 1);
   if (decision.effect === "ask" || linked || secretRead !== undefined) {
     const approved = approval();
-    if (!approved) {
-      const { reason, ceiling } = why();
-      for (const f of changes) {
-        kit.record(pid, OP, f.path.relative, "ask", reason, { inputDigest: binding });
-      }
-      return {
-        type: "ask",
-        ask: {
-          details: details(kit, patch, subject, changes, dirs, { reason, ceiling, binding }),
-          subject: "the patch",
-        },
-      };
-    }
+    if (!approved) return ask(changes);
     taken.push({
       effect: "allow",
       reason: `cap:${approved.id}`,
