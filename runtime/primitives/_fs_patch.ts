@@ -13,7 +13,10 @@
  *    the whole patch; a missing parent directory is decided (write) and created later;
  * 4. when anything asks (a rule, the mode, a protected path, a hard-linked target, a secret in
  *    what was read), one human approval covers the whole patch: it shows every file and the
- *    combined diff, and is bound to the patch and to every target as it is now;
+ *    combined diff, and is bound to the patch and to every target as it is now. When reading a
+ *    file needs a human, nothing its content decides (a hunk that does not match, a directory
+ *    refused) is told before that approval — the patch asks first, as sent — so a hunk is never
+ *    an oracle on a secret file;
  * 5. apply through the action ledger: stage every new content in a temporary file beside its
  *    target (synced), then rename each into place and remove what the patch deletes. A failure
  *    midway undoes what was done (the old contents are held in memory) and says so; an undo that
@@ -259,7 +262,12 @@ function body(
       path = kit.canonical(pid, OP, entry.path);
     } catch (error) {
       if (error instanceof Deno.errors.NotADirectory) {
-        throw precondition(kit, pid, rel, "a directory on its way is a file");
+        throw precondition(
+          kit,
+          pid,
+          rel,
+          "a directory on its way is a file; choose another path, or delete that file first",
+        );
       }
       if (!(error instanceof OutsideWorkspaceError)) throw error;
       // Audited by the primitive; the model is told what to do instead.
