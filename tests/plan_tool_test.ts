@@ -13,7 +13,8 @@ import { join } from "node:path";
 import { createRuntime, type Runtime } from "../runtime/runtime.ts";
 import type { ToolResult } from "../runtime/broker/tool_broker.ts";
 import { processContext } from "../runtime/memory/process_context.ts";
-import { planChecklist } from "../runtime/model/plan_checklist.ts";
+import { PLAN_TOOL, planChecklist } from "../runtime/model/plan_checklist.ts";
+import { updatePlan } from "../tools/plan.ts";
 import { renderTranscript } from "../runtime/model/transcript_render.ts";
 
 const NEVER = new AbortController().signal;
@@ -250,4 +251,8 @@ Deno.test("The transcript shows an update_plan call as its checklist under the c
   ]);
   assert.match(transcript, /call update_plan/);
   assert.match(transcript, /│ ✔ Reproduce\n.*│ ▸ Fix/);
+});
+
+Deno.test("The display's plan tool name is the tool's own (the two cannot drift apart)", () => {
+  assert.equal(PLAN_TOOL, updatePlan.name);
 });
