@@ -16,6 +16,7 @@ import { escapePreview } from "../runtime/base/escape_preview.ts";
 import type { FileChange } from "../runtime/primitives/filesystem.ts";
 import type { CliIo } from "./_options.ts";
 import { field } from "./_output.ts";
+import { PLAN_TOOL, planChecklist } from "../runtime/model/plan_checklist.ts";
 
 /** Where the launcher reports progress. */
 export interface Progress extends Disposable {
@@ -190,6 +191,10 @@ export function progress(
             key ? ` ${key}` : ""
           }\n`,
         );
+        // A plan is shown as its checklist (each step escaped), whole: it is short by design.
+        if (event.name === PLAN_TOOL) {
+          for (const line of planChecklist(event.args)) io.stderr(`${BLOCK}${line}\n`);
+        }
       }
       if (live) draw();
     },

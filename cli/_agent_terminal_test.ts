@@ -90,3 +90,28 @@ Deno.test("keyArgument(): the argument that says what a call does, escaped", () 
   assert.equal(keyArgument({ n: 1 }), "");
   assert.equal(keyArgument("not an object"), "");
 });
+
+Deno.test("progress(): an update_plan call is shown as its checklist under the call, each step escaped", () => {
+  const { io, err } = recorder();
+  using shown = progress(io, { quiet: false });
+  shown.step({
+    kind: "tool",
+    pid: "p1",
+    seq: 2,
+    name: "update_plan",
+    args: {
+      plan: [
+        { step: "Reproduce", status: "completed" },
+        { step: "Fix \x1b[2J", status: "in_progress" },
+        { step: "Verify", status: "pending" },
+      ],
+    },
+  });
+  const lines = err().split("\n");
+  const at = lines.findIndex((l) => l.includes("update_plan"));
+  assert.ok(at >= 0, err());
+  assert.match(lines[at + 1]!, /│ ✔ Reproduce$/);
+  assert.match(lines[at + 2]!, /│ ▸ Fix \\x1B\[2J$/);
+  assert.match(lines[at + 3]!, /│ □ Verify$/);
+  assert.ok(!err().includes("\x1b[2J"), "the escape never reaches the terminal");
+});

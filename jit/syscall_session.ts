@@ -17,9 +17,9 @@
  * session's own `syscall.<name>` record.
  *
  * Syscalls: `fs.read_text`, `fs.write_text`, `fs.list`, `fs.make_dir`, `fs.delete_file`,
- * `fs.delete_dir`, `fs.stat`, `fs.edit`, `fs.glob`, `fs.grep`; `clock.now`, `clock.sleep`;
- * `memory.create`, `memory.read`, `memory.read_by_name`, `memory.list`, `memory.update`,
- * `memory.create_namespace`; `human.output`, `human.ask`,
+ * `fs.delete_dir`, `fs.stat`, `fs.edit`, `fs.apply_patch`, `fs.glob`, `fs.grep`; `clock.now`,
+ * `clock.sleep`; `memory.create`, `memory.read`, `memory.read_by_name`, `memory.list`,
+ * `memory.update`, `memory.create_namespace`; `human.output`, `human.ask`,
  * `human.request_permission`; `shell.run`; `net.fetch`; `mcp.call`; `process.cwd`, `process.list`,
  * `process.fork`, `process.spawn_child`, `process.wait`, `process.signal`, `process.merge`,
  * `process.exit`, `process.exec`; `image.list`.
@@ -99,6 +99,7 @@ export interface SyscallTargets {
     stat(pid: string, a: { path: string }): Promise<unknown>;
     editText(pid: string, a: { path: string } & FileEdits): Promise<unknown>;
     glob(pid: string, a: { glob: string; path?: string; limit?: number }): Promise<unknown>;
+    applyPatch(pid: string, a: { patch: string }): Promise<unknown>;
     grep(pid: string, a: {
       text: string;
       path?: string;
@@ -270,6 +271,7 @@ function port(
       stat: (a) => t.fs.stat(pid, a),
       editText: (a) => t.fs.editText(pid, a),
       glob: (a) => t.fs.glob(pid, a),
+      applyPatch: (a) => t.fs.applyPatch(pid, a),
       grep: (a) => t.fs.grep(pid, a),
     },
     clock: {

@@ -48,6 +48,7 @@ function spies(): { targets: SyscallTargets; calls: [string, unknown[]][] } {
         stat: async("fs.stat"),
         editText: async("fs.editText"),
         glob: async("fs.glob"),
+        applyPatch: async("fs.applyPatch"),
         grep: async("fs.grep"),
       },
       clock: { now: spy("clock.now"), wait: async("clock.wait") as () => Promise<void> },
@@ -146,6 +147,9 @@ Deno.test("LibOSSyscallSession.call() calls exactly one primitive method per sys
       path: "a",
       oldString: "x",
       newString: "y",
+    }]],
+    ["fs.apply_patch", { patch: "*** Begin Patch" }, "fs.applyPatch", ["pid_1", {
+      patch: "*** Begin Patch",
     }]],
     ["fs.glob", { pattern: "**/*.ts", limit: 5 }, "fs.glob", ["pid_1", {
       glob: "**/*.ts",

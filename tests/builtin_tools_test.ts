@@ -430,6 +430,45 @@ const ROWS: readonly Row[] = [
     },
   },
   {
+    tool: "apply_patch",
+    async happy() {
+      await using f = await fixture({ tool: "apply_patch" });
+      Deno.writeTextFileSync(f.at("app.ts"), "const port = 80;\n");
+      const patch = [
+        "*** Begin Patch",
+        "*** Update File: app.ts",
+        "-const port = 80;",
+        "+const port = 8080;",
+        "*** Add File: lib/util.ts",
+        "+export const two = 2;",
+        "*** End Patch",
+      ].join("\n");
+      assert.deepEqual(value(await f.call({ patch })), {
+        format: "codex",
+        files: [
+          { path: "app.ts", status: "M", bytes: 19 },
+          { path: "lib/util.ts", status: "A", bytes: 22 },
+        ],
+        unchanged: [],
+        directoriesCreated: ["lib"],
+      });
+      assert.equal(Deno.readTextFileSync(f.at("app.ts")), "const port = 8080;\n");
+      assert.equal(Deno.readTextFileSync(f.at("lib/util.ts")), "export const two = 2;\n");
+    },
+    async denied() {
+      await using f = await fixture({ tool: "apply_patch", mode: "read-only" });
+      Deno.writeTextFileSync(f.at("app.ts"), "const port = 80;\n");
+      refusal(
+        await f.call({
+          patch: "*** Begin Patch\n*** Update File: app.ts\n-const port = 80;\n+x\n*** End Patch",
+        }),
+        "capability_denied",
+      );
+      assert.equal(Deno.readTextFileSync(f.at("app.ts")), "const port = 80;\n");
+    },
+    bad: { field: "patch", args: () => ({ patch: "" }) },
+  },
+  {
     tool: "ask_human",
     async happy() {
       {
@@ -710,6 +749,7 @@ const ROWS: readonly Row[] = [
       },
     },
   },
+
   {
     tool: "exec_process",
     async happy() {
@@ -1745,6 +1785,36 @@ const ROWS: readonly Row[] = [
       assert.deepEqual(f.runtime.processes.list({ parent: f.pid }), [], "no child is left");
     },
     bad: { field: "goal", args: () => ({ image: "base-agent:v0", goal: "" }) },
+  },
+  {
+    tool: "update_plan",
+    async happy() {
+      await using f = await fixture({ tool: "update_plan" });
+      const plan = [
+        { step: "Reproduce", status: "completed" },
+        { step: "Fix", status: "in_progress" },
+      ];
+      const v = value(await f.call({ plan }));
+      assert.equal(member(v, "summary"), "1 of 2 steps completed");
+      const record = f.runtime.memory.readByName(f.pid, `process:${f.pid}`, "plan");
+      assert.deepEqual(record.payload, {
+        steps: [
+          { content: "Reproduce", status: "completed" },
+          { content: "Fix", status: "in_progress" },
+        ],
+        explanation: null,
+      });
+    },
+    async denied() {
+      await using f = await fixture({ tool: "update_plan" });
+      // Two steps in progress: refused by the schema, and no plan object is written.
+      const result = await f.call({
+        plan: [{ step: "a", status: "in_progress" }, { step: "b", status: "in_progress" }],
+      });
+      refusal(result, "invalid_arguments");
+      assert.deepEqual(f.runtime.memory.list("operator", `process:${f.pid}`), []);
+    },
+    bad: { field: "plan.0.status", args: () => ({ plan: [{ step: "a", status: "started" }] }) },
   },
   {
     tool: "validate_jit_tool",

@@ -49,6 +49,7 @@ function instrument(runtime: Runtime): string[] {
     "deleteFile",
     "deleteDir",
     "editText",
+    "applyPatch",
     "glob",
     "grep",
     "stat",
@@ -99,6 +100,10 @@ const SAMPLES: {
     old_string: "hi",
     new_string: "hello",
   }],
+  "fs.apply_patch": [
+    { patch: "*** Begin Patch\n*** Add File: p1.txt\n+x\n*** End Patch" },
+    { patch: "*** Begin Patch\n*** Add File: p2.txt\n+x\n*** End Patch" },
+  ],
   "fs.glob": [{ pattern: "**/*.txt" }, { pattern: "**/*.txt" }],
   "fs.grep": [{ text: "TODO" }, { text: "TODO" }],
   "clock.now": [{}, {}],
@@ -156,7 +161,8 @@ Deno.test("Every JIT syscall resolves to exactly one declaration: the tool it mi
       assert.equal(entry.noTool, null, name);
     }
   }
-  // Exactly the syscalls a tool could make before (issue 22), and mcp.call (issue 25).
+  // Exactly the syscalls a tool could make before (issue 22), mcp.call (issue 25) and
+  // fs.apply_patch (issue 27).
   assert.deepEqual([...table.keys()], [
     "fs.read_text",
     "fs.write_text",
@@ -166,6 +172,7 @@ Deno.test("Every JIT syscall resolves to exactly one declaration: the tool it mi
     "fs.delete_dir",
     "fs.stat",
     "fs.edit",
+    "fs.apply_patch",
     "fs.glob",
     "fs.grep",
     "clock.now",

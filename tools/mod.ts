@@ -63,6 +63,8 @@ import {
   sleep,
 } from "./time_and_human.ts";
 import { mcpSyscalls } from "./mcp.ts";
+import { applyPatchTool } from "./patch.ts";
+import { updatePlan } from "./plan.ts";
 
 /**
  * Every declaration of the tool surface: the model-facing tools and the syscalls no tool mirrors. The type of this list is where {@link SyscallName} comes from.
@@ -78,6 +80,7 @@ function declarations() {
     deleteDirectory,
     fileSyscalls,
     editFile,
+    applyPatchTool,
     globFiles,
     grepFiles,
     getCurrentTime,
@@ -114,6 +117,7 @@ function declarations() {
     setWorkingDirectory,
     validateJitTool,
     writeObjectToFile,
+    updatePlan,
   ] as const;
 }
 

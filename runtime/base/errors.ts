@@ -252,6 +252,35 @@ export class OutsideWorkspaceError extends LibosError {
   }
 }
 
+/** Stable codes of {@link PatchError}. */
+export type PatchErrorCode =
+  | "patch_invalid"
+  | "patch_mismatch"
+  | "patch_rolled_back"
+  | "patch_partial";
+
+/**
+ * A patch that could not be applied (`apply_patch`): malformed (`patch_invalid`, at `line`), a
+ * hunk that does not match the file (`patch_mismatch`), a write that failed midway and was undone
+ * (`patch_rolled_back`), or one whose undo failed too (`patch_partial`, the runtime's fault: the
+ * message names every file left changed).
+ */
+export class PatchError extends LibosError {
+  declare readonly code: PatchErrorCode;
+  /** The patch line (1-based) the error is about, when there is one. */
+  readonly line: number | null;
+
+  /** Builds a patch error with one of the {@link PatchErrorCode} codes. */
+  constructor(
+    code: PatchErrorCode,
+    message: string,
+    options: LibosErrorOptions & { readonly line?: number } = {},
+  ) {
+    super(code, code === "patch_partial" ? "runtime" : "caller", message, options);
+    this.line = options.line ?? null;
+  }
+}
+
 /** The `{code, message}` pair that error envelopes carry. */
 export interface ErrorInfo {
   readonly code: string;

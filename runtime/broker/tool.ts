@@ -101,6 +101,8 @@ export interface ToolContext {
       content: string,
       options?: { readonly overwrite?: boolean; readonly parents?: boolean },
     ): Promise<JsonValue>;
+    /** A multi-file patch, all files or none (`fs.write`; its deletes are decided too). */
+    applyPatch(patch: string): Promise<JsonValue>;
     listDir(path: string, options?: { readonly limit?: number }): Promise<JsonValue>;
     makeDir(path: string, options?: { readonly parents?: boolean }): Promise<JsonValue>;
     deleteFile(path: string, options?: { readonly missingOk?: boolean }): Promise<JsonValue>;
@@ -307,6 +309,7 @@ export interface SyscallPort {
     stat(a: { path: string }): Promise<unknown>;
     editText(a: { path: string } & FileEdits): Promise<unknown>;
     glob(a: { glob: string; path?: string; limit?: number }): Promise<unknown>;
+    applyPatch(a: { patch: string }): Promise<unknown>;
     grep(a: {
       text: string;
       path?: string;

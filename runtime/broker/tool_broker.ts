@@ -587,6 +587,12 @@ export class ToolBroker {
           need("fs.write");
           return json(await fs.writeText(pid, { path, content, ...options }));
         },
+        async applyPatch(patch) {
+          // A patch may delete and move files as well as write them.
+          need("fs.write");
+          need("fs.delete");
+          return json(await fs.applyPatch(pid, { patch }));
+        },
         async listDir(path, options = {}) {
           need("fs.read");
           return json(await fs.listDir(pid, { path, ...options }));

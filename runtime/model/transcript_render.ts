@@ -9,6 +9,7 @@
 import { escapePreview } from "../base/escape_preview.ts";
 import { explainLine } from "../authority/explain.ts";
 import { renderFilesChanged } from "./files_changed.ts";
+import { PLAN_TOOL, planChecklist } from "./plan_checklist.ts";
 import type { TranscriptEntry } from "./transcript.ts";
 
 /** The gutter of a multiline block (model text, output, diffs). */
@@ -64,8 +65,14 @@ function entryLines(e: TranscriptEntry): string[] {
         ? [head]
         : [head, "  model:", ...block(e.content)];
     }
-    case "tool_call":
-      return [`  call ${one(e.name)} ${one(JSON.stringify(e.arguments), 2000)}  [${one(e.id)}]`];
+    case "tool_call": {
+      const call = `  call ${one(e.name)} ${one(JSON.stringify(e.arguments), 2000)}  [${
+        one(e.id)
+      }]`;
+      // A plan also as its checklist, so a reader sees the steps and their status at a glance.
+      if (e.name !== PLAN_TOOL) return [call];
+      return [call, ...planChecklist(e.arguments).map((l) => `${GUTTER}${l}`)];
+    }
     case "tool_result": {
       const status = e.error
         ? `error ${one(e.error.code)}: ${one(e.error.message, 1000)}`

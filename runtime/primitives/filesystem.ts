@@ -55,6 +55,7 @@ import type { ProcessManager } from "../process/process_manager.ts";
 import type { FilesystemProvider, PathFacts } from "../providers/filesystem.ts";
 import type { RuntimeCore } from "../audit/runtime_core.ts";
 import { globFiles, type GrepArgs, grepFiles, type GrepResult } from "./_fs_search.ts";
+import { applyPatch, type PatchKit, type PatchResult } from "./_fs_patch.ts";
 import { type Redactor, redactor } from "../base/redaction.ts";
 import { SECRET_SCAN_LOOKAHEAD, SecretScanner } from "../base/secret_scan.ts";
 import { globSet, SECRET_GLOBS } from "../base/path_glob.ts";
@@ -88,6 +89,7 @@ import {
 
 export type { BinaryKind, ReadResult, TextEdit } from "./_fs_text.ts";
 export { DEFAULT_FILESYSTEM_LIMITS, type EntryType, type FilesystemLimits } from "./_fs_support.ts";
+export type { PatchResult } from "./_fs_patch.ts";
 
 /** What the primitive needs. */
 export interface FilesystemPrimitiveOptions {
@@ -1331,6 +1333,43 @@ export class FilesystemPrimitive {
   }
 
   /**
+   * Applies a multi-file patch (the Codex `apply_patch` envelope or a unified diff) as one
+   * action: every path decided before anything changes, one approval for the whole patch when
+   * anything asks, all files written or none (see `_fs_patch.ts`).
+   * @throws {PatchError} for a malformed patch, a hunk that does not match, or a write that
+   *   failed midway (undone); whatever deciding or the human channel throws — nothing changed.
+   */
+  applyPatch(pid: string, args: { readonly patch: string }): Promise<PatchResult> {
+    return applyPatch(this.#patchKit(), pid, args);
+  }
+
+  /** This primitive's own steps, bound, for `applyPatch`. */
+  #patchKit(): PatchKit {
+    return {
+      fs: this.#fs,
+      workspace: this.#workspace,
+      lock: this.#lock,
+      gate: this.#gate,
+      limits: this.limits,
+      lexical: (pid, op, path) => this.#lexical(pid, op, path),
+      canonical: (pid, op, lexical) => this.#canonical(pid, op, lexical),
+      decide: (pid, op, path, right, digest, what) =>
+        this.#decide(pid, op, path, right, digest, what),
+      record: (pid, op, path, decision, authority, extra) =>
+        this.#record(pid, op, path, decision, authority, extra),
+      records: () => this.#records,
+      effect: (pid, kind, request, run) => this.#effect(pid, kind, request, run),
+      lstat: (absolute) => this.#lstat(absolute),
+      parentStill: (dir, path) => this.#parentStill(dir, path),
+      mayKnow: (pid, path) => this.#mayKnow(pid, path),
+      secretPath: (relative) => this.#secretPaths.match(relative) !== undefined,
+      secretIn: (text) => this.#scanner.scan(text)?.rule,
+      holdsKnownSecret: (text) => this.#redactor.text(text) !== text,
+      changed: (change) => this.#changed(change),
+    };
+  }
+
+  /**
    * Runs a stored pending action again (an approved one): the same operation with the same
    * arguments, decided afresh — the one-shot approval bound to its digest now allows it.
    * @throws {ValidationError} for an operation this primitive does not have, or bad arguments.
@@ -1407,5 +1446,10 @@ export function filesystemActions(fs: FilesystemPrimitive): ActionOperation[] {
       (pid, a) => fs.deleteDir(pid, { path: a.path, recursive: a.recursive === true }),
     ),
     defineAction("fs.stat", StoredPath, (pid, a) => fs.stat(pid, { path: a.path })),
+    defineAction(
+      "fs.patch",
+      z.object({ patch: z.string() }),
+      (pid, a) => fs.applyPatch(pid, { patch: a.patch }) as unknown as Promise<JsonValue>,
+    ),
   ];
 }
