@@ -1352,7 +1352,7 @@ export class FilesystemPrimitive {
       gate: this.#gate,
       limits: this.limits,
       lexical: (pid, op, path) => this.#lexical(pid, op, path),
-      canonical: (pid, op, lexical) => this.#canonical(pid, op, lexical),
+      canonical: (pid, op, lexical) => this.#canonical(pid, op, lexical, false),
       decide: (pid, op, path, right, digest, what) =>
         this.#decide(pid, op, path, right, digest, what),
       record: (pid, op, path, decision, authority, extra) =>
