@@ -124,9 +124,10 @@ function runVerify(parsed: ParsedArgs, io: CliIo): number {
     } else {
       const chains = result.chains.map((c) => `${field(c.chain, 64)} #${c.records}`).join(", ") ||
         "no records";
+      const where = location.headPath === null ? "segment heads" : "head file";
       const head = result.head === "verified"
-        ? "head file matches"
-        : "head file not checked (--no-head): truncation of the tail is not detected";
+        ? `${where} ${location.headPath === null ? "match" : "matches"}`
+        : `${where} not checked (--no-head): truncation of the tail is not detected`;
       io.stdout(
         `Audit log verified: ${result.records} record${
           result.records === 1 ? "" : "s"

@@ -121,23 +121,30 @@ interface RoundOptions {
 
 async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
   const { store, clock } = runtime;
-  const held = new Set<string>();
+  /** Every tree this worker holds a lease on, and whether a round is running it now. */
+  const held = new Map<string, boolean>();
+  const rounds = new Set<Promise<void>>();
   const lost = new AbortController();
   const wake: { poke: (() => void) | undefined } = { poke: undefined };
-  const poked = { flag: false };
+  /** `flag`: something to look at; `external`: another connection committed since. */
+  const poked = { flag: false, external: false };
   const poke = () => {
     poked.flag = true;
     wake.poke?.();
   };
+  const committed = () => {
+    poked.external = true;
+    poke();
+  };
   // Wake-ups: another connection committed (a human's decision, a new process, a released tree).
-  const unlisten = store.onExternalCommit?.(poke);
+  const unlisten = store.onExternalCommit?.(committed);
   let seenVersion = store.dataVersion();
   const poll = unlisten === undefined
     ? setInterval(() => {
       const version = store.dataVersion();
       if (version !== seenVersion) {
         seenVersion = version;
-        poke();
+        committed();
       }
     }, 250)
     : undefined;
@@ -145,7 +152,7 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
     if (held.size === 0) return;
     try {
       const still = new Set(store.renewLeases(o.owner, clock.now(), o.ttl));
-      const gone = [...held].filter((root) => !still.has(root));
+      const gone = [...held.keys()].filter((root) => !still.has(root));
       if (gone.length > 0) {
         o.report.lost.push(...gone);
         lost.abort(
@@ -164,10 +171,50 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
     }
   }, Math.max(100, Math.floor(o.ttl / 3)));
   const executor = executorFor(runtime, o.model);
+  const rootOf = rootFinder(runtime);
+
+  /**
+   * One round over `roots`: recovered as a restart would recover them (nothing of theirs is in
+   * flight here), run until idle, the finished ones released. Rounds over disjoint trees run
+   * side by side, so a tree taken over from a dead worker starts at once.
+   */
+  const startRound = (roots: readonly string[]) => {
+    for (const root of roots) held.set(root, true);
+    const mine = new Set(roots);
+    const round = (async () => {
+      using scheduler = runtime.scheduler(executor, {
+        concurrency: o.concurrency,
+        scope: (pid) => {
+          const root = rootOf(pid);
+          return root !== null && mine.has(root);
+        },
+      });
+      scheduler.recover();
+      const ran = await scheduler.runUntilIdle({ signal: lost.signal, drain: o.stop });
+      o.report.quanta += ran.quanta;
+      o.report.rounds++;
+      for (const root of mine) {
+        if (lost.signal.aborted) break;
+        if (isFinal(runtime.processes.get(root).status)) {
+          store.releaseLease(o.owner, root);
+          held.delete(root);
+          o.report.finished++;
+        } else held.set(root, false);
+      }
+    })();
+    rounds.add(round);
+    round.catch((error) => {
+      // A round that failed leaves its trees to lapse; the worker stops with the error.
+      if (!lost.signal.aborted) lost.abort(error);
+    }).finally(() => {
+      rounds.delete(round);
+      poke();
+    });
+  };
+
   try {
     while (!o.stop.aborted && !lost.signal.aborted) {
       poked.flag = false;
-      o.report.rounds++;
       if (held.size < o.maxTrees) {
         const claimed = store.claimTrees(
           o.owner,
@@ -176,31 +223,14 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
           o.maxTrees - held.size,
           FINISHED,
         );
-        for (const root of claimed) held.add(root);
         o.report.claimed += claimed.length;
+        if (claimed.length > 0) startRound(claimed);
       }
-      if (held.size > 0) {
-        const rootOf = rootFinder(runtime);
-        using scheduler = runtime.scheduler(executor, {
-          concurrency: o.concurrency,
-          scope: (pid) => {
-            const root = rootOf(pid);
-            return root !== null && held.has(root);
-          },
-        });
-        scheduler.recover();
-        const ran = await scheduler.runUntilIdle({ signal: lost.signal, drain: o.stop });
-        o.report.quanta += ran.quanta;
-        for (const root of [...held]) {
-          if (isFinal(runtime.processes.get(root).status)) {
-            store.releaseLease(o.owner, root);
-            held.delete(root);
-            o.report.finished++;
-          }
-        }
-        if (ran.quanta > 0 || poked.flag) continue;
-      }
-      if (o.untilIdle && held.size === 0 && !anyLive(runtime)) break;
+      // Trees no round runs (waiting on a human, say) get one when something was committed.
+      const idle = [...held].filter(([, running]) => !running).map(([root]) => root);
+      if (idle.length > 0 && poked.external) startRound(idle);
+      poked.external = false;
+      if (o.untilIdle && held.size === 0 && rounds.size === 0 && !anyLive(runtime)) break;
       if (poked.flag) continue;
       await pause(untilNextLapse(runtime, o.owner, o.ttl), o.stop, wake);
     }
@@ -208,15 +238,20 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
     clearInterval(heartbeat);
     if (poll !== undefined) clearInterval(poll);
     unlisten?.();
+    if (o.stop.aborted || lost.signal.aborted) {
+      // Rounds in flight end: gently on a stop (quanta finish), at once on a lost lease.
+      await Promise.allSettled([...rounds]);
+    }
     // A worker that stops cleanly hands its unfinished trees back at once.
     if (!lost.signal.aborted) {
-      for (const root of held) {
+      for (const root of held.keys()) {
         try {
           store.releaseLease(o.owner, root);
         } catch { /* they lapse on their own */ }
       }
     }
   }
+  if (lost.signal.aborted && o.report.lost.length === 0) throw lost.signal.reason;
 }
 
 /** Whether any process is still live. */
