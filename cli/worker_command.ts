@@ -148,10 +148,14 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
       }
     }, 250)
     : undefined;
-  const heartbeat = setInterval(() => {
-    if (held.size === 0) return;
+  /** When every held lease was last extended (a claim extends only its own). */
+  let renewedAt = clock.now();
+  const renew = () => {
+    if (held.size === 0 || lost.signal.aborted) return;
     try {
-      const still = new Set(store.renewLeases(o.owner, clock.now(), o.ttl));
+      const at = clock.now();
+      const still = new Set(store.renewLeases(o.owner, at, o.ttl));
+      renewedAt = at;
       const gone = [...held.keys()].filter((root) => !still.has(root));
       if (gone.length > 0) {
         o.report.lost.push(...gone);
@@ -169,7 +173,17 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
       lost.abort(error);
       poke();
     }
-  }, Math.max(100, Math.floor(o.ttl / 3)));
+  };
+  const heartbeat = setInterval(renew, Math.max(100, Math.floor(o.ttl / 3)));
+  /**
+   * Before each quantum: is the lease surely still ours? A busy event loop may starve the
+   * heartbeat, so a lease older than a third of its life is renewed here first; a lost one
+   * admits nothing (the worker is stopping).
+   */
+  const admit = () => {
+    if (!lost.signal.aborted && clock.now() - renewedAt > o.ttl / 3) renew();
+    return !lost.signal.aborted && clock.now() - renewedAt < (2 * o.ttl) / 3;
+  };
   const executor = executorFor(runtime, o.model);
   const rootOf = rootFinder(runtime);
 
@@ -184,6 +198,7 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
     const round = (async () => {
       using scheduler = runtime.scheduler(executor, {
         concurrency: o.concurrency,
+        admit,
         scope: (pid) => {
           const root = rootOf(pid);
           return root !== null && mine.has(root);
@@ -215,14 +230,14 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
   try {
     while (!o.stop.aborted && !lost.signal.aborted) {
       poked.flag = false;
-      if (held.size < o.maxTrees) {
-        const claimed = store.claimTrees(
-          o.owner,
-          clock.now(),
-          o.ttl,
-          o.maxTrees - held.size,
-          FINISHED,
-        );
+      // A dead worker's trees first, even when this one is busy (up to twice --max-trees):
+      // they may have been mid-quantum, and their humans wait; then new work, up to capacity.
+      for (const lapsedOnly of [true, false]) {
+        const room = (lapsedOnly ? 2 * o.maxTrees : o.maxTrees) - held.size;
+        if (room <= 0) continue;
+        const claimed = store.claimTrees(o.owner, clock.now(), o.ttl, room, FINISHED, {
+          lapsedOnly,
+        });
         o.report.claimed += claimed.length;
         if (claimed.length > 0) startRound(claimed);
       }

@@ -162,7 +162,7 @@ export interface Runtime extends RuntimeCore, AsyncDisposable {
   /** A scheduler that runs this runtime's processes with `driver`. */
   scheduler(
     driver: ProcessDriver,
-    options?: Pick<SchedulerOptions, "concurrency" | "scope">,
+    options?: Pick<SchedulerOptions, "concurrency" | "scope" | "admit">,
   ): Scheduler;
   /** Flushes, records the end of the session, and closes the store. Idempotent. */
   close(): Promise<void>;

@@ -685,8 +685,25 @@ const CASES: readonly Case[] = [
       assert.deepEqual(store.renewLeases("dead", 1_050, 100), ["pid_a", "pid_b"]);
       // Not lapsed yet at 1_149: nothing to take.
       assert.deepEqual(store.claimTrees("alive", 1_149, 100, 10, FINISHED), []);
+      // Only lapsed trees: none yet, and a tree never leased is not one.
+      store.putProcess({
+        pid: "pid_new",
+        parent: null,
+        status: "runnable",
+        data: "{}",
+        created: 1,
+        updated: 9,
+      });
+      store.flush();
+      assert.deepEqual(
+        store.claimTrees("alive", 1_149, 100, 10, FINISHED, { lapsedOnly: true }),
+        [],
+      );
       // Lapsed at 1_150 (expires 1_150 is not after now).
-      assert.deepEqual(store.claimTrees("alive", 1_150, 100, 1, FINISHED), ["pid_a"]);
+      assert.deepEqual(
+        store.claimTrees("alive", 1_150, 100, 1, FINISHED, { lapsedOnly: true }),
+        ["pid_a"],
+      );
       const taken = store.listLeases(10).find((l) => l.root === "pid_a")!;
       assert.equal(taken.owner, "alive");
       assert.equal(taken.generation, 2);
@@ -706,7 +723,7 @@ const CASES: readonly Case[] = [
         updated: 2,
       });
       store.flush();
-      assert.deepEqual(store.claimTrees("alive", 5_000, 100, 10, FINISHED), ["pid_b"]);
+      assert.deepEqual(store.claimTrees("alive", 5_000, 100, 10, FINISHED), ["pid_b", "pid_new"]);
     },
   },
 ];

@@ -88,6 +88,11 @@ export interface SchedulerOptions {
    * runner's work on the same database is left alone.
    */
   readonly scope?: (pid: string) => boolean;
+  /**
+   * Asked right before each quantum starts (before the process is marked running): false skips
+   * it. A worker answers whether its lease on the process's tree is still surely held.
+   */
+  readonly admit?: (pid: string) => boolean;
 }
 
 /** Options of {@link Scheduler.runUntilIdle}. */
@@ -151,6 +156,7 @@ export class Scheduler implements Disposable {
   readonly #concurrency: number;
   readonly #human: HumanChannel | undefined;
   readonly #scope: (pid: string) => boolean;
+  readonly #admit: ((pid: string) => boolean) | undefined;
   readonly #ready: string[] = [];
   readonly #queued = new Set<string>();
   readonly #inFlight = new Map<string, InFlight>();
@@ -171,6 +177,7 @@ export class Scheduler implements Disposable {
     this.#clock = options.clock;
     this.#human = options.human;
     this.#scope = options.scope ?? (() => true);
+    this.#admit = options.admit;
     const concurrency = options.concurrency ?? 4;
     if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1024) {
       throw new RangeError(
@@ -313,6 +320,7 @@ export class Scheduler implements Disposable {
   }
 
   async #quantum(pid: string, controller: AbortController): Promise<QuantumReport | undefined> {
+    if (this.#admit !== undefined && !this.#admit(pid)) return undefined;
     const p = this.#processes.beginQuantum(pid);
     if (!p) return undefined;
     // The wall-time budget also holds in the middle of a quantum.

@@ -1049,6 +1049,7 @@ export class PostgresStore implements Store {
     ttlMs: number,
     limit: number,
     finished: readonly string[],
+    options: { readonly lapsedOnly?: boolean } = {},
   ): string[] {
     // Candidate roots are locked FOR UPDATE SKIP LOCKED (a root another worker is claiming or
     // writing right now is skipped, not waited for), and the upsert re-checks, on the latest
@@ -1060,7 +1061,9 @@ export class PostgresStore implements Store {
         finished.length ? ` AND p.status NOT IN (${finished.map(() => "?").join(", ")})` : ""
       }
            AND NOT EXISTS (
-             SELECT 1 FROM leases l WHERE l.root = p.pid AND (l.expires > ? OR l.owner = ?))
+             SELECT 1 FROM leases l WHERE l.root = p.pid AND (l.expires > ? OR l.owner = ?))${
+        options.lapsedOnly ? " AND EXISTS (SELECT 1 FROM leases l WHERE l.root = p.pid)" : ""
+      }
          ORDER BY p.updated, p.pid LIMIT ?
          FOR UPDATE OF p SKIP LOCKED)
        INSERT INTO leases (root, owner, expires, claimed, generation)

@@ -966,6 +966,7 @@ export class SqliteStore implements Store {
     ttlMs: number,
     limit: number,
     finished: readonly string[],
+    options: { readonly lapsedOnly?: boolean } = {},
   ): string[] {
     // One writer at a time: the read and the writes of this step see no other claim between.
     const claimed = this.step(() => {
@@ -974,7 +975,9 @@ export class SqliteStore implements Store {
          WHERE parent IS NULL${
           finished.length ? ` AND status NOT IN (${finished.map(() => "?").join(", ")})` : ""
         }
-           AND pid NOT IN (SELECT root FROM leases WHERE expires > ? OR owner = ?)
+           AND pid NOT IN (SELECT root FROM leases WHERE expires > ? OR owner = ?)${
+          options.lapsedOnly ? " AND pid IN (SELECT root FROM leases)" : ""
+        }
          ORDER BY updated, pid LIMIT ?`,
       ).all(...finished, now, owner, clampLimit(limit));
       const roots = rows.map((r) => String(r.pid));

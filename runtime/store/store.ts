@@ -413,6 +413,10 @@ export interface Store extends Disposable {
     ttlMs: number,
     limit: number,
     finished: readonly string[],
+    options?: {
+      /** Only trees whose lease lapsed (a dead worker's): taken over before new work. */
+      readonly lapsedOnly?: boolean;
+    },
   ): string[];
   /** Extends every lease `owner` still holds to `now + ttlMs`; returns their roots. Commits. */
   renewLeases(owner: string, now: number, ttlMs: number): string[];
