@@ -63,6 +63,7 @@ import type { AuditScope } from "../runtime/audit/audit_log.ts";
 import type { RuntimeCore } from "../runtime/audit/runtime_core.ts";
 import {
   type ChildRequest,
+  type GrepOptions,
   present,
   type SyscallPort,
   type SyscallSpec,
@@ -98,13 +99,7 @@ export interface SyscallTargets {
       a: { path: string; oldString: string; newString: string; replaceAll?: boolean },
     ): Promise<unknown>;
     glob(pid: string, a: { glob: string; path?: string; limit?: number }): Promise<unknown>;
-    grep(pid: string, a: {
-      text: string;
-      path?: string;
-      glob?: string;
-      ignoreCase?: boolean;
-      maxMatches?: number;
-    }): Promise<unknown>;
+    grep(pid: string, a: GrepOptions & { pattern?: string; text?: string }): Promise<unknown>;
   };
   readonly clock: {
     now(pid: string, options: { timeZone?: string }): unknown;
@@ -154,6 +149,8 @@ export interface SyscallTargets {
         body?: string;
         maxBytes?: number;
         timeoutMs?: number;
+        readable?: boolean;
+        maxChars?: number;
       },
       options?: { signal?: AbortSignal },
     ): Promise<unknown>;
