@@ -17,7 +17,7 @@
  * @module
  */
 import { compileGlob, type PathGlob } from "../base/path_glob.ts";
-import { ValidationError } from "../base/errors.ts";
+import { NotFoundError, OutsideWorkspaceError, ValidationError } from "../base/errors.ts";
 import type { EntryType } from "./_fs_support.ts";
 
 /** What the search needs of the primitive (bound to nothing: it passes the caller's pid). */
@@ -126,7 +126,11 @@ export async function walk(
         // A directory that needs a human is skipped: a search never asks anyone.
         ask: false,
       });
-    } catch {
+    } catch (error) {
+      // The start itself outside the workspace, or missing: the caller's mistake, said as such.
+      if (head === 0 && (error instanceof OutsideWorkspaceError || error instanceof NotFoundError)) {
+        throw error;
+      }
       // Refused or gone: not entered (the refusal is audited by the primitive).
       out.skipped++;
       continue;

@@ -110,7 +110,9 @@ export function readableBody(
       "The page could not be converted to Markdown: it was reduced to its text",
     );
   }
-  return capped("markdown", markdown.trim(), maxChars, sourceCut, sourceNote);
+  // Trailing blanks (a `<br>`'s two spaces, a title's space) carry nothing a model reads.
+  const tidy = markdown.split("\n").map((line) => line.trimEnd()).join("\n").trim();
+  return capped("markdown", tidy, maxChars, sourceCut, sourceNote);
 }
 
 function capped(
