@@ -330,7 +330,11 @@ Deno.test("grep() attack: catastrophic patterns over a file of 100 KB lines fini
     assert.ok(result.ok, `${pattern}: ${result.forModel}`);
     assert.deepEqual((ok(result) as { matches: unknown[] }).matches, [], pattern);
   }
-  const anchored = await f.call("grep", { pattern: "(a+)+$", path: "big.txt", output_mode: "count" });
+  const anchored = await f.call("grep", {
+    pattern: "(a+)+$",
+    path: "big.txt",
+    output_mode: "count",
+  });
   assert.deepEqual((ok(anchored) as { counts: unknown[] }).counts, [
     { path: "big.txt", count: 5 },
   ]);
@@ -390,7 +394,8 @@ Deno.test({
   ignore: !loopbackAllowed(),
   async fn() {
     await using s = server({
-      "/page": () => new Response(PAGE, { headers: { "content-type": "text/html; charset=utf-8" } }),
+      "/page": () =>
+        new Response(PAGE, { headers: { "content-type": "text/html; charset=utf-8" } }),
       "/data": () => Response.json({ ok: true, items: [1, 2] }),
       "/logo.png": () =>
         new Response(new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 13, 1, 2, 3]), {
@@ -455,7 +460,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "fetch_url() attack: a page nested thousands deep is reduced to its text instead of converted",
+  name:
+    "fetch_url() attack: a page nested thousands deep is reduced to its text instead of converted",
   ignore: !loopbackAllowed(),
   async fn() {
     const nested = `<html><body>${"<ul><li>deep".repeat(3000)}</body></html>`;

@@ -82,7 +82,9 @@ export function compileLinePattern(
   const line = compile(source, scanned.pattern, flags);
   // `\A` and `\z` mean a line's start and end per line, but the file's in a whole-file pass:
   // such a pattern is tested line by line only.
-  const whole = scanned.anchored ? undefined : compile(source, scanned.pattern, flags | RE2JS.MULTILINE);
+  const whole = scanned.anchored
+    ? undefined
+    : compile(source, scanned.pattern, flags | RE2JS.MULTILINE);
   return {
     source,
     literal: options.literal === true,

@@ -313,10 +313,13 @@ export async function grepFiles(
   if (binaries > 0) stats.binary = binaries;
   if (more) {
     stats.truncated = true;
-    stats.note =
-      `Stopped at head_limit ${limit}${offset ? ` (after offset ${offset})` : ""}: more ${
-        mode === "content" ? "matching lines" : "files"
-      } exist; narrow pattern, path, glob or type, or pass offset ${offset + limit} for the next page`;
+    stats.note = `Stopped at head_limit ${limit}${
+      offset ? ` (after offset ${offset})` : ""
+    }: more ${
+      mode === "content" ? "matching lines" : "files"
+    } exist; narrow pattern, path, glob or type, or pass offset ${
+      offset + limit
+    } for the next page`;
   } else if (found.truncated) {
     stats.note =
       `A search bound was reached (${limits.directories} directories, ${limits.files} files, or ${limits.entriesPerDirectory} entries in one directory): some files were not searched; narrow path, glob or type`;

@@ -128,7 +128,9 @@ export async function walk(
       });
     } catch (error) {
       // The start itself outside the workspace, or missing: the caller's mistake, said as such.
-      if (head === 0 && (error instanceof OutsideWorkspaceError || error instanceof NotFoundError)) {
+      if (
+        head === 0 && (error instanceof OutsideWorkspaceError || error instanceof NotFoundError)
+      ) {
         throw error;
       }
       // Refused or gone: not entered (the refusal is audited by the primitive).

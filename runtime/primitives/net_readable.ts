@@ -58,7 +58,8 @@ const VOID = new Set([
 const DROPPED = new Set(["script", "style", "noscript", "template", "iframe", "object", "svg"]);
 
 /** Text types that are returned as they came (beyond `text/*`). */
-const TEXTUAL = /^application\/(?:json|ld\+json|xml|javascript|ecmascript|x-javascript|x-sh|x-yaml|yaml|toml|graphql|sql|x-ndjson|[a-z.+-]*\+(?:json|xml))$/;
+const TEXTUAL =
+  /^application\/(?:json|ld\+json|xml|javascript|ecmascript|x-javascript|x-sh|x-yaml|yaml|toml|graphql|sql|x-ndjson|[a-z.+-]*\+(?:json|xml))$/;
 
 /**
  * Makes a body readable by its `Content-Type` (sniffed when absent): HTML → Markdown, text → as
@@ -83,7 +84,9 @@ export function readableBody(
     };
   }
   if (!html) return capped("text", body, maxChars, false, undefined);
-  const source = body.length > HTML_CONVERT_CHARS_MAX ? body.slice(0, HTML_CONVERT_CHARS_MAX) : body;
+  const source = body.length > HTML_CONVERT_CHARS_MAX
+    ? body.slice(0, HTML_CONVERT_CHARS_MAX)
+    : body;
   const sourceCut = source.length < body.length;
   const sourceNote = sourceCut
     ? `Only the first ${HTML_CONVERT_CHARS_MAX} characters of the page's HTML were converted`
@@ -146,9 +149,7 @@ function converter(): TurndownService {
   // Text is kept as written, not Markdown-escaped: a model reads it, and an escape inside a
   // known secret (`my\_key`) would hide it from the redaction that runs on the result.
   service.escape = (text: string) => text;
-  service.remove((node: { readonly nodeName: string }) =>
-    DROPPED.has(node.nodeName.toLowerCase())
-  );
+  service.remove((node: { readonly nodeName: string }) => DROPPED.has(node.nodeName.toLowerCase()));
   return service;
 }
 
