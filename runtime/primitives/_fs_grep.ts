@@ -83,7 +83,12 @@ export type GrepResult =
   & (
     | { matches: GrepMatch[] }
     | { mode: "files_with_matches"; paths: string[] }
-    | { mode: "count"; counts: { path: string; count: number }[]; total: number }
+    | {
+      mode: "count";
+      counts: { path: string; count: number }[];
+      /** The sum of `counts`. */
+      total: number;
+    }
   );
 
 /** Longest line (and context line) returned, in characters. */
@@ -276,8 +281,8 @@ export async function grepFiles(
         more = true;
         break;
       }
-      total += count;
       if (!take()) continue;
+      total += count;
       if (mode === "count") counts.push({ path: file.path, count });
       else paths.push(file.path);
       continue;
