@@ -37,6 +37,8 @@ const FILES: Record<string, string> = {
   ".env": "API_KEY=hunter2 loadConfig TODO\n",
   "config.txt": `key = ${SECRET} loadConfig\n`,
   "bin/blob.bin": "loadConfig\0\0TODO binary",
+  "node_modules/dep/index.js": "// TODO: loadConfig in a dependency\n",
+  ".git/COMMIT_EDITMSG": "TODO loadConfig\n",
 };
 
 /** What must never reach the model: the denied directory's, the secret file's, the secret. */
@@ -211,6 +213,21 @@ const GREP_ROWS: readonly Row[] = [
     value: { matches: [m("src/util.ts", 2, "  return Deno.readTextFileSync(p); // FIXME")] },
   },
   {
+    name: "node_modules and .git are not entered unless named",
+    args: () => ({ pattern: "loadConfig", output_mode: "files_with_matches", glob: "**/*.js" }),
+    value: { paths: [] },
+  },
+  {
+    name: "a glob naming node_modules enters it",
+    args: () => ({ pattern: "TODO", glob: "node_modules/**" }),
+    value: { matches: [m("node_modules/dep/index.js", 1, "// TODO: loadConfig in a dependency")] },
+  },
+  {
+    name: "a path inside node_modules searches it",
+    args: () => ({ pattern: "TODO", path: "node_modules/dep" }),
+    value: { matches: [m("node_modules/dep/index.js", 1, "// TODO: loadConfig in a dependency")] },
+  },
+  {
     name: "invalid regex",
     args: () => ({ pattern: "loadConfig(" }),
     error: { code: "invalid_pattern", message: /missing closing \).*fixed_strings: true/ },
@@ -340,7 +357,7 @@ Deno.test("grep() attack: catastrophic patterns over a file of 100 KB lines fini
   ]);
 });
 
-Deno.test("glob() as models call it: newest first, {a,b} alternatives, relative to path, a cap with a note; a denied directory is not listed", async () => {
+Deno.test("glob() as models call it: newest first, {a,b} alternatives, relative to path, a cap with a note, node_modules and .git only when named; a denied directory is not listed", async () => {
   await using f = await fixture();
   const at = (p: string) => join(f.workspace, p);
   Deno.utimeSync(at("src/app.ts"), 1_000, 1_000);
@@ -358,6 +375,11 @@ Deno.test("glob() as models call it: newest first, {a,b} alternatives, relative 
       note: "Showing the 2 newest of 3 matching files; narrow the pattern or path, or raise limit",
     }],
     [{ pattern: "**/*.txt" }, { matches: ["config.txt"] }],
+    // Not entered unless named: a dependency's files, the repository's own.
+    [{ pattern: "**/*.js" }, { matches: [] }],
+    [{ pattern: "**/COMMIT_EDITMSG" }, { matches: [] }],
+    [{ pattern: "node_modules/**/*.js" }, { matches: ["node_modules/dep/index.js"] }],
+    [{ pattern: "*", path: ".git" }, { matches: [".git/COMMIT_EDITMSG"] }],
   ];
   for (const [args, expected] of rows) {
     const result = await f.call("glob", args);

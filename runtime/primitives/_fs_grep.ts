@@ -14,6 +14,7 @@ import { InvalidPatternError, ValidationError } from "../base/errors.ts";
 import {
   bounded,
   DEFAULT_SEARCH_LIMITS,
+  enters,
   fileGlob,
   type Found,
   type SearchHost,
@@ -230,6 +231,7 @@ export async function grepFiles(
     // A file named as the start is searched whatever the filters say (as ripgrep does).
     (f) => f.call === start || ((glob?.test(f) ?? true) && (type?.(f) ?? true)),
     limits.files,
+    enters([args.glob]),
   );
   const stats: GrepStats = { files: 0, skipped: found.skipped, truncated: found.truncated };
   let binaries = 0;

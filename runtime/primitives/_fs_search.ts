@@ -60,6 +60,24 @@ export const DEFAULT_SEARCH_LIMITS: SearchLimits = Object.freeze({
   bytesPerFile: 1024 * 1024,
 });
 
+/**
+ * Directories a search does not enter unless asked to (its start is inside one, or its pattern
+ * names one): a repository's object store and installed packages, where ripgrep-trained models
+ * do not expect matches and which would use up the search's bounds.
+ */
+export const UNSEARCHED_DIRECTORIES: readonly string[] = Object.freeze([
+  ".git",
+  ".hg",
+  ".svn",
+  "node_modules",
+]);
+
+/** Whether a walk for `patterns` enters a directory named `name`. */
+export function enters(patterns: readonly (string | undefined)[]): (name: string) => boolean {
+  const named = UNSEARCHED_DIRECTORIES.filter((d) => patterns.some((p) => p?.includes(d)));
+  return (name) => !UNSEARCHED_DIRECTORIES.includes(name) || named.includes(name);
+}
+
 /** Most globs one pattern's `{a,b}` alternatives expand to. */
 export const BRACE_EXPANSIONS_MAX = 64;
 
@@ -78,6 +96,8 @@ export interface Walk {
   readonly files: Found[];
   /** Directories not entered (refused, vanished) or cut by a bound. */
   skipped: number;
+  /** Directories not entered because of their name ({@link UNSEARCHED_DIRECTORIES}). */
+  ignored: number;
   /** Whether a bound cut the walk short (more files may exist). */
   truncated: boolean;
 }
@@ -88,7 +108,7 @@ function join(dir: string, name: string): string {
 
 /**
  * Every file under `start`, breadth first, in name order per directory, within the bounds; `keep`
- * filters them. A start that is a file is that file alone (if `keep` keeps it).
+ * filters them, `enter` says which directories below the start are entered. A start that is a file is that file alone (if `keep` keeps it).
  */
 export async function walk(
   host: SearchHost,
@@ -97,8 +117,9 @@ export async function walk(
   limits: SearchLimits,
   keep: (file: Found) => boolean,
   maxFiles: number,
+  enter: (name: string) => boolean = () => true,
 ): Promise<Walk> {
-  const out: Walk = { files: [], skipped: 0, truncated: false };
+  const out: Walk = { files: [], skipped: 0, ignored: 0, truncated: false };
   if (start !== ".") {
     // A start that is a file is searched by itself. Refused (or needing a human): the walk
     // below is refused the same way, counted as skipped, never shown.
@@ -144,8 +165,10 @@ export async function walk(
         path: join(listing.path, entry.name),
         rel: join(dir.rel, entry.name),
       };
-      if (entry.type === "directory") queue.push(found);
-      else if (entry.type === "file" && keep(found)) {
+      if (entry.type === "directory") {
+        if (enter(entry.name)) queue.push(found);
+        else out.ignored++;
+      } else if (entry.type === "file" && keep(found)) {
         if (out.files.length >= maxFiles) {
           out.truncated = true;
           return out;
@@ -274,6 +297,7 @@ export async function globFiles(
     limits,
     (f) => glob.test(f),
     Math.max(limit, limits.files),
+    enters([args.glob]),
   );
   const dated: { path: string; mtime: number; order: number }[] = [];
   for (const [order, file] of found.files.entries()) {
