@@ -425,7 +425,7 @@ Deno.test({
         }),
     });
     await using f = await fixture("full-access");
-    grantNet(f as never, `127.0.0.1:${s.port}`, "exact", "allow", f.pid);
+    grantNet(f, `127.0.0.1:${s.port}`, "exact", "allow", f.pid);
     const base = `http://127.0.0.1:${s.port}`;
     const page = await f.call("fetch_url", { url: `${base}/page` });
     assert.ok(page.ok, page.forModel);
@@ -491,7 +491,7 @@ Deno.test({
       "/deep": () => new Response(nested, { headers: { "content-type": "text/html" } }),
     });
     await using f = await fixture("full-access");
-    grantNet(f as never, `127.0.0.1:${s.port}`, "exact", "allow", f.pid);
+    grantNet(f, `127.0.0.1:${s.port}`, "exact", "allow", f.pid);
     const result = await f.call("fetch_url", { url: `http://127.0.0.1:${s.port}/deep` });
     assert.ok(result.ok, result.forModel);
     const v = result.value as { format: string; body: string; note: string };
