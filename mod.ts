@@ -99,6 +99,7 @@ export { type TerminalIo, terminalPrompt } from "./runtime/human/tty_prompt.ts";
 // Tools and images.
 export {
   defineTool,
+  type GrepOptions,
   type ToolContext,
   type ToolDefinition,
   ToolEffect,
@@ -167,6 +168,7 @@ export {
   type HumanErrorCode,
   HumanPendingError,
   IllegalTransitionError,
+  InvalidPatternError,
   LibosError,
   NotFoundError,
   OutsideWorkspaceError,

@@ -64,6 +64,7 @@ import type { RuntimeCore } from "../runtime/audit/runtime_core.ts";
 import {
   type ChildRequest,
   type FileEdits,
+  type GrepOptions,
   present,
   type SyscallPort,
   type SyscallSpec,
@@ -100,13 +101,7 @@ export interface SyscallTargets {
     editText(pid: string, a: { path: string } & FileEdits): Promise<unknown>;
     glob(pid: string, a: { glob: string; path?: string; limit?: number }): Promise<unknown>;
     applyPatch(pid: string, a: { patch: string }): Promise<unknown>;
-    grep(pid: string, a: {
-      text: string;
-      path?: string;
-      glob?: string;
-      ignoreCase?: boolean;
-      maxMatches?: number;
-    }): Promise<unknown>;
+    grep(pid: string, a: GrepOptions & { pattern?: string; text?: string }): Promise<unknown>;
   };
   readonly clock: {
     now(pid: string, options: { timeZone?: string }): unknown;
@@ -156,6 +151,8 @@ export interface SyscallTargets {
         body?: string;
         maxBytes?: number;
         timeoutMs?: number;
+        readable?: boolean;
+        maxChars?: number;
       },
       options?: { signal?: AbortSignal },
     ): Promise<unknown>;

@@ -159,6 +159,25 @@ Deno.test("LibOSSyscallSession.call() calls exactly one primitive method per sys
       text: "TODO",
       ignoreCase: true,
     }]],
+    [
+      "fs.grep",
+      {
+        pattern: "a|b",
+        "-i": true,
+        "-C": 2,
+        output_mode: "count",
+        head_limit: 0,
+      },
+      "fs.grep",
+      ["pid_1", {
+        pattern: "a|b",
+        ignoreCase: true,
+        before: 2,
+        after: 2,
+        mode: "count",
+        maxMatches: 2000,
+      }],
+    ],
     ["clock.now", { time_zone: "UTC" }, "clock.now", ["pid_1", { timeZone: "UTC" }]],
     ["clock.sleep", { ms: 5 }, "clock.wait", ["pid_1", 5]],
     ["memory.create", { type: "note", payload: { a: 1 } }, "memory.create", ["pid_1", {
@@ -200,9 +219,11 @@ Deno.test("LibOSSyscallSession.call() calls exactly one primitive method per sys
       argv: ["ls"],
       timeoutMs: 100,
     }, { signal: "<signal>" }]],
+    // Readable (HTML as Markdown) unless the call asks for the body raw, as fetch_url.
     ["net.fetch", { url: "https://x.example/", method: "GET" }, "net.fetch", ["pid_1", {
       url: "https://x.example/",
       method: "GET",
+      readable: true,
     }, { signal: "<signal>" }]],
     ["mcp.call", { server: "fx", tool: "echo", arguments: { text: "hi" } }, "mcp.call", [
       "pid_1",

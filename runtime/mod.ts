@@ -32,6 +32,7 @@ export {
   type HumanErrorCode,
   HumanPendingError,
   IllegalTransitionError,
+  InvalidPatternError,
   LibosError,
   NotFoundError,
   OutsideWorkspaceError,
@@ -195,6 +196,7 @@ export {
 export { PINNED_TAG, processContext } from "./memory/process_context.ts";
 export {
   defineTool,
+  type GrepOptions,
   type ToolContext,
   type ToolDefinition,
   ToolEffect,

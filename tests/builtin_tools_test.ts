@@ -966,9 +966,11 @@ const ROWS: readonly Row[] = [
       Deno.writeTextFileSync(f.at("src/lib/util.ts"), "");
       Deno.writeTextFileSync(f.at("src/lib/util.js"), "");
       Deno.writeTextFileSync(f.at("README.md"), "");
+      Deno.utimeSync(f.at("src/main.ts"), 1_000, 1_000);
+      Deno.utimeSync(f.at("src/lib/util.ts"), 2_000, 2_000);
       assert.deepEqual(value(await f.call({ pattern: "src/**/*.ts" })), {
-        // Breadth first, in name order within each directory.
-        matches: ["src/main.ts", "src/lib/util.ts"],
+        // The most recently modified first.
+        matches: ["src/lib/util.ts", "src/main.ts"],
         truncated: false,
         skipped: 0,
       });
@@ -1030,7 +1032,7 @@ const ROWS: readonly Row[] = [
     },
     bad: {
       field: "max_matches",
-      args: () => ({ text: "TODO", max_matches: 0 }),
+      args: () => ({ text: "TODO", max_matches: -1 }),
     },
   },
   {

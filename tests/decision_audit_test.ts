@@ -48,6 +48,12 @@ import { sandbox, task } from "./_cli_sandbox.ts";
 import { call, final } from "./agent_fixture.ts";
 
 const NEVER = new AbortController().signal;
+
+/** The matching lines of a content-mode grep. */
+function matchesOf(result: object): unknown[] {
+  assert.ok("matches" in result && Array.isArray(result.matches), "a content-mode result");
+  return result.matches;
+}
 const PROVENANCE = { source: "model", label: "decision audit", ref: null } as const;
 
 // ---------------------------------------------------------------- fixture
@@ -446,8 +452,9 @@ const fsRows: Row[] = [
         assert.deepEqual((await f.runtime.primitives.fs.glob(f.pid, { glob: "*.txt" })).matches, [
           "i.txt",
         ]),
-      // A search is made of listings: one record per directory it listed.
-      records: [["fs.list", "allow", CAP]],
+      // A search is made of listings and stats: one record per directory it listed, one per
+      // match it dated (to sort the newest first).
+      records: [["fs.list", "allow", CAP], ["fs.stat", "allow", CAP]],
     },
     refused: {
       prepare: (f) => {
@@ -468,7 +475,7 @@ const fsRows: Row[] = [
       prepare: setup((f) => Deno.writeTextFileSync(f.at("j.txt"), "a needle\n")),
       run: async (f) =>
         assert.equal(
-          (await f.runtime.primitives.fs.grep(f.pid, { text: "needle" })).matches.length,
+          matchesOf(await f.runtime.primitives.fs.grep(f.pid, { text: "needle" })).length,
           1,
         ),
       // A search lists and reads: one record for the directory, one for the file.
@@ -482,7 +489,7 @@ const fsRows: Row[] = [
       },
       run: async (f) =>
         assert.deepEqual(
-          (await f.runtime.primitives.fs.grep(f.pid, { text: "needle" })).matches,
+          matchesOf(await f.runtime.primitives.fs.grep(f.pid, { text: "needle" })),
           [],
           "the refused file's lines are not returned",
         ),

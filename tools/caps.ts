@@ -31,6 +31,8 @@ export const CHILD_WAIT_MS_MAX = SHELL_TIMEOUT_MS_MAX;
 export const FETCH_TIMEOUT_MS_MAX = 120_000;
 /** Largest response body kept (`max_bytes`). */
 export const FETCH_BYTES_MAX = 8 * 1024 * 1024;
+/** Most characters of readable text one response returns (`max_chars`). */
+export const FETCH_TEXT_CHARS_MAX = 1_000_000;
 /** Largest request body, in characters. */
 export const FETCH_BODY_CHARS_MAX = 1024 * 1024;
 /** Longest request header name, in characters. */
@@ -48,8 +50,10 @@ export const EDITS_MAX = 100;
 export const WRITE_CHARS_MAX = 8 * 1024 * 1024;
 /** Most entries of one directory listing or glob. */
 export const LIST_LIMIT_MAX = 10_000;
-/** Most matches of one grep. */
+/** Most results of one grep (lines, files or counts). */
 export const GREP_MATCHES_MAX = 2_000;
+/** Most context lines of one grep on either side of a match. */
+export const GREP_CONTEXT_MAX = 50;
 
 /** Longest message to the human (`human_output`, `human.output`), in characters. */
 export const HUMAN_OUTPUT_CHARS_MAX = 20_000;

@@ -1,6 +1,7 @@
 /**
  * File tools: read, write, list, create and delete workspace files and directories, edit a file
- * by exact replacement, and search (glob, grep) — all through the filesystem primitive, which
+ * by exact replacement, and search (glob, newest first; grep, by regular expression run in linear
+ * time) — all through the filesystem primitive, which
  * decides every call on the calling process's capabilities. These tools only shape arguments.
  *
  * @module
@@ -8,6 +9,7 @@
 import { z } from "zod";
 import {
   EDITS_MAX,
+  GREP_CONTEXT_MAX,
   GREP_MATCHES_MAX,
   LIST_LIMIT_MAX,
   READ_BYTES_MAX,
@@ -260,17 +262,24 @@ export const editFile: ToolSpec<typeof EditArgs, "fs.edit"> = {
 
 const GlobArgs = z.object({
   pattern: z.string().min(1).max(1024).describe(
-    "A glob over workspace paths: * within a name, ** across directories, ? one character (e.g. src/**/*.ts)",
+    "A glob: * within a name, ** across directories, ? one character, {a,b} alternatives (e.g. src/**/*.{ts,tsx})",
   ),
-  path: Path.optional().describe("Where to start (default: your working directory)"),
-  limit: z.number().int().min(1).max(LIST_LIMIT_MAX).optional(),
+  path: Path.optional().describe("The directory to search (default: your working directory)"),
+  limit: z.number().int().min(1).max(LIST_LIMIT_MAX).optional().describe(
+    "At most this many paths, the newest first (default 1000)",
+  ),
 }).strict();
 
-/** `glob`: files matching a pattern, among those the process may list. */
+/** `glob`: files matching a pattern, newest first, among those the process may list. */
 export const globFiles: ToolSpec<typeof GlobArgs, "fs.glob"> = {
   name: "glob",
-  description:
-    "Find files whose workspace path matches a glob. Directories you may not read are not entered.",
+  description: [
+    "Find files by path pattern, newest (most recently modified) first.",
+    "Use it to locate files by name or extension; use grep to search what they contain.",
+    "* matches within one name, ** across directories, ? one character, {a,b} either; matching is case-insensitive, against the path from `path` (default: your working directory) or from the workspace root.",
+    "Limits: at most `limit` paths (default 1000); when cut, truncated is true and note says how to narrow. .git, .hg, .svn and node_modules are not entered unless path or pattern names one; directories you may not read are not entered, and links are not followed.",
+    'Example: {"pattern": "src/**/*.{ts,tsx}"}',
+  ].join(" "),
   args: GlobArgs,
   effects: ["fs.read"],
   run: (args, ctx) => ctx.fs.glob(args.pattern, given({ path: args.path, limit: args.limit })),
@@ -282,45 +291,103 @@ export const globFiles: ToolSpec<typeof GlobArgs, "fs.glob"> = {
   },
 };
 
-const GrepArgs = z.object({
-  text: z.string().min(1).max(1000).describe("The text to look for (literally, not a regex)"),
-  path: Path.optional().describe("Where to start (default: your working directory)"),
-  glob: z.string().min(1).max(1024).optional().describe("Only files matching this glob"),
-  ignore_case: z.boolean().optional(),
-  max_matches: z.number().int().min(1).max(GREP_MATCHES_MAX).optional().describe("Default 200"),
-}).strict();
+const Flag = z.boolean().optional();
+const Lines = z.number().int().min(0).max(GREP_CONTEXT_MAX);
+const Limit = z.number().int().min(0).max(GREP_MATCHES_MAX);
 
-/** `grep`: lines containing a text; files the process may not read, or secrets, are skipped. */
+const GrepArgs = z.object({
+  pattern: z.string().min(1).max(1000).optional().describe(
+    "The regular expression to look for, RE2 syntax: \\d \\w \\s \\b, [a-z], a|b, x{2,5}, (?i); no lookaround or backreferences. Escape ( ) [ ] { } . * + ? | ^ $ \\ to match them, or set fixed_strings",
+  ),
+  text: z.string().min(1).max(1000).optional().describe(
+    "Literal text to look for, instead of pattern (the same as pattern with fixed_strings)",
+  ),
+  fixed_strings: Flag.describe("Match pattern as literal text, not as a regular expression"),
+  literal: Flag.describe("The same as fixed_strings"),
+  path: Path.optional().describe(
+    "A file or directory to search (default: your working directory)",
+  ),
+  glob: z.string().min(1).max(1024).optional().describe(
+    'Only files matching this glob: "*.ts" (by name, at any depth), "src/**/*.{ts,tsx}"',
+  ),
+  type: z.string().min(1).max(32).optional().describe(
+    "Only files of this type: ts, js, py, rust, go, java, c, cpp, md, json, yaml, sh, html, css, …",
+  ),
+  "-i": Flag.describe("Ignore case"),
+  case_insensitive: Flag.describe("Ignore case (the same as -i)"),
+  ignore_case: Flag.describe("Ignore case (the same as -i)"),
+  "-n": Flag.describe("Show line numbers (content mode always does)"),
+  "-A": Lines.optional().describe("Lines of context after each match (content mode)"),
+  "-B": Lines.optional().describe("Lines of context before each match (content mode)"),
+  "-C": Lines.optional().describe("Lines of context before and after each match"),
+  context: Lines.optional().describe("The same as -C"),
+  before: Lines.optional().describe("The same as -B"),
+  after: Lines.optional().describe("The same as -A"),
+  output_mode: z.enum(["content", "files_with_matches", "count"]).optional().describe(
+    '"content": matching lines with their path and line number (default); "files_with_matches": the paths only; "count": matching lines per file',
+  ),
+  head_limit: Limit.optional().describe(
+    "At most this many results — lines, files or counts (default 200; 0: the largest, 2000)",
+  ),
+  limit: Limit.optional().describe("The same as head_limit"),
+  max_matches: Limit.optional().describe("The same as head_limit"),
+  offset: z.number().int().min(0).max(1_000_000).optional().describe(
+    "Skip this many results first (the next page after a cut)",
+  ),
+  multiline: Flag.describe(
+    "Not supported: grep matches one line at a time (a call with true is refused)",
+  ),
+}).strict().refine((a) => (a.pattern === undefined) !== (a.text === undefined), {
+  message: "give pattern (a regular expression) or text (literal text), exactly one of them",
+  path: ["pattern"],
+});
+
+type GrepCall = z.output<typeof GrepArgs>;
+
+/** The primitive's grep arguments from a model's call (its aliases resolved, first wins). */
+function grepRequest(a: GrepCall) {
+  const limit = a.head_limit ?? a.limit ?? a.max_matches;
+  return {
+    ...given({ pattern: a.pattern, text: a.text }),
+    ...given({
+      literal: a.fixed_strings ?? a.literal,
+      path: a.path,
+      glob: a.glob,
+      type: a.type,
+      ignoreCase: a["-i"] ?? a.case_insensitive ?? a.ignore_case,
+      before: a["-B"] ?? a.before ?? a["-C"] ?? a.context,
+      after: a["-A"] ?? a.after ?? a["-C"] ?? a.context,
+      mode: a.output_mode,
+      maxMatches: limit === 0 ? GREP_MATCHES_MAX : limit,
+      offset: a.offset,
+      multiline: a.multiline,
+    }),
+  };
+}
+
+/** `grep`: lines matching a regex (linear-time engine); unreadable files and secrets skipped. */
 export const grepFiles: ToolSpec<typeof GrepArgs, "fs.grep"> = {
   name: "grep",
-  description:
-    "Find the lines of workspace files that contain a text. Files you may not read, and secret-bearing files, are skipped without asking anyone.",
+  description: [
+    "Search file contents with a regular expression, like ripgrep.",
+    "Use it to find where something is defined or used before reading files.",
+    "pattern is RE2 syntax (\\d \\w \\s \\b, [abc], a|b, x{2,}, (?i)), matched one line at a time; lookaround, backreferences and multiline are not supported. To find text with ( . [ * and the like in it, set fixed_strings: true.",
+    'Filter files with glob ("*.ts", "**/*.{ts,tsx}") or type ("py", "rust").',
+    'output_mode: "content" (default: path, line number and line; -A/-B/-C add context lines), "files_with_matches" (paths only), "count" (matching lines per file).',
+    "Limits: head_limit results (default 200); when cut, truncated is true and note says how to see more (offset pages on). Lines are cut at 500 characters; files larger than 1 MiB are searched in their first 1 MiB; binary files are skipped; .git, .hg, .svn and node_modules are not entered unless path or glob names one. Files you may not read and secret-bearing files (.env, keys) are skipped without asking anyone.",
+    'Example: {"pattern": "function\\s+load\\w*", "glob": "*.ts", "-C": 2}',
+  ].join(" "),
   args: GrepArgs,
   effects: ["fs.read"],
-  run: (args, ctx) =>
-    ctx.fs.grep(
-      args.text,
-      given({
-        path: args.path,
-        glob: args.glob,
-        ignoreCase: args.ignore_case,
-        maxMatches: args.max_matches,
-      }),
-    ),
+  run: (args, ctx) => {
+    const { pattern, text, ...options } = grepRequest(args);
+    // `text` is the original literal argument; `pattern` is a regex unless literal.
+    return pattern === undefined
+      ? ctx.fs.grep(text ?? "", { ...options, literal: true })
+      : ctx.fs.grep(pattern, options);
+  },
   syscalls: {
-    "fs.grep": syscall(
-      GrepArgs,
-      (a, sys) =>
-        sys.fs.grep({
-          text: a.text,
-          ...given({
-            path: a.path,
-            glob: a.glob,
-            ignoreCase: a.ignore_case,
-            maxMatches: a.max_matches,
-          }),
-        }),
-    ),
+    "fs.grep": syscall(GrepArgs, (a, sys) => sys.fs.grep(grepRequest(a))),
   },
 };
 

@@ -281,6 +281,20 @@ export class PatchError extends LibosError {
   }
 }
 
+/**
+ * A search pattern the engine cannot run (`invalid_pattern`): a regular expression that does not
+ * parse, or uses what the linear-time engine has no way to run (lookaround, backreferences).
+ */
+export class InvalidPatternError extends LibosError {
+  /** The pattern as given. */
+  readonly pattern: string;
+  /** Builds an `invalid_pattern` error for `pattern`. */
+  constructor(pattern: string, message: string, options: LibosErrorOptions = {}) {
+    super("invalid_pattern", "caller", message, options);
+    this.pattern = pattern;
+  }
+}
+
 /** The `{code, message}` pair that error envelopes carry. */
 export interface ErrorInfo {
   readonly code: string;

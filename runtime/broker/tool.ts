@@ -76,21 +76,19 @@ export interface ToolContext {
         readonly ask?: boolean;
       },
     ): Promise<JsonValue>;
-    /** Files under `path` matching a glob (`fs.read`: each directory listed is decided). */
+    /**
+     * Files under `path` matching a glob, newest first (`fs.read`: each directory listed and
+     * file dated is decided).
+     */
     glob(
       pattern: string,
       options?: { readonly path?: string; readonly limit?: number },
     ): Promise<JsonValue>;
-    /** Lines containing `text` (`fs.read`: files needing a human are skipped unasked). */
-    grep(
-      text: string,
-      options?: {
-        readonly path?: string;
-        readonly glob?: string;
-        readonly ignoreCase?: boolean;
-        readonly maxMatches?: number;
-      },
-    ): Promise<JsonValue>;
+    /**
+     * Lines matching `pattern` — a regular expression (RE2 syntax, linear-time engine), or
+     * literal text with `literal` (`fs.read`: files needing a human are skipped unasked).
+     */
+    grep(pattern: string, options?: GrepOptions): Promise<JsonValue>;
     /**
      * Exact string replacements (one edit, or `edits` applied in order, all or none), written
      * only over the content read (`fs.write`).
@@ -205,6 +203,9 @@ export interface ToolContext {
       readonly body?: string;
       readonly maxBytes?: number;
       readonly timeoutMs?: number;
+      /** The body made readable: HTML as Markdown, binary content described. */
+      readonly readable?: boolean;
+      readonly maxChars?: number;
     }): Promise<JsonValue>;
   };
 }
@@ -222,6 +223,29 @@ export interface FileEdits {
   readonly newString?: string;
   readonly replaceAll?: boolean;
   readonly edits?: readonly FileEdit[];
+}
+
+/** How a grep searches and what it returns (see `runtime/primitives/_fs_grep.ts`). */
+export interface GrepOptions {
+  /** Match the pattern as literal text, not as a regular expression. */
+  readonly literal?: boolean;
+  readonly path?: string;
+  /** Only files matching this glob (`*.ts` by name at any depth; `{a,b}` alternatives). */
+  readonly glob?: string;
+  /** Only files of this type (`ts`, `py`, `rust`, …). */
+  readonly type?: string;
+  readonly ignoreCase?: boolean;
+  /** Context lines before and after each match (content mode). */
+  readonly before?: number;
+  readonly after?: number;
+  /** Default `content`. */
+  readonly mode?: "content" | "files_with_matches" | "count";
+  /** At most this many results (lines, files or counts). */
+  readonly maxMatches?: number;
+  /** Skip this many results first. */
+  readonly offset?: number;
+  /** Matching across lines (refused, with the reason). */
+  readonly multiline?: boolean;
 }
 
 /** A child's goal, budgets and the scopes of the parent's authority it is handed. */
@@ -310,13 +334,8 @@ export interface SyscallPort {
     editText(a: { path: string } & FileEdits): Promise<unknown>;
     glob(a: { glob: string; path?: string; limit?: number }): Promise<unknown>;
     applyPatch(a: { patch: string }): Promise<unknown>;
-    grep(a: {
-      text: string;
-      path?: string;
-      glob?: string;
-      ignoreCase?: boolean;
-      maxMatches?: number;
-    }): Promise<unknown>;
+    /** `pattern` is a regular expression (unless `literal`); `text` is literal text. */
+    grep(a: GrepOptions & { pattern?: string; text?: string }): Promise<unknown>;
   };
   readonly clock: {
     now(options: { timeZone?: string }): unknown;
@@ -363,6 +382,8 @@ export interface SyscallPort {
         body?: string;
         maxBytes?: number;
         timeoutMs?: number;
+        readable?: boolean;
+        maxChars?: number;
       },
       signal: AbortSignal,
     ): Promise<unknown>;

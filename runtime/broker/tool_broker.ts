@@ -575,9 +575,9 @@ export class ToolBroker {
           need("fs.read");
           return json(await fs.glob(pid, { glob: pattern, ...options }));
         },
-        async grep(text, options = {}) {
+        async grep(pattern, options = {}) {
           need("fs.read");
-          return json(await fs.grep(pid, { text, ...options }));
+          return json(await fs.grep(pid, { pattern, ...options }));
         },
         async editText(path, edit) {
           need("fs.write");

@@ -54,7 +54,8 @@ import { ApprovalGate, type Attempt } from "./approval_gate.ts";
 import type { ProcessManager } from "../process/process_manager.ts";
 import type { FilesystemProvider, PathFacts } from "../providers/filesystem.ts";
 import type { RuntimeCore } from "../audit/runtime_core.ts";
-import { globFiles, type GrepArgs, grepFiles, type GrepResult } from "./_fs_search.ts";
+import { globFiles, type GlobResult } from "./_fs_search.ts";
+import { type GrepArgs, grepFiles, type GrepResult } from "./_fs_grep.ts";
 import { applyPatch, type PatchKit, type PatchResult } from "./_fs_patch.ts";
 import { type Redactor, redactor } from "../base/redaction.ts";
 import { SECRET_SCAN_LOOKAHEAD, SecretScanner } from "../base/secret_scan.ts";
@@ -924,19 +925,21 @@ export class FilesystemPrimitive {
   }
 
   /**
-   * Workspace-relative paths of the files under `path` matching a glob, walking with this
-   * primitive's own listing (every directory decided and audited; links not followed; bounded).
+   * Workspace-relative paths of the files under `path` matching a glob, newest first, walking
+   * with this primitive's own listing and stat (every directory and file decided and audited;
+   * links not followed; bounded).
    */
   glob(
     pid: string,
     args: { readonly glob: string; readonly path?: string; readonly limit?: number },
-  ): Promise<{ matches: string[]; truncated: boolean; skipped: number }> {
+  ): Promise<GlobResult> {
     return globFiles(this, pid, args);
   }
 
   /**
-   * Lines containing a text in the files under `path`: every file read through this primitive
-   * (decided, audited), a file that needs a human skipped unasked — its lines never returned.
+   * Lines matching a regular expression (linear-time engine) or a literal text in the files under
+   * `path`: every file read through this primitive (decided, audited, secrets redacted), a file
+   * that needs a human skipped unasked — its lines never returned. See `_fs_grep.ts`.
    */
   grep(pid: string, args: GrepArgs): Promise<GrepResult> {
     return grepFiles(this, pid, args);
@@ -1295,7 +1298,11 @@ export class FilesystemPrimitive {
    */
   async stat(
     pid: string,
-    args: { readonly path: string },
+    args: {
+      readonly path: string;
+      /** False: a path that needs a human (a hard-linked file) is refused unasked. */
+      readonly ask?: boolean;
+    },
   ): Promise<
     {
       path: string;
@@ -1329,6 +1336,8 @@ export class FilesystemPrimitive {
           mtime: facts ? facts.mtime : null,
         };
       },
+      undefined,
+      args.ask ?? true,
     );
   }
 

@@ -72,6 +72,7 @@ import type { NetMethod, NetProvider, NetReply } from "../providers/net.ts";
 import type { RuntimeCore } from "../audit/runtime_core.ts";
 import { cutUtf8 } from "./_fs_support.ts";
 import { classifyAddress, formatIp, type IpAddress, parseIp } from "./net_address.ts";
+import { readableBody, type ReadableFormat } from "./net_readable.ts";
 import {
   abortable,
   BODY_HEADERS,
@@ -125,6 +126,9 @@ export interface NetLimits {
   readonly urlCharsMax: number;
   /** Most addresses of one name that are checked (and tried); the rest are ignored. */
   readonly addressesMax: number;
+  /** Default and largest `maxChars` of a readable body (`readable`). */
+  readonly readableChars: number;
+  readonly readableCharsMax: number;
 }
 
 /** The limits when nothing else is configured. */
@@ -140,6 +144,8 @@ export const DEFAULT_NET_LIMITS: NetLimits = Object.freeze({
   requestHeaderBytesMax: 16 * 1024,
   urlCharsMax: 8192,
   addressesMax: 32,
+  readableChars: 100_000,
+  readableCharsMax: 1_000_000,
 });
 
 // ------------------------------------------------------------------------------------ types
@@ -156,6 +162,12 @@ export interface NetFetchRequest {
   readonly maxBytes?: number;
   readonly timeoutMs?: number;
   readonly maxRedirects?: number;
+  /**
+   * Return the body readable (see `net_readable.ts`): HTML as Markdown, other text as is, binary
+   * content described; cut at `maxChars` characters.
+   */
+  readonly readable?: boolean;
+  readonly maxChars?: number;
 }
 
 /** Where a response came from: untrusted web content (DESIGN §2). */
@@ -183,6 +195,10 @@ export type NetResponse = {
   /** Every URL a redirect led to, in order. */
   readonly redirects: readonly string[];
   readonly provenance: NetProvenance;
+  /** With `readable`: how the body was made readable. */
+  readonly format?: ReadableFormat;
+  /** With `readable`: what was cut, reduced or not shown. */
+  readonly note?: string;
 };
 
 /** What the primitive needs. */
@@ -237,6 +253,8 @@ interface Call {
   readonly timeoutMs: number;
   readonly maxRedirects: number;
   readonly body: Uint8Array | undefined;
+  /** Characters of readable text, or undefined for the body as it came. */
+  readonly maxChars: number | undefined;
   /** The arguments as an approval re-dispatches them. */
   readonly args: Record<string, JsonValue>;
 }
@@ -396,6 +414,9 @@ export class NetPrimitive {
         );
       }
     }
+    const maxChars = request.readable === true
+      ? this.#integer("maxChars", request.maxChars, l.readableChars, 1, l.readableCharsMax)
+      : undefined;
     const args: Record<string, JsonValue> = {
       url: request.url,
       method,
@@ -404,8 +425,9 @@ export class NetPrimitive {
       timeoutMs,
       maxRedirects,
       ...(request.body === undefined ? {} : { body: request.body }),
+      ...(maxChars === undefined ? {} : { readable: true, maxChars }),
     };
-    return { method, headers, maxBytes, timeoutMs, maxRedirects, body, args };
+    return { method, headers, maxBytes, timeoutMs, maxRedirects, body, maxChars, args };
   }
 
   /** Parses and checks one hop's URL (`base` for a redirect's relative `Location`). */
@@ -783,6 +805,7 @@ export class NetPrimitive {
     reply: NetReply,
     redirects: readonly string[],
     maxBytes: number,
+    maxChars: number | undefined,
   ): NetResponse {
     const truncated = reply.truncated || reply.bodyBytes.length > maxBytes;
     const kept = cutUtf8(reply.bodyBytes, maxBytes);
@@ -791,15 +814,29 @@ export class NetPrimitive {
       const value = reply.headers[name];
       if (typeof value === "string") headers[name] = value.slice(0, HEADER_VALUE_MAX);
     }
-    return {
+    const body = new TextDecoder().decode(kept);
+    const response = {
       url: target.url.href,
       status: reply.status,
       headers: { ...headers },
-      body: new TextDecoder().decode(kept),
+      body,
       bytes: kept.length,
       truncated,
       redirects: [...redirects],
       provenance: { source: "web", label: target.host, ref: target.url.href },
+    } as const;
+    if (maxChars === undefined) return response;
+    const readable = readableBody(body, headers["content-type"], kept.length, maxChars);
+    const notes = [
+      ...(truncated ? [`Only the first ${kept.length} bytes were fetched (max_bytes)`] : []),
+      ...(readable.note ? [readable.note] : []),
+    ];
+    return {
+      ...response,
+      body: readable.text,
+      truncated: truncated || readable.cut,
+      format: readable.format,
+      ...(notes.length ? { note: notes.join("; ") } : {}),
     };
   }
 
@@ -912,7 +949,7 @@ export class NetPrimitive {
           target = next;
           continue;
         }
-        const response = this.#response(target, reply, redirects, call.maxBytes);
+        const response = this.#response(target, reply, redirects, call.maxBytes, call.maxChars);
         if (intent !== undefined) {
           this.#ledger!.finish(intent, {
             ok: true,
@@ -962,6 +999,8 @@ const StoredFetch = z.object({
   maxBytes: z.number().optional(),
   timeoutMs: z.number().optional(),
   maxRedirects: z.number().optional(),
+  readable: z.boolean().optional(),
+  maxChars: z.number().optional(),
 });
 
 /** The request a stored `net.fetch` makes again (the method is checked by fetch itself). */
