@@ -70,7 +70,7 @@ export function openRuntime(
   parsed: ParsedArgs,
   io: CliIo,
   access: Access,
-  extra: { readonly secrets?: readonly string[] } = {},
+  extra: { readonly secrets?: readonly string[]; readonly human?: "queue" | "none" } = {},
 ): Promise<Runtime> {
   const workspace = stringOption(parsed, "workspace");
   const db = stringOption(parsed, "db");
@@ -81,7 +81,7 @@ export function openRuntime(
   }
   const mode = stringOption(parsed, "mode");
   const denies = listOption(parsed, "deny");
-  const human = stringOption(parsed, "human");
+  const human = stringOption(parsed, "human") ?? extra.human;
   if (human !== undefined && human !== "queue" && human !== "none") {
     throw new UsageError(`--human must be queue or none, not ${JSON.stringify(human)}`);
   }

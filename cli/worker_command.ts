@@ -71,7 +71,12 @@ async function worker(parsed: Parameters<Command["run"]>[0], io: Parameters<Comm
   if (!/^[\w.:@-]{1,128}$/.test(owner)) {
     throw new UsageError(`--name must be 1 to 128 letters, digits or . : @ _ -`);
   }
-  await using runtime = await openRuntime(parsed, io, "write", { secrets: chosen.secrets });
+  // Asks wait in the database for a human anywhere (`libos human approve ID`); the worker wakes
+  // when the decision commits.
+  await using runtime = await openRuntime(parsed, io, "write", {
+    secrets: chosen.secrets,
+    human: "queue",
+  });
   const report: WorkerReport = {
     owner,
     rounds: 0,
@@ -300,7 +305,19 @@ commits (LISTEN/NOTIFY), or another worker's lease lapses. Leases last --lease-t
 10000) and are renewed every third of that; a worker that dies loses its trees to another within
 the TTL. --until-idle exits once no live process remains; SIGINT or SIGTERM stop it gently (the
 trees it held are released at once). MODEL: openai:MODEL, or replay-each:FILE.jsonl (each process
-follows the script by its own turn count).`,
-  options: ["model", "env-file", "name", "lease-ttl", "max-trees", "concurrency", "until-idle"],
+follows the script by its own turn count). Asks wait for a human (--human queue, the default):
+"libos human list" and "libos human approve ID" from any machine on the same database decide
+them, and the worker holding the tree resumes it when the decision commits.`,
+  options: [
+    "model",
+    "env-file",
+    "name",
+    "lease-ttl",
+    "max-trees",
+    "concurrency",
+    "until-idle",
+    "human",
+    "mode",
+  ],
   run: worker,
 };

@@ -331,6 +331,39 @@ const fsRows: Row[] = [
     },
   },
   {
+    op: "FilesystemPrimitive.applyPatch",
+    allowed: {
+      prepare: setup((f) => Deno.writeTextFileSync(f.at("c.txt"), "one\ntwo\n")),
+      run: async (f) => {
+        await f.runtime.primitives.fs.applyPatch(f.pid, {
+          patch: "*** Begin Patch\n*** Update File: c.txt\n@@\n one\n-two\n+three\n*** End Patch\n",
+        });
+        assert.equal(Deno.readTextFileSync(f.at("c.txt")), "one\nthree\n");
+      },
+      // One record per file of the patch, naming the rights it was decided on.
+      records: [["fs.patch", "allow", CAP]],
+    },
+    refused: {
+      prepare: (f) => {
+        Deno.writeTextFileSync(f.at("c.txt"), "one\ntwo\n");
+        f.grant({ type: "fs", path: "c.txt", scope: "exact" }, ["write"], "deny");
+        return {};
+      },
+      run: async (f) => {
+        await refusedWith(
+          () =>
+            f.runtime.primitives.fs.applyPatch(f.pid, {
+              patch:
+                "*** Begin Patch\n*** Update File: c.txt\n@@\n one\n-two\n+three\n*** End Patch\n",
+            }),
+          CapabilityDeniedError,
+        );
+        assert.equal(Deno.readTextFileSync(f.at("c.txt")), "one\ntwo\n", "the file is unchanged");
+      },
+      records: [["fs.patch", "deny", CAP]],
+    },
+  },
+  {
     op: "FilesystemPrimitive.listDir",
     allowed: {
       prepare: setup((f) => Deno.mkdirSync(f.at("d"))),

@@ -220,3 +220,78 @@ pgTest(
     }
   },
 );
+
+pgTest(
+  "humans from anywhere: a worker's process asks, `libos human approve` in another process decides, the worker wakes on the notification and resumes",
+  async () => {
+    const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-workers-human-" }));
+    const workspace = join(root, "ws");
+    const state = join(root, "state");
+    const temp = join(root, "tmp");
+    for (const dir of [workspace, state, temp]) Deno.mkdirSync(dir);
+    Deno.writeTextFileSync(join(workspace, "doomed.txt"), "bye\n");
+    const script = join(root, "script.jsonl");
+    // A delete asks in workspace-write mode: the process waits for a human.
+    Deno.writeTextFileSync(
+      script,
+      [call("delete_file", { path: "doomed.txt" }), final("deleted")].join("\n") + "\n",
+    );
+    const db = freshSchema("human");
+    let worker: Deno.ChildProcess | undefined;
+    try {
+      const spawn = await task(
+        workspace,
+        state,
+        "libos",
+        "spawn",
+        "--goal",
+        "delete doomed.txt",
+        "--image",
+        "coding-agent:v0",
+        "--db",
+        db.url,
+        "--json",
+      );
+      assert.equal(spawn.status, 0, spawn.stdout + spawn.stderr);
+      const pid = (JSON.parse(spawn.stdout) as { process: { pid: string } }).process.pid;
+      worker = startWorker("wh", db.url, script, workspace, state, temp);
+      // The request appears in the database, decided by nobody yet.
+      let id: string | undefined;
+      const started = Date.now();
+      while (id === undefined) {
+        assert.ok(Date.now() - started < 60_000, "no request reached the database");
+        const list = await task(
+          workspace,
+          state,
+          "libos",
+          "human",
+          "list",
+          "--db",
+          db.url,
+          "--json",
+        );
+        assert.equal(list.status, 0, list.stdout + list.stderr);
+        id = (JSON.parse(list.stdout) as { requests: { id: string }[] }).requests[0]?.id;
+        if (id === undefined) await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.ok(Deno.statSync(join(workspace, "doomed.txt")).isFile, "nothing ran before approval");
+      const approve = await task(workspace, state, "libos", "human", "approve", id, "--db", db.url);
+      assert.equal(approve.status, 0, approve.stdout + approve.stderr);
+      const { code, out } = await drain(worker);
+      worker = undefined;
+      assert.equal(code, 0, out);
+      using store = PostgresStore.open({ url: db.url, readOnly: true });
+      assert.equal(store.getProcess(pid)?.status, "exited");
+      assert.throws(() => Deno.statSync(join(workspace, "doomed.txt")), Deno.errors.NotFound);
+    } finally {
+      if (worker !== undefined) {
+        try {
+          Deno.kill(-worker.pid, "SIGKILL");
+        } catch { /* it ended */ }
+        await drain(worker);
+      }
+      db.drop();
+      Deno.removeSync(root, { recursive: true });
+    }
+  },
+);

@@ -247,6 +247,7 @@ export async function grepFiles(
   let more = false;
   for (const file of found.files) {
     let content: string;
+    let isBinary = false;
     try {
       const read = await host.readText(pid, {
         path: file.call,
@@ -254,6 +255,8 @@ export async function grepFiles(
         ask: false,
       });
       content = read.content;
+      // The primitive answers a binary file by its kind, with no content.
+      isBinary = read.binary !== undefined && read.binary !== null;
       if (read.truncated) {
         stats.truncated = true;
         cutFile ??= read.path;
@@ -263,7 +266,7 @@ export async function grepFiles(
       stats.skipped++;
       continue;
     }
-    if (binary(content)) {
+    if (isBinary || binary(content)) {
       binaries++;
       continue;
     }

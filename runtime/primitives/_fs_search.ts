@@ -33,7 +33,7 @@ export interface SearchHost {
   readText(
     pid: string,
     args: { readonly path: string; readonly maxBytes?: number; readonly ask?: boolean },
-  ): Promise<{ path: string; content: string; truncated: boolean }>;
+  ): Promise<{ path: string; content: string; truncated: boolean; binary?: unknown }>;
   stat(
     pid: string,
     args: { readonly path: string; readonly ask?: boolean },

@@ -105,6 +105,9 @@ function isThenable(value: unknown): boolean {
     typeof (value as { then?: unknown }).then === "function";
 }
 
+/** Statements that only mark the transaction (they change no row and cannot conflict). */
+const MARKER = /^(BEGIN|SAVEPOINT |RELEASE )/;
+
 /** Rewrites `?` placeholders as `$1, $2, …` (no libos statement has a `?` in a literal). */
 function numbered(sql: string): string {
   let n = 0;
@@ -140,6 +143,8 @@ export class PostgresStore implements Store {
   #memo: TransactionMemo | undefined;
   /** The tail each chain reached in the open transaction: its head row, once it commits. */
   readonly #touched = new Map<string, AuditTail & { readonly time: number }>();
+  /** Event numbers taken from the sequence and not used yet. */
+  #eventSeqs: number[] = [];
 
   private constructor(
     link: PgLink,
@@ -311,9 +316,18 @@ export class PostgresStore implements Store {
           "Store.step() callbacks must be synchronous: a step may not span an await (DESIGN §6); load and record in the step, do the I/O outside it",
         );
       }
-      this.#enqueue({ sql: `RELEASE ${frame.name}`, params: [] });
-      // The step's writes reach the server now, so their failure is this step's.
-      this.#send();
+      if (frame.queued >= 0 && frame.queued === this.#queue.length - 1) {
+        // Nothing happened in the step: its savepoint is dropped unsent.
+        this.#queue.length = frame.queued;
+        this.#checks.length = frame.queued;
+        frame.queued = -1;
+        frame.established = true;
+      } else {
+        this.#enqueue({ sql: `RELEASE ${frame.name}`, params: [] });
+        // The step's writes reach the server now, so their failure is this step's. A queue of
+        // savepoint bookkeeping only cannot fail: it waits for the next round trip.
+        if (this.#checks.some((_, i) => !MARKER.test(this.#queue[i]!.sql))) this.#send();
+      }
     } catch (error) {
       this.#frames.pop();
       this.#memo = newMemo();
@@ -648,11 +662,24 @@ export class PostgresStore implements Store {
   }
 
   insertEvent(row: Omit<EventRow, "seq">): number {
-    const result = this.#writeNow(
-      "INSERT INTO events (version, session, turn, time, kind, payload) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq",
-      [row.version, row.session, row.turn, row.time, row.kind, row.payload],
+    if (this.#frames.length === 0) return this.step(() => this.insertEvent(row));
+    this.#usable();
+    // Event numbers come from the table's sequence in blocks, so an event is one queued write,
+    // not a round trip: increasing for this store, with gaps where a block is left unused.
+    if (this.#eventSeqs.length === 0) {
+      const rows = this.#send([{
+        sql:
+          "SELECT nextval(pg_get_serial_sequence('events', 'seq')) AS n FROM generate_series(1, 64)",
+        params: [],
+      }])[0]!.rows;
+      this.#eventSeqs = rows.map((r) => Number(r.n)).sort((a, b) => a - b);
+    }
+    const seq = this.#eventSeqs.shift()!;
+    this.#write(
+      "INSERT INTO events (seq, version, session, turn, time, kind, payload) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      [seq, row.version, row.session, row.turn, row.time, row.kind, row.payload],
     );
-    return Number(result.rows[0]?.seq);
+    return seq;
   }
 
   readEvents(read: EventRead): EventRow[] {
