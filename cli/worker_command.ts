@@ -18,7 +18,7 @@ import { isFinal, ProcessStatus } from "../runtime/process/process.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { MAX_PAGE } from "../runtime/store/store.ts";
 import { type Command, flagOption, integerOption, stringOption } from "./_options.ts";
-import { EXIT_FAILED, EXIT_OK, say } from "./_output.ts";
+import { EXIT_OK, say } from "./_output.ts";
 import { openRuntime } from "./_workspace.ts";
 import { chooseModel } from "./_model_choice.ts";
 import { rootFinder } from "./_run_lock.ts";
@@ -106,11 +106,15 @@ async function worker(parsed: Parameters<Command["run"]>[0], io: Parameters<Comm
   const lines = [
     `Worker ${owner}: ${report.rounds} round(s), ${report.quanta} quanta, ${report.claimed} tree(s) claimed, ${report.finished} finished.`,
     ...(report.lost.length
-      ? [`Lost the lease on ${report.lost.join(", ")} (another worker took it over); stopped.`]
+      ? [
+        `Lost the lease on ${
+          report.lost.join(", ")
+        }: it could not be renewed in time and another worker took the tree over.`,
+      ]
       : []),
   ];
   say(io, parsed, runtime.location.path, { ...report }, lines.join("\n"));
-  return report.lost.length ? EXIT_FAILED : EXIT_OK;
+  return EXIT_OK;
 }
 
 interface RoundOptions {
@@ -128,6 +132,11 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
   const { store, clock } = runtime;
   /** Every tree this worker holds a lease on, and whether a round is running it now. */
   const held = new Map<string, boolean>();
+  /** The round running each tree, to stop when its lease is lost. */
+  const cutters = new Map<string, AbortController>();
+  const rootOf = rootFinder(runtime);
+  /** When the claiming loop is due to look again (another worker's lease lapses). */
+  const nextLapse = { at: Number.POSITIVE_INFINITY };
   const rounds = new Set<Promise<void>>();
   const lost = new AbortController();
   const wake: { poke: (() => void) | undefined } = { poke: undefined };
@@ -163,14 +172,19 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
       renewedAt = at;
       const gone = [...held.keys()].filter((root) => !still.has(root));
       if (gone.length > 0) {
+        // Another worker took these trees (this one could not renew in time): they are its now.
+        // The rounds running them stop at once; this worker goes on with the rest.
         o.report.lost.push(...gone);
-        lost.abort(
-          new LibosError(
-            "lease_lost",
-            "runtime",
-            `Worker ${o.owner} lost its lease on ${gone.join(", ")}: another worker runs them now`,
-          ),
-        );
+        for (const root of gone) {
+          held.delete(root);
+          cutters.get(root)?.abort(
+            new LibosError(
+              "lease_lost",
+              "runtime",
+              `Worker ${o.owner} lost its lease on ${root}: another worker runs it now`,
+            ),
+          );
+        }
         poke();
       }
     } catch (error) {
@@ -185,12 +199,15 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
    * heartbeat, so a lease older than a third of its life is renewed here first; a lost one
    * admits nothing (the worker is stopping).
    */
-  const admit = () => {
+  const admit = (pid: string) => {
     if (!lost.signal.aborted && clock.now() - renewedAt > o.ttl / 3) renew();
-    return !lost.signal.aborted && clock.now() - renewedAt < (2 * o.ttl) / 3;
+    // Busy rounds may starve timers too: a lapse due now wakes the claiming loop from here.
+    if (clock.now() >= nextLapse.at) wake.poke?.();
+    const root = rootOf(pid);
+    return !lost.signal.aborted && root !== null && held.has(root) &&
+      clock.now() - renewedAt < (2 * o.ttl) / 3;
   };
   const executor = executorFor(runtime, o.model);
-  const rootOf = rootFinder(runtime);
 
   /**
    * One round over `roots`: recovered as a restart would recover them (nothing of theirs is in
@@ -198,7 +215,12 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
    * side by side, so a tree taken over from a dead worker starts at once.
    */
   const startRound = (roots: readonly string[]) => {
-    for (const root of roots) held.set(root, true);
+    const cut = new AbortController();
+    const stopped = AbortSignal.any([lost.signal, cut.signal]);
+    for (const root of roots) {
+      held.set(root, true);
+      cutters.set(root, cut);
+    }
     const mine = new Set(roots);
     const round = (async () => {
       using scheduler = runtime.scheduler(executor, {
@@ -210,11 +232,13 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
         },
       });
       scheduler.recover();
-      const ran = await scheduler.runUntilIdle({ signal: lost.signal, drain: o.stop });
+      const ran = await scheduler.runUntilIdle({ signal: stopped, drain: o.stop });
       o.report.quanta += ran.quanta;
       o.report.rounds++;
       for (const root of mine) {
         if (lost.signal.aborted) break;
+        if (cutters.get(root) === cut) cutters.delete(root);
+        if (!held.has(root)) continue; // lost to another worker
         if (isFinal(runtime.processes.get(root).status)) {
           store.releaseLease(o.owner, root);
           held.delete(root);
@@ -228,6 +252,8 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
       if (!lost.signal.aborted) lost.abort(error);
     }).finally(() => {
       rounds.delete(round);
+      // A round cut short by a lost lease leaves its other trees idle: run them again now.
+      if (cut.signal.aborted) poked.external = true;
       poke();
     });
   };
@@ -237,6 +263,8 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
       poked.flag = false;
       // A dead worker's trees first, even when this one is busy (up to twice --max-trees):
       // they may have been mid-quantum, and their humans wait; then new work, up to capacity.
+      // Holding nothing, every lease claimed now is as fresh as now.
+      if (held.size === 0) renewedAt = clock.now();
       for (const lapsedOnly of [true, false]) {
         const room = (lapsedOnly ? 2 * o.maxTrees : o.maxTrees) - held.size;
         if (room <= 0) continue;
@@ -252,7 +280,9 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
       poked.external = false;
       if (o.untilIdle && held.size === 0 && rounds.size === 0 && !anyLive(runtime)) break;
       if (poked.flag) continue;
-      await pause(untilNextLapse(runtime, o.owner, o.ttl), o.stop, wake);
+      const sleep = untilNextLapse(runtime, o.owner, o.ttl);
+      nextLapse.at = clock.now() + sleep;
+      await pause(sleep, o.stop, wake);
     }
   } finally {
     clearInterval(heartbeat);
@@ -271,7 +301,7 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
       }
     }
   }
-  if (lost.signal.aborted && o.report.lost.length === 0) throw lost.signal.reason;
+  if (lost.signal.aborted) throw lost.signal.reason;
 }
 
 /** Whether any process is still live. */
@@ -303,7 +333,8 @@ is run by one worker at a time). It claims trees no one holds, recovers them as 
 until idle, and releases the ones that finished. Idle, it sleeps until another connection
 commits (LISTEN/NOTIFY), or another worker's lease lapses. Leases last --lease-ttl ms (default
 10000) and are renewed every third of that; a worker that dies loses its trees to another within
-the TTL. --until-idle exits once no live process remains; SIGINT or SIGTERM stop it gently (the
+the TTL, and one that could not renew in time drops the trees another took (their quanta stop at
+once) and goes on with the rest. --until-idle exits once no live process remains; SIGINT or SIGTERM stop it gently (the
 trees it held are released at once). MODEL: openai:MODEL, or replay-each:FILE.jsonl (each process
 follows the script by its own turn count). Asks wait for a human (--human queue, the default):
 "libos human list" and "libos human approve ID" from any machine on the same database decide

@@ -144,7 +144,7 @@ Deno.test("libos agent: usage errors exit 2 with a message that says what to do,
     ],
     [
       ["agent", "--goal", "x", "--model", "claude:opus"],
-      /--model must be replay:FILE.jsonl, openai or openai:MODEL/,
+      /--model must be replay:FILE.jsonl, replay-each:FILE.jsonl, openai or openai:MODEL/,
     ],
     // The default model is an OpenAI-compatible endpoint: unconfigured, it says how to configure it.
     [["agent", "--goal", "x"], /No model is configured: pass --model openai:MODEL .* OPENAI_MODEL/],
