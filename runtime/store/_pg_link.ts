@@ -7,6 +7,7 @@
  */
 import {
   HEADER_BYTES,
+  type NumberedRequest,
   type PgEvent,
   type PgReply,
   type PgRequest,
@@ -182,9 +183,22 @@ function exchange(
   waitMs: number,
   decoder: TextDecoder,
 ): PgReply {
+  // Numbered: an answer written for an earlier request is never read as this one's.
+  const n = (Atomics.load(header, SLOT.request) + 1) | 0 || 1;
   Atomics.store(header, SLOT.state, 0);
-  worker.postMessage(request);
-  const outcome = Atomics.wait(header, SLOT.state, 0, waitMs);
+  const numbered: NumberedRequest = { ...request, n };
+  worker.postMessage(numbered);
+  const deadline = performance.now() + waitMs;
+  let outcome: "ok" | "timed-out" = "ok";
+  for (;;) {
+    const seen = Atomics.load(header, SLOT.request);
+    if (seen === n) break;
+    const left = deadline - performance.now();
+    if (left <= 0 || Atomics.wait(header, SLOT.request, seen, left) === "timed-out") {
+      outcome = Atomics.load(header, SLOT.request) === n ? "ok" : "timed-out";
+      break;
+    }
+  }
   if (outcome === "timed-out") {
     return {
       ok: false,

@@ -26,10 +26,12 @@ export const SLOT = {
   version: 2,
   /** 1 once the listener connection failed (the counter can no longer be trusted). */
   listenerLost: 3,
+  /** The number of the request the answer belongs to. */
+  request: 4,
 } as const;
 
 /** Bytes of the header before the answer. */
-export const HEADER_BYTES = 16;
+export const HEADER_BYTES = 32;
 
 /** One statement of a batch. */
 export interface PgStatement {
@@ -53,6 +55,9 @@ export type PgRequest =
   | { readonly kind: "sync" }
   | { readonly kind: "close" };
 
+/** A request as posted: numbered, so an answer is never taken for another request's. */
+export type NumberedRequest = PgRequest & { readonly n: number };
+
 /** One statement's answer: its rows and how many rows it changed. */
 export interface PgResult {
   readonly rows: Record<string, string | number | boolean | null>[];
@@ -75,7 +80,7 @@ export type PgReply =
 
 /** The members of the worker's global scope this file uses. */
 interface WorkerScope {
-  onmessage: ((event: MessageEvent<PgRequest>) => void) | null;
+  onmessage: ((event: MessageEvent<NumberedRequest>) => void) | null;
   postMessage(message: PgEvent): void;
 }
 
@@ -111,6 +116,8 @@ export function serve(scope: WorkerScope): void {
   let listener: Sql | undefined;
   let backend = 0;
   let secrets: string[] = [];
+  /** The request being answered. */
+  let current = 0;
   const encoder = new TextEncoder();
 
   const answer = (reply: PgReply) => {
@@ -134,7 +141,9 @@ export function serve(scope: WorkerScope): void {
     new Uint8Array(buffer, HEADER_BYTES, bytes.length).set(bytes);
     Atomics.store(header, SLOT.length, bytes.length);
     Atomics.store(header, SLOT.state, 1);
-    Atomics.notify(header, SLOT.state);
+    // Written last: the waiting thread reads the answer once this names its request.
+    Atomics.store(header, SLOT.request, current);
+    Atomics.notify(header, SLOT.request);
   };
 
   const failure = (error: unknown, index: number): PgReply => {
@@ -235,6 +244,7 @@ export function serve(scope: WorkerScope): void {
 
   scope.onmessage = (event) => {
     const request = event.data;
+    current = request.n;
     const work = request.kind === "open"
       ? open(request)
       : request.kind === "run"

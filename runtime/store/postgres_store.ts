@@ -248,6 +248,14 @@ export class PostgresStore implements Store {
       }
       throw pgStoreFailure(error, this.location);
     }
+    if (results.length !== batch.length) {
+      throw this.#lost(
+        new StoreError(
+          "store_failed",
+          `PostgreSQL answered ${results.length} of ${batch.length} statements`,
+        ),
+      );
+    }
     for (const frame of queued) {
       frame.established = true;
       frame.queued = -1;
