@@ -7,9 +7,6 @@
  * - **workers**: quanta per second of 1, 2 and 4 `libos worker` processes (through the launcher)
  *   running 300 scripted agents of 3 turns (two file writes, an answer), beside one worker on
  *   SQLite; wall time from start to the last worker's exit, launcher start included.
- * - **human**: approve→resume across processes: a worker holds a process waiting on a human; the
- *   bench approves from its own runtime (another connection) and measures until the process has
- *   run its approved delete and exited (the worker wakes on LISTEN/NOTIFY).
  *
  * @module
  */
@@ -135,7 +132,7 @@ function launcher(args: readonly string[], cwd: string, state: string): Deno.Com
     cwd,
     env: { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", XDG_STATE_HOME: state, HOME: state },
     stdout: "piped",
-    stderr: "piped",
+    stderr: Deno.env.get("LIBOS_BENCH_DEBUG") ? "inherit" : "piped",
   });
 }
 
@@ -204,75 +201,6 @@ function workersCase(k: number, engine: "postgres" | "sqlite"): BenchCase {
   };
 }
 
-const HUMAN_ROUNDS = 10;
-
-const humanCase: BenchCase = {
-  group: "workers: human",
-  name: "approve→resume across processes (PostgreSQL)",
-  async run() {
-    using dir = benchDir();
-    const workspace = join(dir.path, "ws");
-    const state = join(dir.path, "state");
-    Deno.mkdirSync(workspace);
-    const script = join(dir.path, "del.jsonl");
-    Deno.writeTextFileSync(
-      script,
-      [
-        {
-          type: "model_turn",
-          tool_calls: [{ name: "delete_file", arguments: { path: "doomed.txt" } }],
-        },
-        { type: "model_turn", content: "deleted" },
-      ].map((t) => JSON.stringify(t)).join("\n") + "\n",
-    );
-    await using cluster = await startCluster();
-    const db = `${cluster.url}?schema=human`;
-    await using runtime = await createRuntime({
-      db,
-      workspace,
-      human: "queue",
-      env: { get: (n) => (n === "XDG_STATE_HOME" ? state : undefined) },
-    });
-    const worker = launcher(
-      ["worker", "--db", db, "--model", `replay-each:${script}`, "--name", "wh"],
-      workspace,
-      state,
-    ).spawn();
-    const latencies: number[] = [];
-    try {
-      for (let i = 0; i < HUMAN_ROUNDS; i++) {
-        Deno.writeTextFileSync(join(workspace, "doomed.txt"), "bye\n");
-        const p = runtime.processes.spawn({ goal: `delete ${i}`, image: "coding-agent:v0" });
-        runtime.store.flush();
-        let id: string | undefined;
-        for (let wait = 0; id === undefined; wait++) {
-          if (wait > 30_000) throw new Error("no request reached the database");
-          id = runtime.human.list({ statuses: ["pending"] }).find((r) => r.pid === p.pid)?.id;
-          if (id === undefined) await new Promise((r) => setTimeout(r, 5));
-        }
-        const t = performance.now();
-        runtime.human.approve(id, { by: "human:bench" });
-        runtime.store.flush();
-        while (runtime.store.getProcess(p.pid)?.status !== "exited") {
-          if (performance.now() - t > 30_000) throw new Error("the worker did not resume");
-          await new Promise((r) => setTimeout(r, 2));
-        }
-        latencies.push(performance.now() - t);
-      }
-    } finally {
-      worker.kill("SIGTERM");
-      await worker.output();
-    }
-    return {
-      ops: HUMAN_ROUNDS,
-      seconds: latencies.reduce((a, b) => a + b, 0) / 1000,
-      latenciesMs: latencies,
-      note:
-        "from the approval's commit to the resumed process's exit (its delete done), polled every 2 ms",
-    };
-  },
-};
-
 /** The cases of this file. */
 export const CASES: readonly BenchCase[] = [
   leaseCase(1, "sqlite"),
@@ -283,5 +211,4 @@ export const CASES: readonly BenchCase[] = [
   workersCase(1, "postgres"),
   workersCase(2, "postgres"),
   workersCase(4, "postgres"),
-  humanCase,
 ];
