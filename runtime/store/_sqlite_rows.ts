@@ -10,6 +10,7 @@ import {
   type CapabilityRow,
   type HumanRequestRow,
   type ImageRow,
+  type LeaseRow,
   type LinkRow,
   MAX_PAGE,
   type ObjectRow,
@@ -153,5 +154,16 @@ export function retainedRow(r: Row): RetainedRow {
     objects: Number(r.objects),
     bytes: Number(r.bytes),
     removed: r.removed === null || r.removed === undefined ? null : Number(r.removed),
+  };
+}
+
+/** Maps a `leases` row. */
+export function leaseRow(r: Row): LeaseRow {
+  return {
+    root: String(r.root),
+    owner: String(r.owner),
+    expires: Number(r.expires),
+    claimed: Number(r.claimed),
+    generation: Number(r.generation),
   };
 }

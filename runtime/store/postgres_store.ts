@@ -28,6 +28,7 @@ import {
   clampLimit,
   humanRequestRow,
   imageRow,
+  leaseRow,
   linkRow,
   objectRow,
   processRow,
@@ -1133,13 +1134,7 @@ export class PostgresStore implements Store {
 
   listLeases(limit: number): LeaseRow[] {
     return this.#all("SELECT * FROM leases ORDER BY root LIMIT ?", [clampLimit(limit)]).map(
-      (r) => ({
-        root: String(r.root),
-        owner: String(r.owner),
-        expires: Number(r.expires),
-        claimed: Number(r.claimed),
-        generation: Number(r.generation),
-      }),
+      leaseRow,
     );
   }
 }

@@ -19,6 +19,7 @@ import {
   clampLimit,
   humanRequestRow,
   imageRow,
+  leaseRow,
   linkRow,
   objectRow,
   processRow,
@@ -1016,13 +1017,7 @@ export class SqliteStore implements Store {
   listLeases(limit: number): LeaseRow[] {
     this.#usable();
     return this.#stmt("SELECT * FROM leases ORDER BY root LIMIT ?").all(clampLimit(limit)).map(
-      (r) => ({
-        root: String(r.root),
-        owner: String(r.owner),
-        expires: Number(r.expires),
-        claimed: Number(r.claimed),
-        generation: Number(r.generation),
-      }),
+      leaseRow,
     );
   }
 }
