@@ -4,6 +4,10 @@
  *
  * - **leases**: lease claims per second by 1, 2 and 4 claimer processes racing for 20,000 trees
  *   (50 per claim, `FOR UPDATE SKIP LOCKED`), beside one claimer on SQLite. Target ≥ 2,000/s.
+ * - **approve→resume**: two workers run agents that each ask a human once; this process, a third
+ *   one on the same database, approves one request at a time; latency is from the approval's
+ *   commit to the owning worker's action row (the woken worker claimed, resumed and began the
+ *   approved effect).
  * - **workers**: quanta per second of 1, 2 and 4 `libos worker` processes (through the launcher)
  *   running 300 scripted agents of 3 turns (two file writes, an answer), beside one worker on
  *   SQLite; wall time from start to the last worker's exit, launcher start included.
@@ -130,7 +134,14 @@ function launcher(args: readonly string[], cwd: string, state: string): Deno.Com
   return new Deno.Command(Deno.execPath(), {
     args: ["task", "--quiet", `--config=${join(REPO, "deno.json")}`, "libos", ...args],
     cwd,
-    env: { DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1", XDG_STATE_HOME: state, HOME: state },
+    // INIT_CWD names the workspace for the launcher; `deno task bench` sets it to the repository.
+    env: {
+      DENO_NO_UPDATE_CHECK: "1",
+      NO_COLOR: "1",
+      XDG_STATE_HOME: state,
+      HOME: state,
+      INIT_CWD: cwd,
+    },
     stdout: "piped",
     stderr: Deno.env.get("LIBOS_BENCH_DEBUG") ? "inherit" : "piped",
   });
@@ -201,6 +212,111 @@ function workersCase(k: number, engine: "postgres" | "sqlite"): BenchCase {
   };
 }
 
+const ASKERS = 40;
+
+function approveResumeCase(): BenchCase {
+  return {
+    group: "workers: approve→resume",
+    name: "PostgreSQL, 2 workers, approval from a third process",
+    async run() {
+      using dir = benchDir();
+      const workspace = join(dir.path, "ws");
+      const state = join(dir.path, "state");
+      Deno.mkdirSync(workspace);
+      const script = join(dir.path, "script.jsonl");
+      // Each agent asks for a standing permission, then answers: the process waits for a human.
+      const ask = {
+        name: "request_permission",
+        arguments: {
+          resource: { type: "net", key: "example.com", scope: "exact" },
+          rights: ["connect"],
+          reason: "the bench",
+        },
+      };
+      Deno.writeTextFileSync(
+        script,
+        [{ type: "model_turn", tool_calls: [ask] }, { type: "model_turn", content: "done" }]
+          .map((t) => JSON.stringify(t)).join("\n") + "\n",
+      );
+      await using cluster = await startCluster();
+      const db = `${cluster.url}?schema=approve_${Date.now()}`;
+      await using runtime = await createRuntime({
+        db,
+        workspace,
+        env: { get: (n) => (n === "XDG_STATE_HOME" ? state : undefined) },
+      });
+      for (let i = 0; i < ASKERS; i++) {
+        runtime.processes.spawn({ goal: `asker ${i}`, image: "coding-agent:v0" });
+      }
+      using reader = PostgresStore.open({ url: db, readOnly: true });
+      const workers = [0, 1].map((i) =>
+        launcher(
+          [
+            "worker",
+            "--db",
+            db,
+            "--model",
+            `replay-each:${script}`,
+            "--until-idle",
+            "--name",
+            `w${i}`,
+          ],
+          workspace,
+          state,
+        ).spawn()
+      );
+      const deadline = Date.now() + 120_000;
+      const waitFor = async <T>(what: string, probe: () => T | undefined): Promise<T> => {
+        for (;;) {
+          const found = probe();
+          if (found !== undefined) return found;
+          if (Date.now() > deadline) {
+            for (const worker of workers) worker.kill("SIGKILL");
+            throw new Error(`approve→resume: timed out waiting for ${what}`);
+          }
+          await new Promise((r) => setTimeout(r, 1));
+        }
+      };
+      const latencies: number[] = [];
+      const startedAll = performance.now();
+      for (let done = 0; done < ASKERS; done++) {
+        const request = await waitFor(
+          "a pending request",
+          () => reader.listHumanRequests({ statuses: ["pending"], limit: 1 })[0],
+        );
+        runtime.human.approve(request.id, { by: "human:bench" });
+        const approved = Date.now();
+        // The owning worker wakes on the notification, claims the tree, resumes the process and
+        // hands it the permission: its `tool.result` event is stamped then (one clock, one host).
+        const resumed = await waitFor(
+          "the worker to resume the process",
+          () =>
+            reader.readEvents({ after: 0, kinds: ["tool.result"], limit: 10_000 }).find((e) =>
+              (JSON.parse(e.payload) as { pid?: string }).pid === request.pid
+            ),
+        );
+        latencies.push(Math.max(0, resumed.time - approved));
+      }
+      const seconds = (performance.now() - startedAll) / 1000;
+      for (const worker of workers) {
+        const out = await worker.output();
+        if (!out.success) {
+          throw new Error(
+            new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr),
+          );
+        }
+      }
+      return {
+        ops: latencies.length,
+        seconds,
+        latenciesMs: latencies,
+        note:
+          `${ASKERS} agents asking once, approved one at a time by another process; latency = approval committed → the owning worker handed the process its answer (tool.result)`,
+      };
+    },
+  };
+}
+
 /** The cases of this file. */
 export const CASES: readonly BenchCase[] = [
   leaseCase(1, "sqlite"),
@@ -211,4 +327,5 @@ export const CASES: readonly BenchCase[] = [
   workersCase(1, "postgres"),
   workersCase(2, "postgres"),
   workersCase(4, "postgres"),
+  approveResumeCase(),
 ];
