@@ -42,6 +42,7 @@ import type { InheritScope } from "../authority/delegation.ts";
 import { explained } from "../authority/authority.ts";
 import { recordedExplanation } from "../authority/explain.ts";
 import type { ImageRegistry } from "./image_registry.ts";
+import { parameterNames, resolveAliases } from "./_arg_aliases.ts";
 import { type Budgets, isFinal, processSummary } from "../process/process.ts";
 import type { ProcessManager } from "../process/process_manager.ts";
 import { type Redactor, redactor } from "../base/redaction.ts";
@@ -407,15 +408,21 @@ export class ToolBroker {
       });
     }
     this.#o.processes.chargeToolCall(pid);
-    const parsed = tool.args.safeParse(call.arguments);
-    if (!parsed.success) {
+    // The names models send for ours (file_path, oldString, …) become ours before validation.
+    const aliased = resolveAliases(tool.args, call.arguments);
+    if (!aliased.ok) {
       this.#audit(pid, "tool.invoke", name, "deny", "invalid_arguments");
-      const issue = parsed.error.issues[0];
       return this.#failed({
         code: "invalid_arguments",
-        message: `Invalid arguments for ${name}${
-          issue?.path.length ? ` at ${issue.path.map(String).join(".")}` : ""
-        }: ${issue?.message ?? "invalid"}; see the tool's parameters`,
+        message: `Invalid arguments for ${name}: ${aliased.message}`,
+      });
+    }
+    const parsed = tool.args.safeParse(aliased.args);
+    if (!parsed.success) {
+      this.#audit(pid, "tool.invoke", name, "deny", "invalid_arguments");
+      return this.#failed({
+        code: "invalid_arguments",
+        message: argumentsRefusal(name, tool.args, parsed.error.issues[0], aliased.args),
       });
     }
     // 2. Authority: whatever the tool does goes through the primitives in its context.
@@ -425,6 +432,7 @@ export class ToolBroker {
     this.#audit(pid, "tool.invoke", name, "allow", "tool_table", {
       origin: tool.origin,
       ...(callId ? { call: callId } : {}),
+      ...(aliased.renamed.length > 0 ? { renamed: aliased.renamed.join(", ") } : {}),
     });
     const live = { settled: false };
     const { args, stated } = withoutJustification(tool, parsed.data);
@@ -779,4 +787,45 @@ export class ToolBroker {
       },
     };
   }
+}
+
+/**
+ * A refusal of a call's arguments that says what to send instead: an unknown parameter is named
+ * with the ones the tool takes, a missing one by name.
+ */
+function argumentsRefusal(
+  name: string,
+  schema: z.ZodType,
+  issue: z.core.$ZodIssue | undefined,
+  args: unknown,
+): string {
+  const at = issue?.path.length ? ` at ${issue.path.map(String).join(".")}` : "";
+  const takes = parameterNames(schema);
+  if (issue?.code === "unrecognized_keys") {
+    const keys = issue.keys.map((k) => JSON.stringify(k)).join(", ");
+    return `Invalid arguments for ${name}${at}: it takes no ${keys}${
+      issue.path.length === 0 && takes.length > 0 ? `; its parameters are ${takes.join(", ")}` : ""
+    }; call it again with those names`;
+  }
+  if (
+    issue?.code === "invalid_type" && issue.path.length > 0 &&
+    valueAt(args, issue.path) === undefined
+  ) {
+    return `Invalid arguments for ${name}${at}: required and not given${
+      takes.length > 0 ? ` (its parameters are ${takes.join(", ")})` : ""
+    }; call it again with it`;
+  }
+  return `Invalid arguments for ${name}${at}: ${
+    issue?.message ?? "invalid"
+  }; see the tool's parameters`;
+}
+
+/** The value at `path` in a call's arguments (undefined where there is none). */
+function valueAt(args: unknown, path: readonly PropertyKey[]): unknown {
+  let current: unknown = args;
+  for (const key of path) {
+    if (typeof current !== "object" || current === null) return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
 }
