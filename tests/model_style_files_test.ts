@@ -14,82 +14,38 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { JsonValue } from "../runtime/base/canonical_json.ts";
-import { HumanPendingError } from "../runtime/base/errors.ts";
-import type { HumanDecision, HumanPrompt } from "../runtime/human/human_channel.ts";
-import { createRuntime, type Runtime } from "../runtime/runtime.ts";
+import type { HumanDecision } from "../runtime/human/human_channel.ts";
 import type { ToolResult } from "../runtime/broker/tool_broker.ts";
 import { sandbox } from "./_cli_sandbox.ts";
 import { call, final, yesRun } from "./agent_fixture.ts";
-
-const NEVER = new AbortController().signal;
+import {
+  approveAndResume,
+  exists,
+  grantFs,
+  parked,
+  replayScript,
+  type ToolFixture as Fixture,
+  toolFixture,
+  tree,
+} from "./model_style_fixture.ts";
 
 // ---------------------------------------------------------------- fixture
 
-interface Fixture extends AsyncDisposable {
-  readonly runtime: Runtime;
-  /** The workspace (real path). */
-  readonly ws: string;
-  /** A directory beside the workspace, outside it. */
-  readonly outside: string;
-  readonly pid: string;
-  /** What the human was shown, one entry per prompt. */
-  readonly prompted: string[];
-  /** Calls a tool as the agent does (through the broker). */
-  call(tool: string, args: Record<string, unknown>): Promise<ToolResult>;
-  at(path: string): string;
-}
-
-/** A runtime whose process has the coding agent's file tools; its human answers from `answers`. */
-async function fixture(
-  answers: HumanDecision[] = [],
+/**
+ * A runtime whose process has the coding agent's file tools; its human answers from `answers`.
+ * Full-access mode: deletes ask in workspace-write, and these tests are about what the tools do
+ * once allowed.
+ */
+function fixture(
+  answers: readonly HumanDecision[] = [],
   human: "interactive" | "queue" = "interactive",
 ): Promise<Fixture> {
-  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-model-files-" }));
-  const ws = join(root, "ws");
-  const outside = join(root, "outside");
-  Deno.mkdirSync(ws);
-  Deno.mkdirSync(outside);
-  const prompted: string[] = [];
-  const prompt: HumanPrompt = {
-    decide(_request, rendered) {
-      prompted.push(rendered);
-      return Promise.resolve(answers.shift() ?? { type: "reject", reason: "no" });
-    },
-  };
-  let runtime: Runtime;
-  try {
-    runtime = await createRuntime({
-      workspace: ws,
-      db: ":memory:",
-      // Deletes ask in workspace-write; these tests are about what the tools do once allowed.
-      mode: "full-access",
-      human,
-      prompt,
-      wall: false,
-    });
-  } catch (error) {
-    Deno.removeSync(root, { recursive: true });
-    throw error;
-  }
-  const pid = runtime.processes.spawn({ goal: "g", image: "coding-agent:v0" }).pid;
-  let n = 0;
-  return {
-    runtime,
-    ws,
-    outside,
-    pid,
-    prompted,
-    call: (name, args) =>
-      runtime.tools.invoke(pid, { id: `call_${++n}`, name, arguments: args }, NEVER),
-    at: (path) => join(ws, path),
-    async [Symbol.asyncDispose]() {
-      try {
-        await runtime.close();
-      } finally {
-        Deno.removeSync(root, { recursive: true });
-      }
-    },
-  };
+  return toolFixture({
+    prefix: "libos-model-files-",
+    human,
+    answers,
+    spawn: { image: "coding-agent:v0" },
+  });
 }
 
 /** What the model reads of a result: an ok value's content and note, or the refusal. */
@@ -98,38 +54,6 @@ function shown(result: ToolResult): string {
   const v = result.value as Record<string, JsonValue>;
   return [typeof v.content === "string" ? v.content : "", JSON.stringify({ ...v, content: null })]
     .join("\n");
-}
-
-/** Asserts the call parked its process on a human (queue mode: the broker passes that on). */
-async function parks(call: Promise<ToolResult>): Promise<void> {
-  const error = await call.then((r) => r, (e: unknown) => e);
-  assert.ok(error instanceof HumanPendingError, `parked, not ${JSON.stringify(error)}`);
-}
-
-function exists(path: string): boolean {
-  try {
-    Deno.lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Every path under `dir` with its content (or "<dir>"/"<link>"), for "nothing changed". */
-function snapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (d: string) => {
-    for (const e of Deno.readDirSync(d)) {
-      const p = join(d, e.name);
-      if (e.isSymlink) out[p] = `<link ${Deno.readLinkSync(p)}>`;
-      else if (e.isDirectory) {
-        out[p] = "<dir>";
-        walk(p);
-      } else out[p] = Deno.readTextFileSync(p);
-    }
-  };
-  walk(dir);
-  return out;
 }
 
 const TEN = Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
@@ -550,13 +474,7 @@ Deno.test("fs.read_text, the syscall twin, takes offset and limit and returns ra
 Deno.test("edit_file with several edits under an ask policy: one approval, showing one diff with every change; once approved all apply together", async () => {
   await using f = await fixture([{ type: "approve" }]);
   seed(f);
-  f.runtime.authority.capabilities.grant({
-    subject: f.pid,
-    resource: { type: "fs", path: "src", scope: "subtree" },
-    rights: ["write"],
-    effect: "ask",
-    issuer: "operator",
-  }, "operator");
+  grantFs(f, "src", "subtree", "ask");
   const result = await f.call("edit_file", {
     path: "src/app.ts",
     edits: [
@@ -580,8 +498,8 @@ Deno.test("edit_file with several edits under an ask policy: one approval, showi
 Deno.test("write_text_file attack: a missing parent reached through a symlinked directory that leads outside is refused, and nothing is created anywhere", async () => {
   await using f = await fixture();
   Deno.symlinkSync(f.outside, f.at("escape"));
-  const before = snapshot(f.outside);
-  const wsBefore = snapshot(f.ws);
+  const before = tree(f.outside);
+  const wsBefore = tree(f.ws);
   for (const path of ["escape/new/deep/x.txt", "escape/x.txt", "$WS/escape/new/x.txt"]) {
     const result = await f.call("write_text_file", {
       path: path.replace("$WS", f.ws),
@@ -590,32 +508,50 @@ Deno.test("write_text_file attack: a missing parent reached through a symlinked 
     assert.ok(!result.ok, `refused: ${path}`);
     assert.equal(result.error.code, "outside_workspace", result.error.message);
   }
-  assert.deepEqual(snapshot(f.outside), before, "nothing was created outside");
-  assert.deepEqual(snapshot(f.ws), wsBefore, "nothing was created inside either");
+  assert.deepEqual(tree(f.outside), before, "nothing was created outside");
+  assert.deepEqual(tree(f.ws), wsBefore, "nothing was created inside either");
   const allowed = f.runtime.audit.query({ pid: f.pid })
     .filter((r) => r.action === "fs.write" && r.decision === "allow");
   assert.deepEqual(allowed, [], "no write was allowed");
 });
 
-Deno.test("write_text_file attack: a missing parent that is protected (.libos) asks the human; rejected, no directory is created", async () => {
-  await using f = await fixture([{ type: "reject", reason: "no" }]);
-  const result = await f.call("write_text_file", { path: ".libos/hooks/run.sh", content: "x" });
-  assert.ok(!result.ok, shown(result));
-  assert.equal(f.prompted.length, 1, "the human was asked once, for the whole write");
-  assert.match(f.prompted[0]!, /\.libos/);
-  assert.ok(!exists(f.at(".libos")), "the protected directory was not created");
-});
-
-Deno.test("write_text_file attack: a secret-bearing file in a new directory asks; rejected, not even the directory is created", async () => {
-  await using f = await fixture([{ type: "reject", reason: "no" }]);
-  const result = await f.call("write_text_file", {
+const ASKS_NOTHING_CREATED: readonly {
+  readonly name: string;
+  readonly path: string;
+  readonly content: string;
+  /** What the human is shown. */
+  readonly shows: RegExp;
+  /** The directory the write would have created first. */
+  readonly missing: string;
+}[] = [
+  {
+    name:
+      "a missing parent that is protected (.libos) asks the human; rejected, no directory is created",
+    path: ".libos/hooks/run.sh",
+    content: "x",
+    shows: /\.libos/,
+    missing: ".libos",
+  },
+  {
+    name:
+      "a secret-bearing file in a new directory asks; rejected, not even the directory is created",
     path: "deploy/prod/.env.production",
     content: "TOKEN=x",
+    shows: /deploy\/prod\/\.env\.production/,
+    missing: "deploy",
+  },
+];
+
+for (const row of ASKS_NOTHING_CREATED) {
+  Deno.test(`write_text_file attack: ${row.name}`, async () => {
+    await using f = await fixture([{ type: "reject", reason: "no" }]);
+    const result = await f.call("write_text_file", { path: row.path, content: row.content });
+    assert.ok(!result.ok, shown(result));
+    assert.equal(f.prompted.length, 1, "the human was asked once, for the whole write");
+    assert.match(f.prompted[0]!, row.shows);
+    assert.ok(!exists(f.at(row.missing)), `${row.missing} was not created`);
   });
-  assert.ok(!result.ok, shown(result));
-  assert.equal(f.prompted.length, 1);
-  assert.ok(!exists(f.at("deploy")), "no directory was created for a write that was refused");
-});
+}
 
 Deno.test("read_text_file attack: an offset past the end of a secret-bearing file does not tell its line count before a human allows the read", async () => {
   await using f = await fixture([{ type: "reject", reason: "no" }]);
@@ -639,11 +575,9 @@ Deno.test("write_text_file: a protected missing parent approved by the human is 
 
 Deno.test("write_text_file in queue mode: a write that must create a protected parent parks; once approved it runs, creating the directories then", async () => {
   await using f = await fixture([], "queue");
-  await parks(f.call("write_text_file", { path: ".libos/notes/a.txt", content: "ok" }));
+  const id = await parked(f.call("write_text_file", { path: ".libos/notes/a.txt", content: "ok" }));
   assert.ok(!exists(f.at(".libos")), "nothing is created while it waits");
-  const [request] = f.runtime.human.list();
-  f.runtime.human.approve(request!.id, { by: "human:test" });
-  const resolution = await f.runtime.human.resume(f.pid, request!.id, NEVER);
+  const resolution = await approveAndResume(f, id);
   assert.equal(resolution.type, "outcome");
   assert.ok(resolution.type === "outcome" && resolution.outcome.ok, JSON.stringify(resolution));
   assert.equal(Deno.readTextFileSync(f.at(".libos/notes/a.txt")), "ok");
@@ -651,27 +585,19 @@ Deno.test("write_text_file in queue mode: a write that must create a protected p
 
 Deno.test("write_text_file attack: a parent swapped for a symlink leading outside while the write waits for approval is refused when the approval is used; nothing is created outside", async () => {
   await using f = await fixture([], "queue");
-  await parks(f.call("write_text_file", { path: ".libos/notes/a.txt", content: "ok" }));
+  const id = await parked(f.call("write_text_file", { path: ".libos/notes/a.txt", content: "ok" }));
   // Meanwhile the missing parent appears — as a symlink to a directory outside the workspace.
   Deno.symlinkSync(f.outside, f.at(".libos"));
-  const before = snapshot(f.outside);
-  const [request] = f.runtime.human.list();
-  f.runtime.human.approve(request!.id, { by: "human:test" });
-  const resolution = await f.runtime.human.resume(f.pid, request!.id, NEVER);
+  const before = tree(f.outside);
+  const resolution = await approveAndResume(f, id);
   assert.ok(resolution.type === "outcome" && !resolution.outcome.ok, JSON.stringify(resolution));
   assert.equal(resolution.outcome.error.code, "outside_workspace");
-  assert.deepEqual(snapshot(f.outside), before, "nothing was created outside");
+  assert.deepEqual(tree(f.outside), before, "nothing was created outside");
 });
 
 Deno.test("write_text_file attack: one denied parent refuses the whole write before any directory is created (decide all, then create)", async () => {
   await using f = await fixture();
-  f.runtime.authority.capabilities.grant({
-    subject: f.pid,
-    resource: { type: "fs", path: "gen/locked", scope: "subtree" },
-    rights: ["write"],
-    effect: "deny",
-    issuer: "operator",
-  }, "operator");
+  grantFs(f, "gen/locked", "subtree", "deny");
   const result = await f.call("write_text_file", { path: "gen/locked/deep/x.txt", content: "x" });
   assert.ok(!result.ok, shown(result));
   assert.equal(result.error.code, "capability_denied", result.error.message);
@@ -717,15 +643,11 @@ Deno.test("write_text_file and delete_file through the real `libos agent` launch
   const outside = join(s.workspace, "..", "outside.txt");
   Deno.writeTextFileSync(outside, "keep me");
   Deno.symlinkSync(outside, join(s.workspace, "link"));
-  const script = join(s.workspace, "..", "files.jsonl");
-  Deno.writeTextFileSync(
-    script,
-    [
-      call("write_text_file", { path: "build/output.txt", content: "built\n" }),
-      call("delete_file", { path: "link" }),
-      final("Wrote build/output.txt and removed the link."),
-    ].join("\n") + "\n",
-  );
+  const script = replayScript(s.workspace, [
+    call("write_text_file", { path: "build/output.txt", content: "built\n" }),
+    call("delete_file", { path: "link" }),
+    final("Wrote build/output.txt and removed the link."),
+  ], "files.jsonl");
   await yesRun(s, { script, goal: "Write the build output", launcher: true });
   assert.equal(Deno.readTextFileSync(join(s.workspace, "build", "output.txt")), "built\n");
   assert.ok(!exists(join(s.workspace, "link")), "the link is gone");

@@ -15,31 +15,33 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { FakeClock } from "../runtime/base/clock.ts";
-import { HumanPendingError } from "../runtime/base/errors.ts";
 import { seededIds } from "../runtime/base/ids.ts";
-import type { HumanDecision, HumanPrompt } from "../runtime/human/human_channel.ts";
+import type { HumanDecision } from "../runtime/human/human_channel.ts";
 import {
   type FilesystemProvider,
   hostFilesystem,
   type RecordedCall,
   recordingFilesystem,
 } from "../runtime/providers/filesystem.ts";
-import { createRuntime, type Runtime } from "../runtime/runtime.ts";
 import type { ToolResult } from "../runtime/broker/tool_broker.ts";
 import { call, final, FIXED, fixRepository } from "./agent_fixture.ts";
 import { sandbox, task } from "./_cli_sandbox.ts";
+import {
+  approveAndResume,
+  grantFs,
+  NEVER,
+  parked,
+  replayScript,
+  type ToolFixture,
+  toolFixture,
+  tree,
+} from "./model_style_fixture.ts";
 
-const NEVER = new AbortController().signal;
 const OUTSIDE_SECRET = "outside-secret-0xBEEF\n";
 
-interface Fixture extends AsyncDisposable {
-  readonly runtime: Runtime;
-  readonly root: string;
-  readonly ws: string;
-  readonly pid: string;
-  /** What the human was shown, one entry per prompt. */
-  readonly prompted: string[];
-  call(patch: string): Promise<ToolResult>;
+interface Fixture extends ToolFixture {
+  /** Sends `patch` to apply_patch, always as call `call_1`. */
+  apply(patch: string): Promise<ToolResult>;
 }
 
 interface FixtureOptions {
@@ -50,67 +52,20 @@ interface FixtureOptions {
   readonly filesystem?: (inner: FilesystemProvider) => FilesystemProvider;
 }
 
+/** A process with apply_patch alone, a fixed clock and ids, a secret outside the workspace. */
 async function fixture(options: FixtureOptions = {}): Promise<Fixture> {
-  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-patch-" }));
-  const ws = join(root, "ws");
-  Deno.mkdirSync(ws);
-  Deno.mkdirSync(join(root, "outside"));
-  Deno.writeTextFileSync(join(root, "outside", "secret.txt"), OUTSIDE_SECRET);
-  const prompted: string[] = [];
-  const answers = [...(options.answers ?? [])];
-  const prompt: HumanPrompt = {
-    decide(_request, rendered) {
-      prompted.push(rendered);
-      return Promise.resolve(answers.shift() ?? { type: "reject", reason: "unexpected prompt" });
-    },
-  };
-  let runtime: Runtime;
-  try {
-    runtime = await createRuntime({
-      workspace: ws,
-      db: ":memory:",
-      mode: options.mode ?? "full-access",
-      clock: new FakeClock(Date.UTC(2026, 11, 2, 12)),
-      ids: seededIds(27),
-      human: options.human ?? "none",
-      prompt,
-      wall: false,
-      ...(options.filesystem ? { filesystem: options.filesystem(hostFilesystem()) } : {}),
-    });
-  } catch (error) {
-    Deno.removeSync(root, { recursive: true });
-    throw error;
-  }
-  const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0", tools: ["apply_patch"] })
-    .pid;
-  return {
-    runtime,
-    root,
-    ws,
-    pid,
-    prompted,
-    call: (patch) =>
-      runtime.tools.invoke(pid, { id: "call_1", name: "apply_patch", arguments: { patch } }, NEVER),
-    async [Symbol.asyncDispose]() {
-      try {
-        await runtime.close();
-      } finally {
-        Deno.removeSync(root, { recursive: true });
-      }
-    },
-  };
-}
-
-/** Every file (raw text, CR kept), directory and symlink under `dir` (the database is elsewhere). */
-function tree(dir: string, prefix = ""): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const entry of Deno.readDirSync(join(dir, prefix))) {
-    const rel = prefix === "" ? entry.name : `${prefix}/${entry.name}`;
-    if (entry.isSymlink) out[rel] = `-> ${Deno.readLinkSync(join(dir, rel))}`;
-    else if (entry.isDirectory) Object.assign(out, { [`${rel}/`]: "" }, tree(dir, rel));
-    else out[rel] = Deno.readTextFileSync(join(dir, rel));
-  }
-  return out;
+  const f = await toolFixture({
+    prefix: "libos-patch-",
+    clock: new FakeClock(Date.UTC(2026, 11, 2, 12)),
+    ids: seededIds(27),
+    human: options.human ?? "none",
+    ...(options.mode ? { mode: options.mode } : {}),
+    ...(options.answers ? { answers: options.answers } : {}),
+    ...(options.filesystem ? { filesystem: options.filesystem(hostFilesystem()) } : {}),
+    spawn: { tools: ["apply_patch"] },
+  });
+  Deno.writeTextFileSync(join(f.outside, "secret.txt"), OUTSIDE_SECRET);
+  return { ...f, apply: (patch) => f.call("apply_patch", { patch }, "call_1") };
 }
 
 /** Writes files (and `-> target` symlinks) under the workspace. */
@@ -461,7 +416,7 @@ for (const row of ROWS) {
     await using f = await fixture();
     seed(f, row.files);
     const before = tree(f.root);
-    const result = await f.call(row.patch);
+    const result = await f.apply(row.patch);
     if (row.ok) {
       if (!result.ok) assert.fail(`expected ok, got ${result.error.code}: ${result.error.message}`);
       const files = (result.value as { files: { path: string; status: string }[] }).files;
@@ -495,7 +450,7 @@ Deno.test("apply_patch: one approval covers the whole patch, and the human sees 
     answers: [{ type: "approve" }],
   });
   seed(f, { "a.txt": "alpha\n", "b.txt": "beta\n" });
-  const result = await f.call(patch(
+  const result = await f.apply(patch(
     "*** Begin Patch",
     "*** Update File: a.txt",
     "-alpha",
@@ -530,7 +485,7 @@ Deno.test("apply_patch: a rejected approval changes nothing", async () => {
   });
   seed(f, { "a.txt": "alpha\n", "b.txt": "beta\n" });
   const before = tree(f.root);
-  const result = await f.call(patch(
+  const result = await f.apply(patch(
     "*** Begin Patch",
     "*** Update File: a.txt",
     "-alpha",
@@ -557,7 +512,7 @@ Deno.test("apply_patch: a write that fails midway is undone — no partial appli
   });
   seed(f, { "one.txt": "1\n", "two.txt": "2\n", "three.txt": "3\n" });
   const before = tree(f.root);
-  const result = await f.call(patch(
+  const result = await f.apply(patch(
     "*** Begin Patch",
     "*** Update File: one.txt",
     "-1",
@@ -581,7 +536,7 @@ Deno.test("apply_patch: a write that fails midway is undone — no partial appli
 Deno.test("apply_patch: a patch that touches nothing it may not is audited per file; a refused one records no allow", async () => {
   await using f = await fixture();
   seed(f, { "a.txt": "a\n" });
-  const refused = await f.call(patch(
+  const refused = await f.apply(patch(
     "*** Begin Patch",
     "*** Update File: a.txt",
     "-a",
@@ -598,16 +553,6 @@ Deno.test("apply_patch: a patch that touches nothing it may not is audited per f
   assert.equal(Deno.readTextFileSync(join(f.ws, "a.txt")), "a\n");
 });
 
-/** The patch's call parks (queue mode); returns the request id. */
-async function parked(f: Fixture, text: string): Promise<string> {
-  const error = await f.call(text).then(
-    () => assert.fail("expected the call to park"),
-    (e: unknown) => e,
-  );
-  assert.ok(error instanceof HumanPendingError, String(error));
-  return error.request;
-}
-
 const QUEUED = patch(
   "*** Begin Patch",
   "*** Update File: a.txt",
@@ -620,14 +565,13 @@ const QUEUED = patch(
 Deno.test("apply_patch in queue mode: the parked patch runs once when approved, and a second resume does not run it again", async () => {
   await using f = await fixture({ human: "queue", mode: "workspace-write" });
   seed(f, { "a.txt": "alpha\n", "b.txt": "beta\n" });
-  const id = await parked(f, QUEUED);
+  const id = await parked(f.apply(QUEUED));
   assert.deepEqual(
     tree(f.ws),
     { "a.txt": "alpha\n", "b.txt": "beta\n" },
     "nothing before approval",
   );
-  f.runtime.human.approve(id, { by: "tester" });
-  const first = await f.runtime.human.resume(f.pid, id, NEVER);
+  const first = await approveAndResume(f, id);
   assert.equal(first.type, "outcome");
   if (first.type === "outcome") assert.equal(first.outcome.ok, true, JSON.stringify(first.outcome));
   assert.deepEqual(tree(f.ws), { "a.txt": "ALPHA\n" });
@@ -640,11 +584,10 @@ Deno.test("apply_patch in queue mode: the parked patch runs once when approved, 
 Deno.test("apply_patch in queue mode: an approval is bound to the files as they were — one changed meanwhile asks again, nothing applied", async () => {
   await using f = await fixture({ human: "queue", mode: "workspace-write" });
   seed(f, { "a.txt": "alpha\n", "b.txt": "beta\n" });
-  const id = await parked(f, QUEUED);
+  const id = await parked(f.apply(QUEUED));
   // Someone changes b.txt after the human saw the patch; the patch still parses and matches.
   Deno.writeTextFileSync(join(f.ws, "b.txt"), "beta, edited\n");
-  f.runtime.human.approve(id, { by: "tester" });
-  const resumed = await f.runtime.human.resume(f.pid, id, NEVER);
+  const resumed = await approveAndResume(f, id);
   assert.equal(resumed.type, "pending", "a new approval is needed for what is there now");
   assert.deepEqual(tree(f.ws), { "a.txt": "alpha\n", "b.txt": "beta, edited\n" });
 });
@@ -659,14 +602,8 @@ Deno.test("apply_patch attack: a secret file's content is no oracle — a matchi
     seed(f, { ".env": "TOKEN=abc\n" });
     // The second file's new directory may not be made (a deny on exactly it): told only after
     // approval, or its refusal would say that the first hunk matched.
-    f.runtime.authority.capabilities.grant({
-      subject: f.pid,
-      resource: { type: "fs", path: "newdir", scope: "exact" },
-      rights: ["write"],
-      effect: "deny",
-      issuer: "operator",
-    }, "operator");
-    const result = await f.call(
+    grantFs(f, "newdir", "exact", "deny");
+    const result = await f.apply(
       patch(
         "*** Begin Patch",
         "*** Update File: .env",
@@ -690,7 +627,7 @@ Deno.test("apply_patch attack: a secret file's content is no oracle — a matchi
 Deno.test("apply_patch: once a human approved reading the secret file, a hunk that does not match is reported (and nothing changed)", async () => {
   await using f = await fixture({ human: "interactive", answers: [{ type: "approve" }] });
   seed(f, { ".env": "TOKEN=abc\n" });
-  const result = await f.call(
+  const result = await f.apply(
     patch("*** Begin Patch", "*** Update File: .env", "-TOKEN=xyz", "+TOKEN=", "*** End Patch"),
   );
   if (result.ok) assert.fail("the hunk does not match");
@@ -703,20 +640,49 @@ Deno.test("apply_patch: once a human approved reading the secret file, a hunk th
   assert.equal(allowed.length, 1);
   assert.match(allowed[0]!.authority, /^cap:/);
   assert.equal(allowed[0]!.detail?.failed, "patch_mismatch");
-  const again = await f.call(
+  const again = await f.apply(
     patch("*** Begin Patch", "*** Update File: .env", "-TOKEN=xyz", "+TOKEN=", "*** End Patch"),
   );
   assert.equal(again.ok, false);
   assert.equal(f.prompted.length, 2, "the used approval does not answer a second try");
 });
 
+/**
+ * `libos agent --goal GOAL --model replay:SCRIPT --mode full-access --yes` (and `more`) through
+ * the real launcher, the script written from `turns`; asserted to exit 0.
+ */
+async function launcherRun(
+  s: { readonly workspace: string; readonly state: string },
+  goal: string,
+  turns: readonly string[],
+  ...more: string[]
+): ReturnType<typeof task> {
+  const script = replayScript(s.workspace, turns);
+  const run = await task(
+    s.workspace,
+    s.state,
+    "libos",
+    "agent",
+    "--goal",
+    goal,
+    ...more,
+    "--model",
+    `replay:${script}`,
+    "--mode",
+    "full-access",
+    "--yes",
+  );
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  return run;
+}
+
 Deno.test("libos agent through the real launcher: a scripted model keeps its plan and fixes the repository with one apply_patch — the run shows the checklist and the diffs, libos log the plan", async () => {
   using s = sandbox();
   fixRepository(s.workspace);
   Deno.writeTextFileSync(join(s.workspace, "NOTES.txt"), "stale notes\n");
-  const script = join(s.workspace, "..", "script.jsonl");
-  Deno.writeTextFileSync(
-    script,
+  const run = await launcherRun(
+    s,
+    "Make the test pass",
     [
       call("update_plan", {
         plan: [
@@ -744,24 +710,10 @@ Deno.test("libos agent through the real launcher: a scripted model keeps its pla
         ],
       }),
       final("Fixed add(); noted it in docs/CHANGES.md."),
-    ].join("\n") + "\n",
-  );
-  const run = await task(
-    s.workspace,
-    s.state,
-    "libos",
-    "agent",
-    "--goal",
-    "Make the test pass",
+    ],
     "--image",
     "coding-agent:v0",
-    "--model",
-    `replay:${script}`,
-    "--mode",
-    "full-access",
-    "--yes",
   );
-  assert.equal(run.status, 0, run.stdout + run.stderr);
   assert.equal(Deno.readTextFileSync(join(s.workspace, "src", "mathlib.py")), FIXED);
   assert.equal(
     Deno.readTextFileSync(join(s.workspace, "docs", "CHANGES.md")),
@@ -792,39 +744,21 @@ Deno.test("libos agent through the real launcher, attack: a patch that writes th
   Deno.writeTextFileSync(outside, OUTSIDE_SECRET);
   Deno.writeTextFileSync(join(s.workspace, "in.txt"), "in\n");
   Deno.symlinkSync(outside, join(s.workspace, "link.txt"));
-  const script = join(s.workspace, "..", "script.jsonl");
-  Deno.writeTextFileSync(
-    script,
-    [
-      call("apply_patch", {
-        patch: patch(
-          "*** Begin Patch",
-          "*** Update File: in.txt",
-          "-in",
-          "+changed",
-          "*** Update File: link.txt",
-          "-outside-secret-0xBEEF",
-          "+planted",
-          "*** End Patch",
-        ),
-      }),
-      final("done"),
-    ].join("\n") + "\n",
-  );
-  const run = await task(
-    s.workspace,
-    s.state,
-    "libos",
-    "agent",
-    "--goal",
-    "g",
-    "--model",
-    `replay:${script}`,
-    "--mode",
-    "full-access",
-    "--yes",
-  );
-  assert.equal(run.status, 0, run.stdout + run.stderr);
+  const run = await launcherRun(s, "g", [
+    call("apply_patch", {
+      patch: patch(
+        "*** Begin Patch",
+        "*** Update File: in.txt",
+        "-in",
+        "+changed",
+        "*** Update File: link.txt",
+        "-outside-secret-0xBEEF",
+        "+planted",
+        "*** End Patch",
+      ),
+    }),
+    final("done"),
+  ]);
   assert.match(run.stderr, /outside_workspace/);
   assert.equal(Deno.readTextFileSync(outside), OUTSIDE_SECRET);
   assert.equal(Deno.readTextFileSync(join(s.workspace, "in.txt")), "in\n");

@@ -11,8 +11,7 @@ import { join } from "node:path";
 import { testRuntime } from "../testing.ts";
 import { compileLinePattern } from "../runtime/base/line_pattern.ts";
 import { grantNet } from "./net_fixture.ts";
-
-const NEVER = new AbortController().signal;
+import { grantFs, NEVER } from "./model_style_fixture.ts";
 const SECRET = "sk-PLANTED-0123456789";
 
 const FILES: Record<string, string> = {
@@ -56,13 +55,7 @@ async function fixture(mode = "workspace-write") {
   });
   const pid = t.spawn({ tools: ["grep", "glob", "fetch_url"] });
   // The process may not read private/ (a deny capability, as an operator would set).
-  t.runtime.authority.capabilities.grant({
-    subject: pid,
-    resource: { type: "fs", path: "private", scope: "subtree" },
-    rights: ["read"],
-    effect: "deny",
-    issuer: "operator",
-  }, "operator");
+  grantFs({ runtime: t.runtime, pid }, "private", "subtree", "deny", ["read"]);
   return {
     ...t,
     pid,

@@ -10,12 +10,13 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createRuntime, type Runtime } from "../runtime/runtime.ts";
+import type { Runtime } from "../runtime/runtime.ts";
 import type { ToolResult } from "../runtime/broker/tool_broker.ts";
 import { processContext } from "../runtime/memory/process_context.ts";
 import { PLAN_TOOL, planChecklist } from "../runtime/model/plan_checklist.ts";
 import { updatePlan } from "../tools/plan.ts";
 import { renderTranscript } from "../runtime/model/transcript_render.ts";
+import { testRuntime } from "../testing.ts";
 
 const NEVER = new AbortController().signal;
 const TOOLS = ["update_plan", "read_memory_object"];
@@ -100,129 +101,108 @@ const ROWS: readonly Row[] = [
 
 for (const row of ROWS) {
   Deno.test(`update_plan as a model calls it: ${row.name}`, async () => {
-    const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-plan-" }));
-    try {
-      await using runtime = await createRuntime({ workspace: ws, db: ":memory:", wall: false });
-      const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0", tools: TOOLS })
-        .pid;
-      const result = await invoke(runtime, pid, "update_plan", row.args);
-      if (row.steps) {
-        if (!result.ok) assert.fail(`${result.error.code}: ${result.error.message}`);
-        assert.deepEqual((result.value as { steps: unknown }).steps, row.steps);
-        assert.deepEqual((storedPlan(runtime, pid) as { steps: unknown }).steps, row.steps);
-      } else {
-        if (result.ok) assert.fail(`expected ${row.refused!.code}: ${result.forModel}`);
-        assert.equal(result.error.code, row.refused!.code);
-        assert.ok(result.error.message.includes(row.refused!.says), result.error.message);
-        assert.equal(storedPlan(runtime, pid), undefined, "no plan was written");
-      }
-    } finally {
-      Deno.removeSync(ws, { recursive: true });
+    await using t = await testRuntime({ prefix: "libos-plan-", wall: false });
+    const pid = t.spawn({ tools: TOOLS });
+    const result = await invoke(t.runtime, pid, "update_plan", row.args);
+    if (row.steps) {
+      if (!result.ok) assert.fail(`${result.error.code}: ${result.error.message}`);
+      assert.deepEqual((result.value as { steps: unknown }).steps, row.steps);
+      assert.deepEqual((storedPlan(t.runtime, pid) as { steps: unknown }).steps, row.steps);
+    } else {
+      if (result.ok) assert.fail(`expected ${row.refused!.code}: ${result.forModel}`);
+      assert.equal(result.error.code, row.refused!.code);
+      assert.ok(result.error.message.includes(row.refused!.says), result.error.message);
+      assert.equal(storedPlan(t.runtime, pid), undefined, "no plan was written");
     }
   });
 }
 
 Deno.test("update_plan: the plan survives a restart of the runtime — read back, still in the context, replaced whole", async () => {
-  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-plan-resume-" }));
-  const ws = join(root, "ws");
-  Deno.mkdirSync(ws);
-  const db = join(root, "state.db");
-  const env = { get: (n: string) => (n === "XDG_STATE_HOME" ? join(root, "state") : undefined) };
+  await using t = await testRuntime({
+    prefix: "libos-plan-resume-",
+    workspaceDir: "ws",
+    wall: false,
+    fromRoot: (root) => ({
+      db: join(root, "state.db"),
+      env: { get: (n: string) => (n === "XDG_STATE_HOME" ? join(root, "state") : undefined) },
+    }),
+  });
   const first = [
     { step: "Reproduce", status: "completed" },
     { step: "Fix", status: "in_progress" },
   ];
-  try {
-    let pid: string;
-    {
-      await using runtime = await createRuntime({ workspace: ws, db, env, wall: false });
-      pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0", tools: TOOLS }).pid;
-      const written = await invoke(runtime, pid, "update_plan", { plan: first });
-      assert.equal(written.ok, true);
-    }
-    await using runtime = await createRuntime({ workspace: ws, db, env, wall: false });
-    // Read back by the process itself, as a model would after a resume.
-    const read = await invoke(runtime, pid, "read_memory_object", {
-      namespace: `process:${pid}`,
-      name: "plan",
-    });
-    if (!read.ok) assert.fail(`${read.error.code}: ${read.error.message}`);
-    assert.deepEqual((read.value as { payload: unknown }).payload, {
-      steps: [
-        { content: "Reproduce", status: "completed" },
-        { content: "Fix", status: "in_progress" },
-      ],
-      explanation: null,
-    });
-    // Pinned: the model sees it in its context on the next turn.
-    const context = processContext(runtime.memory, pid);
-    assert.ok(context.text.includes("Reproduce") && context.text.includes("in_progress"));
-    // The next call replaces the whole list (the same object, its next version).
-    const replaced = await invoke(runtime, pid, "update_plan", {
-      plan: [{ step: "Fix", status: "completed" }, { step: "Verify", status: "in_progress" }],
-    });
-    if (!replaced.ok) assert.fail(`${replaced.error.code}: ${replaced.error.message}`);
-    assert.equal((replaced.value as { version: number }).version, 2);
-    assert.deepEqual(storedPlan(runtime, pid), {
-      steps: [{ content: "Fix", status: "completed" }, {
-        content: "Verify",
-        status: "in_progress",
-      }],
-      explanation: null,
-    });
-    assert.equal(
-      runtime.memory.list("operator", `process:${pid}`).filter((o) => o.name === "plan").length,
-      1,
-      "one plan object, replaced in place",
-    );
-  } finally {
-    Deno.removeSync(root, { recursive: true });
-  }
+  const pid = t.spawn({ tools: TOOLS });
+  const written = await invoke(t.runtime, pid, "update_plan", { plan: first });
+  assert.equal(written.ok, true);
+  await t.runtime.close();
+  // Reopened from the same database (closed before the fixture removes the directory).
+  await using runtime = await t.reopen();
+  // Read back by the process itself, as a model would after a resume.
+  const read = await invoke(runtime, pid, "read_memory_object", {
+    namespace: `process:${pid}`,
+    name: "plan",
+  });
+  if (!read.ok) assert.fail(`${read.error.code}: ${read.error.message}`);
+  assert.deepEqual((read.value as { payload: unknown }).payload, {
+    steps: [
+      { content: "Reproduce", status: "completed" },
+      { content: "Fix", status: "in_progress" },
+    ],
+    explanation: null,
+  });
+  // Pinned: the model sees it in its context on the next turn.
+  const context = processContext(runtime.memory, pid);
+  assert.ok(context.text.includes("Reproduce") && context.text.includes("in_progress"));
+  // The next call replaces the whole list (the same object, its next version).
+  const replaced = await invoke(runtime, pid, "update_plan", {
+    plan: [{ step: "Fix", status: "completed" }, { step: "Verify", status: "in_progress" }],
+  });
+  if (!replaced.ok) assert.fail(`${replaced.error.code}: ${replaced.error.message}`);
+  assert.equal((replaced.value as { version: number }).version, 2);
+  assert.deepEqual(storedPlan(runtime, pid), {
+    steps: [{ content: "Fix", status: "completed" }, {
+      content: "Verify",
+      status: "in_progress",
+    }],
+    explanation: null,
+  });
+  assert.equal(
+    runtime.memory.list("operator", `process:${pid}`).filter((o) => o.name === "plan").length,
+    1,
+    "one plan object, replaced in place",
+  );
 });
 
 Deno.test("update_plan: each write is decided and audited as a write to the process's own namespace, and plan mode allows it", async () => {
-  const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-plan-mode-" }));
-  try {
-    await using runtime = await createRuntime({
-      workspace: ws,
-      db: ":memory:",
-      mode: "plan",
-      wall: false,
-    });
-    const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0", tools: TOOLS }).pid;
-    for (const status of ["in_progress", "completed"]) {
-      const result = await invoke(runtime, pid, "update_plan", { plan: [{ step: "a", status }] });
-      if (!result.ok) assert.fail(`${result.error.code}: ${result.error.message}`);
-    }
-    const records = runtime.audit.query({ pid, limit: 100 })
-      .filter((r) => r.action === "object.create" || r.action === "object.write");
-    assert.deepEqual(records.map((r) => [r.action, r.decision]), [
-      ["object.create", "allow"],
-      ["object.write", "allow"],
-    ]);
-    assert.ok(records.every((r) => r.resource.startsWith(`object:process:${pid}/`)));
-  } finally {
-    Deno.removeSync(ws, { recursive: true });
+  await using t = await testRuntime({ prefix: "libos-plan-mode-", mode: "plan", wall: false });
+  const { runtime } = t;
+  const pid = t.spawn({ tools: TOOLS });
+  for (const status of ["in_progress", "completed"]) {
+    const result = await invoke(runtime, pid, "update_plan", { plan: [{ step: "a", status }] });
+    if (!result.ok) assert.fail(`${result.error.code}: ${result.error.message}`);
   }
+  const records = runtime.audit.query({ pid, limit: 100 })
+    .filter((r) => r.action === "object.create" || r.action === "object.write");
+  assert.deepEqual(records.map((r) => [r.action, r.decision]), [
+    ["object.create", "allow"],
+    ["object.write", "allow"],
+  ]);
+  assert.ok(records.every((r) => r.resource.startsWith(`object:process:${pid}/`)));
 });
 
 Deno.test("update_plan: each process has its own plan — one process's call never replaces another's", async () => {
-  const ws = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-plan-other-" }));
-  try {
-    await using runtime = await createRuntime({ workspace: ws, db: ":memory:", wall: false });
-    const a = runtime.processes.spawn({ goal: "a", image: "base-agent:v0", tools: TOOLS }).pid;
-    const b = runtime.processes.spawn({ goal: "b", image: "base-agent:v0", tools: TOOLS }).pid;
-    await invoke(runtime, a, "update_plan", { plan: [{ step: "mine", status: "pending" }] });
-    await invoke(runtime, b, "update_plan", { plan: [{ step: "theirs", status: "pending" }] });
-    assert.deepEqual((storedPlan(runtime, a) as { steps: unknown }).steps, [
-      { content: "mine", status: "pending" },
-    ]);
-    assert.deepEqual((storedPlan(runtime, b) as { steps: unknown }).steps, [
-      { content: "theirs", status: "pending" },
-    ]);
-  } finally {
-    Deno.removeSync(ws, { recursive: true });
-  }
+  await using t = await testRuntime({ prefix: "libos-plan-other-", wall: false });
+  const { runtime } = t;
+  const a = t.spawn({ goal: "a", tools: TOOLS });
+  const b = t.spawn({ goal: "b", tools: TOOLS });
+  await invoke(runtime, a, "update_plan", { plan: [{ step: "mine", status: "pending" }] });
+  await invoke(runtime, b, "update_plan", { plan: [{ step: "theirs", status: "pending" }] });
+  assert.deepEqual((storedPlan(runtime, a) as { steps: unknown }).steps, [
+    { content: "mine", status: "pending" },
+  ]);
+  assert.deepEqual((storedPlan(runtime, b) as { steps: unknown }).steps, [
+    { content: "theirs", status: "pending" },
+  ]);
 });
 
 Deno.test("planChecklist: one line per step with its mark, hostile text escaped (no terminal escape survives)", () => {
