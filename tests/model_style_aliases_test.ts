@@ -9,12 +9,9 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createRuntime } from "../runtime/runtime.ts";
-import type { ToolResult } from "../runtime/broker/tool_broker.ts";
+import { exists, toolFixture } from "./model_style_fixture.ts";
 import { sandbox } from "./_cli_sandbox.ts";
 import { call, final, yesRun } from "./agent_fixture.ts";
-
-const NEVER = new AbortController().signal;
 
 interface Row {
   readonly name: string;
@@ -129,47 +126,28 @@ const ROWS: readonly Row[] = [
 
 for (const row of ROWS) {
   Deno.test(`model-style names: ${row.name}`, async () => {
-    const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-model-aliases-" }));
-    try {
-      await using runtime = await createRuntime({
-        workspace: root,
-        db: ":memory:",
-        // Deletes ask in workspace-write; these rows are about names, not approvals.
-        mode: "full-access",
-        human: "none",
-        wall: false,
-      });
-      for (const [path, content] of Object.entries(row.before ?? {})) {
-        Deno.writeTextFileSync(join(root, path), content);
-      }
-      const pid = runtime.processes.spawn({ goal: "g", image: "coding-agent:v0" }).pid;
-      const result: ToolResult = await runtime.tools.invoke(
-        pid,
-        { id: "call_1", name: row.tool, arguments: row.args },
-        NEVER,
-      );
-      if (row.refused) {
-        assert.equal(result.ok, false, JSON.stringify(result));
-        assert.equal(result.ok ? "" : result.error.code, "invalid_arguments");
-        assert.match(result.ok ? "" : result.error.message, row.refused);
-      } else {
-        assert.ok(result.ok, JSON.stringify(result));
-      }
-      for (const [path, content] of Object.entries(row.after)) {
-        if (content === null) {
-          assert.throws(() => Deno.lstatSync(join(root, path)), Deno.errors.NotFound, path);
-        } else {
-          assert.equal(Deno.readTextFileSync(join(root, path)), content, path);
-        }
-      }
-      const invoke = runtime.audit.query({ action: "tool.invoke", order: "desc", limit: 1 })[0];
-      assert.equal(invoke?.decision, row.refused ? "deny" : "allow");
-      assert.equal(invoke?.detail?.renamed, row.renamed);
-      if (row.tool === "read_text_file" && result.ok) {
-        assert.match(JSON.stringify(result.value), /2\\ttwo/);
-      }
-    } finally {
-      Deno.removeSync(root, { recursive: true });
+    await using f = await toolFixture({ spawn: { image: "coding-agent:v0" } });
+    for (const [path, content] of Object.entries(row.before ?? {})) {
+      Deno.writeTextFileSync(f.at(path), content);
+    }
+    const result = await f.call(row.tool, row.args);
+    if (row.refused) {
+      assert.equal(result.ok, false, JSON.stringify(result));
+      assert.equal(result.ok ? "" : result.error.code, "invalid_arguments");
+      assert.match(result.ok ? "" : result.error.message, row.refused);
+    } else {
+      assert.ok(result.ok, JSON.stringify(result));
+    }
+    for (const [path, content] of Object.entries(row.after)) {
+      if (content === null) assert.ok(!exists(f.at(path)), `${path} does not exist`);
+      else assert.equal(Deno.readTextFileSync(f.at(path)), content, path);
+    }
+    assert.deepEqual(f.prompted, [], "no human was asked");
+    const invoke = f.runtime.audit.query({ action: "tool.invoke", order: "desc", limit: 1 })[0];
+    assert.equal(invoke?.decision, row.refused ? "deny" : "allow");
+    assert.equal(invoke?.detail?.renamed, row.renamed);
+    if (row.tool === "read_text_file" && result.ok) {
+      assert.match(JSON.stringify(result.value), /2\\ttwo/);
     }
   });
 }
