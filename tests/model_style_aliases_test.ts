@@ -8,7 +8,7 @@
  * instead — and change nothing. One script runs through the real `libos agent` launcher.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { exists, toolFixture } from "./model_style_fixture.ts";
 import { sandbox } from "./_cli_sandbox.ts";
 import { call, final, yesRun } from "./agent_fixture.ts";
@@ -23,6 +23,8 @@ interface Row {
   readonly after: Record<string, string | null>;
   /** The refusal's message, when the call must be refused. */
   readonly refused?: RegExp;
+  /** What the model is shown of a successful call. */
+  readonly shows?: RegExp;
   /** What the audit's tool.invoke record notes as renamed. */
   readonly renamed?: string;
 }
@@ -82,6 +84,7 @@ const ROWS: readonly Row[] = [
     args: { absolute_path: "a.txt", offset: 2, limit: 1 },
     before: { "a.txt": "one\ntwo\nthree\n" },
     after: { "a.txt": "one\ntwo\nthree\n" },
+    shows: /2\\ttwo/,
     renamed: "absolute_path→path",
   },
   {
@@ -91,6 +94,22 @@ const ROWS: readonly Row[] = [
     before: { "gone.txt": "x" },
     after: { "gone.txt": null },
     renamed: "file_path→path",
+  },
+  {
+    name: "Codex's shell call: command as a list, workdir",
+    tool: "run_shell_command",
+    args: { command: ["touch", "made.txt"], workdir: "sub" },
+    before: { "sub/.keep": "" },
+    after: { "sub/made.txt": "", "made.txt": null },
+    renamed: "command→argv, workdir→cwd",
+  },
+  {
+    name: "refused: Claude Code's Bash command line as one string (not an argv) — nothing runs",
+    tool: "run_shell_command",
+    args: { command: "touch made.txt" },
+    after: { "made.txt": null },
+    refused:
+      /takes no "command" \(argv is a list of strings, not that\); its parameters are argv, cwd/,
   },
   {
     name: "refused: path and file_path both given (two targets: neither is written)",
@@ -126,8 +145,13 @@ const ROWS: readonly Row[] = [
 
 for (const row of ROWS) {
   Deno.test(`model-style names: ${row.name}`, async () => {
-    await using f = await toolFixture({ spawn: { image: "coding-agent:v0" } });
+    // Commands run without asking: these rows are about names, not the shell policy.
+    await using f = await toolFixture({
+      spawn: { image: "coding-agent:v0" },
+      shellPolicy: "always_allow",
+    });
     for (const [path, content] of Object.entries(row.before ?? {})) {
+      Deno.mkdirSync(dirname(f.at(path)), { recursive: true });
       Deno.writeTextFileSync(f.at(path), content);
     }
     const result = await f.call(row.tool, row.args);
@@ -146,9 +170,7 @@ for (const row of ROWS) {
     const invoke = f.runtime.audit.query({ action: "tool.invoke", order: "desc", limit: 1 })[0];
     assert.equal(invoke?.decision, row.refused ? "deny" : "allow");
     assert.equal(invoke?.detail?.renamed, row.renamed);
-    if (row.tool === "read_text_file" && result.ok) {
-      assert.match(JSON.stringify(result.value), /2\\ttwo/);
-    }
+    if (row.shows) assert.match(JSON.stringify(result.ok ? result.value : null), row.shows);
   });
 }
 

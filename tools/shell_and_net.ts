@@ -33,8 +33,16 @@ const ShellArgs = z.object({
 /** `run_shell_command`: one command, its exit status and (capped, redacted) output. */
 export const runShellCommand: ToolSpec<typeof ShellArgs, "shell.run"> = {
   name: "run_shell_command",
-  description:
-    "Run one command in the workspace (argv form, no shell). Risky commands need your human's approval; the output is capped.",
+  description: [
+    "Run one program in the workspace and get its exit code, stdout and stderr: builds, tests,",
+    "git, linters. argv is a list (the program, then each argument), run without a shell, so",
+    'pipes, globs and redirections are literal; for a pipeline use ["bash", "-c", "…"] (the script',
+    "is checked command by command). Read-only commands run at once; others may need your",
+    "human's approval, and some are refused. Limits: 2 minutes by default (timeout_ms, at most 10",
+    "minutes), 256 KiB of each output kept, secrets redacted; no network unless granted. To read,",
+    "write or search files, prefer the file tools.",
+    'Example: {"argv": ["deno", "test", "src/"], "cwd": "app"}',
+  ].join(" "),
   args: ShellArgs,
   effects: ["shell"],
   run: (args, ctx) =>

@@ -2,7 +2,7 @@
  * The parameter names models send for ours. Models are trained on the tools of the coding agents
  * people use, so a read arrives as `{"file_path": …}` (Claude Code, Gemini CLI), `{"filePath": …}`
  * (OpenCode) or `{"absolute_path": …}` (older Gemini CLI), an edit as `oldString`/`newString`, a
- * write as `file_text` (Anthropic's text editor tool). Refusing those costs the model a turn to
+ * write as `file_text` (Anthropic's text editor tool), a command as Codex's `command`/`workdir`. Refusing those costs the model a turn to
  * learn our spelling; this module renames them before the arguments are validated, so what is
  * validated, decided and audited is always the canonical form.
  *
@@ -21,6 +21,15 @@ const ALIASES: Readonly<Record<string, readonly string[]>> = {
   new_string: ["newString", "new_str", "new_text", "newText"],
   replace_all: ["replaceAll"],
   content: ["contents", "file_text", "fileText"],
+  // Codex's shell tool: {"command": ["git", "status"], "workdir": "app"}. A command line as one
+  // string (Claude Code's Bash) is not renamed: it is not an argv, and the refusal says so.
+  argv: ["command", "cmd"],
+  cwd: ["workdir", "working_directory"],
+};
+
+/** Aliases renamed only when their value has the canonical parameter's shape. */
+const SHAPED: Readonly<Record<string, (value: unknown) => boolean>> = {
+  argv: Array.isArray,
 };
 
 /** What renaming did: the arguments to validate, and each rename as `alias→canonical`. */
@@ -80,6 +89,7 @@ export function resolveAliases(schema: z.ZodType, raw: unknown, at = ""): AliasO
     if (!(canonical in shape)) continue;
     for (const alias of aliases) {
       if (alias in shape || !Object.hasOwn(out, alias)) continue;
+      if (SHAPED[canonical]?.(out[alias]) === false) continue;
       if (Object.hasOwn(out, canonical)) {
         return {
           ok: false,
@@ -106,6 +116,15 @@ export function resolveAliases(schema: z.ZodType, raw: unknown, at = ""): AliasO
     if (renamed.length > 0) out[key] = next;
   }
   return renamed.length === 0 ? { ok: true, args: raw, renamed } : { ok: true, args: out, renamed };
+}
+
+/** The parameter `key` stands for in `schema`, when it is one of our aliases for it. */
+export function aliasOf(schema: z.ZodType, key: string): string | undefined {
+  const object = objectOf(schema);
+  if (object === undefined || key in object.shape) return undefined;
+  return Object.entries(ALIASES).find(([canonical, aliases]) =>
+    canonical in object.shape && aliases.includes(key)
+  )?.[0];
 }
 
 /** The top-level parameter names a tool takes (for a refusal that says what it takes). */

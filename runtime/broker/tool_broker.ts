@@ -42,7 +42,7 @@ import type { InheritScope } from "../authority/delegation.ts";
 import { explained } from "../authority/authority.ts";
 import { recordedExplanation } from "../authority/explain.ts";
 import type { ImageRegistry } from "./image_registry.ts";
-import { parameterNames, resolveAliases } from "./_arg_aliases.ts";
+import { aliasOf, parameterNames, resolveAliases } from "./_arg_aliases.ts";
 import { type Budgets, isFinal, processSummary } from "../process/process.ts";
 import type { ProcessManager } from "../process/process_manager.ts";
 import { type Redactor, redactor } from "../base/redaction.ts";
@@ -422,7 +422,14 @@ export class ToolBroker {
       this.#audit(pid, "tool.invoke", name, "deny", "invalid_arguments");
       return this.#failed({
         code: "invalid_arguments",
-        message: argumentsRefusal(name, tool.args, parsed.error.issues[0], aliased.args),
+        message: argumentsRefusal(
+          name,
+          tool.args,
+          // A stranger explains more than what is missing because of it.
+          parsed.error.issues.find((i) => i.code === "unrecognized_keys") ??
+            parsed.error.issues[0],
+          aliased.args,
+        ),
       });
     }
     // 2. Authority: whatever the tool does goes through the primitives in its context.
@@ -802,7 +809,15 @@ function argumentsRefusal(
   const at = issue?.path.length ? ` at ${issue.path.map(String).join(".")}` : "";
   const takes = parameterNames(schema);
   if (issue?.code === "unrecognized_keys") {
-    const keys = issue.keys.map((k) => JSON.stringify(k)).join(", ");
+    // A known alias with another shape (a command line for argv) says what the parameter is.
+    const misshaped = issue.path.length === 0
+      ? issue.keys.flatMap((k) => {
+        const canonical = aliasOf(schema, k);
+        return canonical === undefined ? [] : [`${canonical} is ${shapeOf(schema, canonical)}`];
+      })
+      : [];
+    const keys = issue.keys.map((k) => JSON.stringify(k)).join(", ") +
+      (misshaped.length > 0 ? ` (${misshaped.join("; ")}, not that)` : "");
     return `Invalid arguments for ${name}${at}: it takes no ${keys}${
       issue.path.length === 0 && takes.length > 0 ? `; its parameters are ${takes.join(", ")}` : ""
     }; call it again with those names`;
@@ -828,4 +843,20 @@ function valueAt(args: unknown, path: readonly PropertyKey[]): unknown {
     current = (current as Record<PropertyKey, unknown>)[key];
   }
   return current;
+}
+
+/** A parameter's shape in words, for a refusal ("a list of strings"). */
+function shapeOf(schema: z.ZodType, key: string): string {
+  const field = (schema instanceof z.ZodObject ? schema.shape : {})[key] as z.ZodType | undefined;
+  let current = field;
+  while (current instanceof z.ZodOptional || current instanceof z.ZodDefault) {
+    current = current.unwrap() as z.ZodType;
+  }
+  if (current instanceof z.ZodArray) {
+    return current.element instanceof z.ZodString ? "a list of strings" : "a list";
+  }
+  if (current instanceof z.ZodString) return "a string";
+  if (current instanceof z.ZodNumber) return "a number";
+  if (current instanceof z.ZodBoolean) return "true or false";
+  return "of another shape";
 }
