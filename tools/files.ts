@@ -125,7 +125,12 @@ const ListArgs = z.object({
 /** `read_directory`: a directory's entries (not followed). */
 export const readDirectory: ToolSpec<typeof ListArgs, "fs.list"> = {
   name: "read_directory",
-  description: "List a workspace directory's entries (name and type), in name order.",
+  description: [
+    "List one workspace directory's entries (name and type: file, directory, symlink), in name",
+    "order, not recursive; a symlink is listed, not followed. To find files by name across",
+    "directories use glob; to search contents use grep. limit caps the entries (a cut says so).",
+    'Example: {"path": "src"}',
+  ].join(" "),
   args: ListArgs,
   effects: ["fs.read"],
   run: (args, ctx) => ctx.fs.listDir(args.path, given({ limit: args.limit })),
@@ -145,7 +150,12 @@ const MakeDirArgs = z.object({
 /** `write_directory`: creates a directory. */
 export const writeDirectory: ToolSpec<typeof MakeDirArgs, "fs.make_dir"> = {
   name: "write_directory",
-  description: "Create a directory in the workspace.",
+  description: [
+    "Create a directory in the workspace; parents: true creates missing parents too (each",
+    "decided like a write). Not needed before write_text_file, which creates the directories a",
+    "new file needs.",
+    'Example: {"path": "src/components", "parents": true}',
+  ].join(" "),
   args: MakeDirArgs,
   effects: ["fs.write"],
   run: (args, ctx) => ctx.fs.makeDir(args.path, given({ parents: args.parents })),
@@ -189,7 +199,12 @@ const DeleteDirArgs = z.object({
 /** `delete_directory`: deletes a directory (empty unless recursive). */
 export const deleteDirectory: ToolSpec<typeof DeleteDirArgs, "fs.delete_dir"> = {
   name: "delete_directory",
-  description: "Delete a directory of the workspace (it must be empty unless recursive).",
+  description: [
+    "Delete a directory of the workspace: refused when it is not empty, unless recursive: true",
+    "(everything inside goes, each entry decided: a protected or secret file inside asks or",
+    "stops it). A symlink to a directory is not followed: use delete_file to remove the link.",
+    'Example: {"path": "build", "recursive": true}',
+  ].join(" "),
   args: DeleteDirArgs,
   effects: ["fs.delete"],
   run: (args, ctx) => ctx.fs.deleteDir(args.path, given({ recursive: args.recursive })),
