@@ -34,7 +34,7 @@ import {
   processRow,
   retainedRow,
   type Row,
-} from "./_sqlite_rows.ts";
+} from "./_store_rows.ts";
 import type {
   ActionQuery,
   ActionRow,

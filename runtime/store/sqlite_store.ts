@@ -24,7 +24,7 @@ import {
   objectRow,
   processRow,
   retainedRow,
-} from "./_sqlite_rows.ts";
+} from "./_store_rows.ts";
 import { StoreError } from "../base/errors.ts";
 import { MEMORY_DB } from "../base/state_paths.ts";
 import {

@@ -1,5 +1,6 @@
 /**
- * Row mapping for the SQLite store: node:sqlite rows to the Store interface's row types.
+ * Row mapping for both stores: rows as node:sqlite returns them (the PostgreSQL store's rows have
+ * the same shape) to the Store interface's row types.
  *
  * @module
  */
@@ -18,7 +19,7 @@ import {
   type RetainedRow,
 } from "./store.ts";
 
-/** A row as node:sqlite returns it. */
+/** A row as node:sqlite returns it; the PostgreSQL store's rows are read as this type too. */
 export type Row = Record<string, SQLInputValue>;
 
 /** Maps a `process` row. */
