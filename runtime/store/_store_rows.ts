@@ -9,11 +9,13 @@ import {
   type ActionRow,
   type AuditRow,
   type CapabilityRow,
+  type EventRow,
   type HumanRequestRow,
   type ImageRow,
   type LeaseRow,
   type LinkRow,
   MAX_PAGE,
+  type NamespaceRow,
   type ObjectRow,
   type ProcessRow,
   type RetainedRow,
@@ -167,4 +169,22 @@ export function leaseRow(r: Row): LeaseRow {
     claimed: Number(r.claimed),
     generation: Number(r.generation),
   };
+}
+
+/** Maps an `events` row. */
+export function eventRow(r: Row): EventRow {
+  return {
+    seq: Number(r.seq),
+    version: Number(r.version),
+    session: String(r.session),
+    turn: Number(r.turn),
+    time: Number(r.time),
+    kind: String(r.kind),
+    payload: String(r.payload),
+  };
+}
+
+/** Maps a `namespaces` row. */
+export function namespaceRow(r: Row): NamespaceRow {
+  return { key: String(r.key), creator: String(r.creator), created: Number(r.created) };
 }

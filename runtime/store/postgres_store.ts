@@ -26,10 +26,12 @@ import {
   auditRow,
   capabilityRow,
   clampLimit,
+  eventRow,
   humanRequestRow,
   imageRow,
   leaseRow,
   linkRow,
+  namespaceRow,
   objectRow,
   processRow,
   retainedRow,
@@ -710,15 +712,7 @@ export class PostgresStore implements Store {
     return this.#all(
       `SELECT * FROM events WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`,
       [...params, clampLimit(read.limit)],
-    ).map((r) => ({
-      seq: Number(r.seq),
-      version: Number(r.version),
-      session: String(r.session),
-      turn: Number(r.turn),
-      time: Number(r.time),
-      kind: String(r.kind),
-      payload: String(r.payload),
-    }));
+    ).map(eventRow);
   }
 
   lastEventSeq(): number {
@@ -1002,16 +996,14 @@ export class PostgresStore implements Store {
 
   getNamespace(key: string): NamespaceRow | undefined {
     const row = this.#get("SELECT * FROM namespaces WHERE key = ?", [key]);
-    return row === undefined
-      ? undefined
-      : { key: String(row.key), creator: String(row.creator), created: Number(row.created) };
+    return row === undefined ? undefined : namespaceRow(row);
   }
 
   listNamespaces(afterKey: string | undefined, limit: number): NamespaceRow[] {
     return this.#all("SELECT * FROM namespaces WHERE key > ? ORDER BY key LIMIT ?", [
       afterKey ?? "",
       clampLimit(limit),
-    ]).map((r) => ({ key: String(r.key), creator: String(r.creator), created: Number(r.created) }));
+    ]).map(namespaceRow);
   }
 
   namespaceUsage(namespace: string): NamespaceUsage {

@@ -17,10 +17,12 @@ import {
   auditRow,
   capabilityRow,
   clampLimit,
+  eventRow,
   humanRequestRow,
   imageRow,
   leaseRow,
   linkRow,
+  namespaceRow,
   objectRow,
   processRow,
   retainedRow,
@@ -699,11 +701,7 @@ export class SqliteStore implements Store {
     this.#usable();
     return this.#stmt("SELECT * FROM namespaces WHERE key > ? ORDER BY key LIMIT ?")
       .all(afterKey ?? "", clampLimit(limit))
-      .map((r) => ({
-        key: String(r.key),
-        creator: String(r.creator),
-        created: Number(r.created),
-      }));
+      .map(namespaceRow);
   }
 
   namespaceUsage(namespace: string): NamespaceUsage {
@@ -779,9 +777,7 @@ export class SqliteStore implements Store {
   getNamespace(key: string): NamespaceRow | undefined {
     this.#usable();
     const row = this.#stmt("SELECT * FROM namespaces WHERE key = ?").get(key);
-    return row === undefined
-      ? undefined
-      : { key: String(row.key), creator: String(row.creator), created: Number(row.created) };
+    return row === undefined ? undefined : namespaceRow(row);
   }
 
   countAudit(): number {
@@ -835,15 +831,7 @@ export class SqliteStore implements Store {
     const limit = clampLimit(read.limit);
     return this.#stmt(`SELECT * FROM events WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`)
       .all(...params, limit)
-      .map((r) => ({
-        seq: Number(r.seq),
-        version: Number(r.version),
-        session: String(r.session),
-        turn: Number(r.turn),
-        time: Number(r.time),
-        kind: String(r.kind),
-        payload: String(r.payload),
-      }));
+      .map(eventRow);
   }
 
   lastEventSeq(): number {
