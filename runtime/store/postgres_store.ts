@@ -26,15 +26,43 @@ import {
   auditRow,
   capabilityRow,
   clampLimit,
+  eventRow,
   humanRequestRow,
   imageRow,
   leaseRow,
   linkRow,
+  namespaceRow,
   objectRow,
   processRow,
   retainedRow,
   type Row,
-} from "./_sqlite_rows.ts";
+} from "./_store_rows.ts";
+import {
+  andNotIn,
+  countLiveChildrenSql,
+  insertAuditSql,
+  listActionsSql,
+  listCapabilitiesSql,
+  listHumanRequestsSql,
+  listObjectsSql,
+  listProcessesSql,
+  listRetainedSql,
+  POSTGRES_DIALECT,
+  putActionSql,
+  putCapabilitySql,
+  putHumanRequestSql,
+  putImageSql,
+  putLinkSql,
+  putNamespaceSql,
+  putObjectSql,
+  putProcessSql,
+  putRetainedSql,
+  queryAuditSql,
+  readEventsSql,
+  setMetaSql,
+  type Sql,
+  type SqlParam,
+} from "./_store_queries.ts";
 import type {
   ActionQuery,
   ActionRow,
@@ -78,8 +106,6 @@ export interface PostgresStoreOptions {
   /** Tests pass their own migrations. */
   readonly migrations?: readonly PgMigration[];
 }
-
-type Param = string | number | null;
 
 /** A step's savepoint: still queued, or sent (and so established unless its batch failed first). */
 interface Frame {
@@ -210,7 +236,7 @@ export class PostgresStore implements Store {
     }
   }
 
-  #statement(sql: string, params: readonly Param[]): PgStatement {
+  #statement(sql: string, params: readonly SqlParam[]): PgStatement {
     let text = this.#sql.get(sql);
     if (text === undefined) {
       text = numbered(sql);
@@ -492,27 +518,37 @@ export class PostgresStore implements Store {
   }
 
   /** Queues one write inside the caller's step, or runs it as its own step. */
-  #write(sql: string, params: readonly Param[], check?: (result: PgResult) => void): void {
+  #write(sql: string, params: readonly SqlParam[], check?: (result: PgResult) => void): void {
     if (this.#frames.length === 0) return this.step(() => this.#write(sql, params, check));
     this.#usable();
     this.#enqueue(this.#statement(sql, params), check);
   }
 
   /** Runs a write whose answer is needed now (it changed rows, or returns a value). */
-  #writeNow(sql: string, params: readonly Param[]): PgResult {
+  #writeNow(sql: string, params: readonly SqlParam[]): PgResult {
     if (this.#frames.length === 0) return this.step(() => this.#writeNow(sql, params));
     this.#usable();
     return this.#send([this.#statement(sql, params)])[0]!;
   }
 
   /** A read: inside the open transaction (after the writes it must see), or on its own. */
-  #all(sql: string, params: readonly Param[]): Row[] {
+  #all(sql: string, params: readonly SqlParam[]): Row[] {
     this.#usable();
     return this.#send([this.#statement(sql, params)])[0]!.rows as Row[];
   }
 
-  #get(sql: string, params: readonly Param[]): Row | undefined {
+  #get(sql: string, params: readonly SqlParam[]): Row | undefined {
     return this.#all(sql, params)[0];
+  }
+
+  /** `#write`, for a statement built in `_store_queries.ts`. */
+  #put(statement: Sql, check?: (result: PgResult) => void): void {
+    this.#write(statement.sql, statement.params, check);
+  }
+
+  /** Runs a built SELECT; no statement means no row can match. */
+  #rows(statement: Sql | undefined): Row[] {
+    return statement === undefined ? [] : this.#all(statement.sql, statement.params);
   }
 
   getMeta(key: string): string | undefined {
@@ -521,10 +557,7 @@ export class PostgresStore implements Store {
   }
 
   setMeta(key: string, value: string): void {
-    this.#write(
-      "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-      [key, value],
-    );
+    this.#put(setMetaSql(key, value));
   }
 
   auditTail(chain: string): AuditTail | undefined {
@@ -544,38 +577,15 @@ export class PostgresStore implements Store {
 
   insertAudit(row: AuditRow): void {
     const location = this.location;
-    this.#write(
-      `INSERT INTO audit (seq, chain, chain_seq, time, actor, pid, action, resource, decision, authority,
-         input_digest, correlation, parent, detail, prev, hash)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [
-        row.seq,
-        row.chain,
-        row.chainSeq,
-        row.time,
-        row.actor,
-        row.pid,
-        row.action,
-        row.resource,
-        row.decision,
-        row.authority,
-        row.inputDigest,
-        row.correlation,
-        row.parent,
-        row.detail,
-        row.prev,
-        row.hash,
-      ],
-      (result) => {
-        if (result.count !== 1) {
-          // Only something planted in the database (a trigger returning NULL) does this.
-          throw new StoreError(
-            "store_corrupt",
-            `Database "${location}" silently dropped audit record ${row.seq}; it was edited outside libos. Stop using it and investigate`,
-          );
-        }
-      },
-    );
+    this.#put(insertAuditSql(row), (result) => {
+      if (result.count !== 1) {
+        // Only something planted in the database (a trigger returning NULL) does this.
+        throw new StoreError(
+          "store_corrupt",
+          `Database "${location}" silently dropped audit record ${row.seq}; it was edited outside libos. Stop using it and investigate`,
+        );
+      }
+    });
     const memo = this.#inBatch ? this.#memo : undefined;
     if (memo !== undefined) {
       memo.tails.set(row.chain, { seq: row.seq, chainSeq: row.chainSeq, hash: row.hash });
@@ -590,41 +600,7 @@ export class PostgresStore implements Store {
   }
 
   queryAudit(query: AuditQuery): AuditRow[] {
-    const where: string[] = [];
-    const params: Param[] = [];
-    const equal = (column: string, value: string | undefined) => {
-      if (value === undefined) return;
-      where.push(`${column} = ?`);
-      params.push(value);
-    };
-    const prefix = (column: string, value: string | undefined) => {
-      if (value === undefined || value === "") return;
-      where.push(`starts_with(${column}, ?)`);
-      params.push(value);
-    };
-    equal("pid", query.pid);
-    equal("actor", query.actor);
-    equal("action", query.action);
-    prefix("action", query.actionPrefix);
-    equal("resource", query.resource);
-    prefix("resource", query.resourcePrefix);
-    equal("decision", query.decision);
-    equal("correlation", query.correlation);
-    for (
-      const [clause, value] of [
-        ["time >= ?", query.since],
-        ["time < ?", query.until],
-        ["seq > ?", query.afterSeq],
-        ["seq < ?", query.beforeSeq],
-      ] as const
-    ) {
-      if (value === undefined) continue;
-      where.push(clause);
-      params.push(value);
-    }
-    const sql = `SELECT * FROM audit ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-      ORDER BY seq ${query.order === "desc" ? "DESC" : "ASC"} LIMIT ?`;
-    return this.#all(sql, [...params, clampLimit(query.limit)]).map(auditRow);
+    return this.#rows(queryAuditSql(POSTGRES_DIALECT, query)).map(auditRow);
   }
 
   scanAudit(chain: string, afterChainSeq: number, limit: number): AuditRow[] {
@@ -692,33 +668,7 @@ export class PostgresStore implements Store {
   }
 
   readEvents(read: EventRead): EventRow[] {
-    const where = ["seq > ?"];
-    const params: Param[] = [read.after];
-    if (read.upTo !== undefined) {
-      where.push("seq <= ?");
-      params.push(read.upTo);
-    }
-    if (read.session !== undefined) {
-      where.push("session = ?");
-      params.push(read.session);
-    }
-    if (read.kinds !== undefined) {
-      if (read.kinds.length === 0) return [];
-      where.push(`kind IN (${read.kinds.map(() => "?").join(", ")})`);
-      params.push(...read.kinds);
-    }
-    return this.#all(
-      `SELECT * FROM events WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`,
-      [...params, clampLimit(read.limit)],
-    ).map((r) => ({
-      seq: Number(r.seq),
-      version: Number(r.version),
-      session: String(r.session),
-      turn: Number(r.turn),
-      time: Number(r.time),
-      kind: String(r.kind),
-      payload: String(r.payload),
-    }));
+    return this.#rows(readEventsSql(read)).map(eventRow);
   }
 
   lastEventSeq(): number {
@@ -726,14 +676,8 @@ export class PostgresStore implements Store {
   }
 
   putProcess(row: Omit<ProcessRow, "version">): number {
-    const result = this.#writeNow(
-      `INSERT INTO processes (pid, parent, status, data, created, updated, version)
-       VALUES (?, ?, ?, ?, ?, ?, 1)
-       ON CONFLICT (pid) DO UPDATE SET parent = excluded.parent, status = excluded.status,
-         data = excluded.data, updated = excluded.updated, version = processes.version + 1
-       RETURNING version`,
-      [row.pid, row.parent, row.status, row.data, row.created, row.updated],
-    );
+    const { sql, params } = putProcessSql(row);
+    const result = this.#writeNow(sql, params);
     const version = Number(result.rows[0]?.version);
     if (this.#inBatch) this.#memo?.versions.set(row.pid, version);
     return version;
@@ -755,54 +699,16 @@ export class PostgresStore implements Store {
   }
 
   listProcesses(query: ProcessQuery): ProcessRow[] {
-    const where: string[] = [];
-    const params: Param[] = [];
-    if (query.statuses !== undefined) {
-      if (query.statuses.length === 0) return [];
-      where.push(`status IN (${query.statuses.map(() => "?").join(", ")})`);
-      params.push(...query.statuses);
-    }
-    if (query.parent !== undefined) {
-      where.push("parent = ?");
-      params.push(query.parent);
-    }
-    if (query.afterPid !== undefined) {
-      where.push("pid > ?");
-      params.push(query.afterPid);
-    }
-    return this.#all(
-      `SELECT * FROM processes ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-       ORDER BY pid LIMIT ?`,
-      [...params, clampLimit(query.limit)],
-    ).map(processRow);
+    return this.#rows(listProcessesSql(query)).map(processRow);
   }
 
   countLiveChildren(parent: string, finished: readonly string[]): number {
-    const sql = `SELECT count(*) AS n FROM processes WHERE parent = ?${
-      finished.length ? ` AND status NOT IN (${finished.map(() => "?").join(", ")})` : ""
-    }`;
-    return Number(this.#get(sql, [parent, ...finished])?.n ?? 0);
+    const { sql, params } = countLiveChildrenSql(parent, finished);
+    return Number(this.#get(sql, params)?.n ?? 0);
   }
 
   putAction(row: ActionRow): void {
-    this.#write(
-      `INSERT INTO actions (id, pid, kind, digest, status, request, outcome, reported, created, updated)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome,
-         reported = excluded.reported, updated = excluded.updated`,
-      [
-        row.id,
-        row.pid,
-        row.kind,
-        row.digest,
-        row.status,
-        row.request,
-        row.outcome,
-        row.reported ? 1 : 0,
-        row.created,
-        row.updated,
-      ],
-    );
+    this.#put(putActionSql(row));
   }
 
   getAction(id: string): ActionRow | undefined {
@@ -811,30 +717,11 @@ export class PostgresStore implements Store {
   }
 
   listActions(query: ActionQuery): ActionRow[] {
-    const where: string[] = [];
-    const params: Param[] = [];
-    if (query.status !== undefined) {
-      where.push("status = ?");
-      params.push(query.status);
-    }
-    if (query.pid !== undefined) {
-      where.push("pid = ?");
-      params.push(query.pid);
-    }
-    if (query.unreported) where.push("reported = 0");
-    return this.#all(
-      `SELECT * FROM actions ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-       ORDER BY created, ord LIMIT ?`,
-      [...params, clampLimit(query.limit)],
-    ).map(actionRow);
+    return this.#rows(listActionsSql(POSTGRES_DIALECT, query)).map(actionRow);
   }
 
   putCapability(row: CapabilityRow): void {
-    this.#write(
-      `INSERT INTO capabilities (id, subject, derived_from, revoked, data, created) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET revoked = excluded.revoked, data = excluded.data`,
-      [row.id, row.subject, row.derivedFrom, row.revoked, row.data, row.created],
-    );
+    this.#put(putCapabilitySql(row));
   }
 
   getCapability(id: string): CapabilityRow | undefined {
@@ -844,34 +731,11 @@ export class PostgresStore implements Store {
 
   listCapabilities(query: CapabilityQuery): CapabilityRow[] {
     this.#usable();
-    if (query.subject === undefined && query.derivedFrom === undefined) {
-      throw new TypeError("listCapabilities() needs a subject or a derivedFrom filter");
-    }
-    const where: string[] = [];
-    const params: Param[] = [];
-    for (
-      const [clause, value] of [
-        ["subject = ?", query.subject],
-        ["derived_from = ?", query.derivedFrom],
-        ["id > ?", query.afterId],
-      ] as const
-    ) {
-      if (value === undefined) continue;
-      where.push(clause);
-      params.push(value);
-    }
-    return this.#all(
-      `SELECT * FROM capabilities WHERE ${where.join(" AND ")} ORDER BY id LIMIT ?`,
-      [...params, clampLimit(query.limit)],
-    ).map(capabilityRow);
+    return this.#rows(listCapabilitiesSql(query)).map(capabilityRow);
   }
 
   putHumanRequest(row: HumanRequestRow): void {
-    this.#write(
-      `INSERT INTO human_requests (id, pid, kind, status, data, created, expires) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data, expires = excluded.expires`,
-      [row.id, row.pid, row.kind, row.status, row.data, row.created, row.expires],
-    );
+    this.#put(putHumanRequestSql(row));
   }
 
   getHumanRequest(id: string): HumanRequestRow | undefined {
@@ -880,48 +744,11 @@ export class PostgresStore implements Store {
   }
 
   listHumanRequests(query: HumanRequestQuery): HumanRequestRow[] {
-    const where: string[] = [];
-    const params: Param[] = [];
-    if (query.statuses !== undefined) {
-      if (query.statuses.length === 0) return [];
-      where.push(`status IN (${query.statuses.map(() => "?").join(", ")})`);
-      params.push(...query.statuses);
-    }
-    if (query.pid !== undefined) {
-      where.push("pid = ?");
-      params.push(query.pid);
-    }
-    if (query.expiringBefore !== undefined) {
-      where.push("expires IS NOT NULL AND expires < ?");
-      params.push(query.expiringBefore);
-    }
-    return this.#all(
-      `SELECT * FROM human_requests ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-       ORDER BY created, ord LIMIT ?`,
-      [...params, clampLimit(query.limit)],
-    ).map(humanRequestRow);
+    return this.#rows(listHumanRequestsSql(POSTGRES_DIALECT, query)).map(humanRequestRow);
   }
 
   putObject(row: ObjectRow): void {
-    this.#write(
-      `INSERT INTO objects (oid, namespace, name, type, creator, data, payload, volatile, created, updated)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (oid) DO UPDATE SET namespace = excluded.namespace, name = excluded.name,
-         type = excluded.type, data = excluded.data, payload = excluded.payload,
-         volatile = excluded.volatile, updated = excluded.updated`,
-      [
-        row.oid,
-        row.namespace,
-        row.name,
-        row.type,
-        row.creator,
-        row.data,
-        row.payload,
-        row.volatile ? 1 : 0,
-        row.created,
-        row.updated,
-      ],
-    );
+    this.#put(putObjectSql(row));
   }
 
   getObject(oid: string): ObjectRow | undefined {
@@ -938,30 +765,7 @@ export class PostgresStore implements Store {
   }
 
   listObjects(query: ObjectQuery): ObjectRow[] {
-    const where: string[] = [];
-    const params: Param[] = [];
-    if (query.namespaces !== undefined) {
-      if (query.namespaces.length === 0) return [];
-      where.push(`namespace IN (${query.namespaces.map(() => "?").join(", ")})`);
-      params.push(...query.namespaces);
-    }
-    for (
-      const [clause, value] of [
-        ["type = ?", query.type],
-        ["creator = ?", query.creator],
-        ["starts_with(name, ?)", query.namePrefix],
-        ["oid > ?", query.afterOid],
-      ] as const
-    ) {
-      if (value === undefined) continue;
-      where.push(clause);
-      params.push(value);
-    }
-    return this.#all(
-      `SELECT * FROM objects ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-       ORDER BY oid LIMIT ?`,
-      [...params, clampLimit(query.limit)],
-    ).map(objectRow);
+    return this.#rows(listObjectsSql(POSTGRES_DIALECT, query)).map(objectRow);
   }
 
   deleteObject(oid: string): boolean {
@@ -972,11 +776,7 @@ export class PostgresStore implements Store {
   }
 
   putLink(row: LinkRow): void {
-    this.#write(
-      `INSERT INTO object_links (src, dst, rel, creator, created) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (src, dst, rel) DO NOTHING`,
-      [row.from, row.to, row.rel, row.creator, row.created],
-    );
+    this.#put(putLinkSql(row));
   }
 
   deleteLink(from: string, to: string, rel: string): boolean {
@@ -994,24 +794,19 @@ export class PostgresStore implements Store {
   }
 
   putNamespace(row: NamespaceRow): void {
-    this.#write(
-      "INSERT INTO namespaces (key, creator, created) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
-      [row.key, row.creator, row.created],
-    );
+    this.#put(putNamespaceSql(row));
   }
 
   getNamespace(key: string): NamespaceRow | undefined {
     const row = this.#get("SELECT * FROM namespaces WHERE key = ?", [key]);
-    return row === undefined
-      ? undefined
-      : { key: String(row.key), creator: String(row.creator), created: Number(row.created) };
+    return row === undefined ? undefined : namespaceRow(row);
   }
 
   listNamespaces(afterKey: string | undefined, limit: number): NamespaceRow[] {
     return this.#all("SELECT * FROM namespaces WHERE key > ? ORDER BY key LIMIT ?", [
       afterKey ?? "",
       clampLimit(limit),
-    ]).map((r) => ({ key: String(r.key), creator: String(r.creator), created: Number(r.created) }));
+    ]).map(namespaceRow);
   }
 
   namespaceUsage(namespace: string): NamespaceUsage {
@@ -1025,12 +820,7 @@ export class PostgresStore implements Store {
   }
 
   putRetained(row: RetainedRow): void {
-    this.#write(
-      `INSERT INTO retained (pid, namespace, since, objects, bytes, removed) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (pid) DO UPDATE SET namespace = excluded.namespace, since = excluded.since,
-         objects = excluded.objects, bytes = excluded.bytes, removed = excluded.removed`,
-      [row.pid, row.namespace, row.since, row.objects, row.bytes, row.removed],
-    );
+    this.#put(putRetainedSql(row));
   }
 
   getRetained(pid: string): RetainedRow | undefined {
@@ -1039,33 +829,11 @@ export class PostgresStore implements Store {
   }
 
   listRetained(query: RetainedQuery): RetainedRow[] {
-    const where: string[] = [];
-    const params: Param[] = [];
-    if (query.removed !== undefined) {
-      where.push(query.removed ? "removed IS NOT NULL" : "removed IS NULL");
-    }
-    if (query.before !== undefined) {
-      where.push("since < ?");
-      params.push(query.before);
-    }
-    if (query.after !== undefined) {
-      where.push("(since > ? OR (since = ? AND pid > ?))");
-      params.push(query.after.since, query.after.since, query.after.pid);
-    }
-    return this.#all(
-      `SELECT * FROM retained ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-       ORDER BY since, pid LIMIT ?`,
-      [...params, clampLimit(query.limit)],
-    ).map(retainedRow);
+    return this.#rows(listRetainedSql(query)).map(retainedRow);
   }
 
   putImage(row: ImageRow): void {
-    this.#write(
-      `INSERT INTO images (id, data, loader, created, updated) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET data = excluded.data, loader = excluded.loader,
-         updated = excluded.updated`,
-      [row.id, row.data, row.loader, row.created, row.updated],
-    );
+    this.#put(putImageSql(row));
   }
 
   getImage(id: string): ImageRow | undefined {
@@ -1093,9 +861,7 @@ export class PostgresStore implements Store {
     const result = this.#writeNow(
       `WITH picked AS (
          SELECT p.pid FROM processes p
-         WHERE p.parent IS NULL${
-        finished.length ? ` AND p.status NOT IN (${finished.map(() => "?").join(", ")})` : ""
-      }
+         WHERE p.parent IS NULL${andNotIn("p.status", finished)}
            AND NOT EXISTS (
              SELECT 1 FROM leases l WHERE l.root = p.pid AND (l.expires > ? OR l.owner = ?))${
         options.lapsedOnly ? " AND EXISTS (SELECT 1 FROM leases l WHERE l.root = p.pid)" : ""

@@ -17,14 +17,42 @@ import {
   auditRow,
   capabilityRow,
   clampLimit,
+  eventRow,
   humanRequestRow,
   imageRow,
   leaseRow,
   linkRow,
+  namespaceRow,
   objectRow,
   processRow,
   retainedRow,
-} from "./_sqlite_rows.ts";
+  type Row,
+} from "./_store_rows.ts";
+import {
+  andNotIn,
+  countLiveChildrenSql,
+  insertAuditSql,
+  listActionsSql,
+  listCapabilitiesSql,
+  listHumanRequestsSql,
+  listObjectsSql,
+  listProcessesSql,
+  listRetainedSql,
+  putActionSql,
+  putCapabilitySql,
+  putHumanRequestSql,
+  putImageSql,
+  putLinkSql,
+  putNamespaceSql,
+  putObjectSql,
+  putProcessSql,
+  putRetainedSql,
+  queryAuditSql,
+  readEventsSql,
+  setMetaSql,
+  type Sql,
+  SQLITE_DIALECT,
+} from "./_store_queries.ts";
 import { StoreError } from "../base/errors.ts";
 import { MEMORY_DB } from "../base/state_paths.ts";
 import {
@@ -389,6 +417,16 @@ export class SqliteStore implements Store {
     }
   }
 
+  /** `#write`, for a statement built in `_store_queries.ts`. */
+  #put(statement: Sql): number {
+    return this.#write(statement.sql, statement.params);
+  }
+
+  /** Runs a built SELECT; no statement means no row can match. */
+  #rows(statement: Sql | undefined): Row[] {
+    return statement === undefined ? [] : this.#stmt(statement.sql).all(...statement.params);
+  }
+
   getMeta(key: string): string | undefined {
     this.#usable();
     const row = this.#stmt("SELECT value FROM meta WHERE key = ?").get(key);
@@ -396,10 +434,7 @@ export class SqliteStore implements Store {
   }
 
   setMeta(key: string, value: string): void {
-    this.#write(
-      "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-      [key, value],
-    );
+    this.#put(setMetaSql(key, value));
   }
 
   auditTail(chain: string): AuditTail | undefined {
@@ -417,29 +452,7 @@ export class SqliteStore implements Store {
   }
 
   insertAudit(row: AuditRow): void {
-    const changes = this.#write(
-      `INSERT INTO audit (seq, chain, chain_seq, time, actor, pid, action, resource, decision, authority,
-         input_digest, correlation, parent, detail, prev, hash)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [
-        row.seq,
-        row.chain,
-        row.chainSeq,
-        row.time,
-        row.actor,
-        row.pid,
-        row.action,
-        row.resource,
-        row.decision,
-        row.authority,
-        row.inputDigest,
-        row.correlation,
-        row.parent,
-        row.detail,
-        row.prev,
-        row.hash,
-      ],
-    );
+    const changes = this.#put(insertAuditSql(row));
     const memo = this.#inBatch ? this.#memo : undefined;
     if (memo !== undefined) {
       memo.tails.set(row.chain, { seq: row.seq, chainSeq: row.chainSeq, hash: row.hash });
@@ -457,48 +470,7 @@ export class SqliteStore implements Store {
 
   queryAudit(query: AuditQuery): AuditRow[] {
     this.#usable();
-    const where: string[] = [];
-    const params: SQLInputValue[] = [];
-    const equal = (column: string, value: string | undefined) => {
-      if (value === undefined) return;
-      where.push(`${column} = ?`);
-      params.push(value);
-    };
-    const prefix = (column: string, value: string | undefined) => {
-      if (value === undefined || value === "") return;
-      // A range on the indexed column instead of LIKE, which would also treat % and _ specially.
-      where.push(`${column} >= ? AND ${column} < ?`);
-      params.push(value, value + "\u{10FFFF}");
-    };
-    equal("pid", query.pid);
-    equal("actor", query.actor);
-    equal("action", query.action);
-    prefix("action", query.actionPrefix);
-    equal("resource", query.resource);
-    prefix("resource", query.resourcePrefix);
-    equal("decision", query.decision);
-    equal("correlation", query.correlation);
-    if (query.since !== undefined) {
-      where.push("time >= ?");
-      params.push(query.since);
-    }
-    if (query.until !== undefined) {
-      where.push("time < ?");
-      params.push(query.until);
-    }
-    if (query.afterSeq !== undefined) {
-      where.push("seq > ?");
-      params.push(query.afterSeq);
-    }
-    if (query.beforeSeq !== undefined) {
-      where.push("seq < ?");
-      params.push(query.beforeSeq);
-    }
-    const limit = clampLimit(query.limit);
-    const sql = `SELECT * FROM audit ${
-      where.length ? `WHERE ${where.join(" AND ")}` : ""
-    } ORDER BY seq ${query.order === "desc" ? "DESC" : "ASC"} LIMIT ?`;
-    return this.#stmt(sql).all(...params, limit).map(auditRow);
+    return this.#rows(queryAuditSql(SQLITE_DIALECT, query)).map(auditRow);
   }
 
   scanAudit(chain: string, afterChainSeq: number, limit: number): AuditRow[] {
@@ -518,11 +490,7 @@ export class SqliteStore implements Store {
   }
 
   putCapability(row: CapabilityRow): void {
-    this.#write(
-      `INSERT INTO capabilities (id, subject, derived_from, revoked, data, created) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET revoked = excluded.revoked, data = excluded.data`,
-      [row.id, row.subject, row.derivedFrom, row.revoked, row.data, row.created],
-    );
+    this.#put(putCapabilitySql(row));
   }
 
   getCapability(id: string): CapabilityRow | undefined {
@@ -533,34 +501,11 @@ export class SqliteStore implements Store {
 
   listCapabilities(query: CapabilityQuery): CapabilityRow[] {
     this.#usable();
-    if (query.subject === undefined && query.derivedFrom === undefined) {
-      throw new TypeError("listCapabilities() needs a subject or a derivedFrom filter");
-    }
-    const where: string[] = [];
-    const params: SQLInputValue[] = [];
-    if (query.subject !== undefined) {
-      where.push("subject = ?");
-      params.push(query.subject);
-    }
-    if (query.derivedFrom !== undefined) {
-      where.push("derived_from = ?");
-      params.push(query.derivedFrom);
-    }
-    if (query.afterId !== undefined) {
-      where.push("id > ?");
-      params.push(query.afterId);
-    }
-    return this.#stmt(`SELECT * FROM capabilities WHERE ${where.join(" AND ")} ORDER BY id LIMIT ?`)
-      .all(...params, clampLimit(query.limit))
-      .map(capabilityRow);
+    return this.#rows(listCapabilitiesSql(query)).map(capabilityRow);
   }
 
   putHumanRequest(row: HumanRequestRow): void {
-    this.#write(
-      `INSERT INTO human_requests (id, pid, kind, status, data, created, expires) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data, expires = excluded.expires`,
-      [row.id, row.pid, row.kind, row.status, row.data, row.created, row.expires],
-    );
+    this.#put(putHumanRequestSql(row));
   }
 
   getHumanRequest(id: string): HumanRequestRow | undefined {
@@ -571,47 +516,11 @@ export class SqliteStore implements Store {
 
   listHumanRequests(query: HumanRequestQuery): HumanRequestRow[] {
     this.#usable();
-    const where: string[] = [];
-    const params: SQLInputValue[] = [];
-    if (query.statuses !== undefined) {
-      if (query.statuses.length === 0) return [];
-      where.push(`status IN (${query.statuses.map(() => "?").join(", ")})`);
-      params.push(...query.statuses);
-    }
-    if (query.pid !== undefined) {
-      where.push("pid = ?");
-      params.push(query.pid);
-    }
-    if (query.expiringBefore !== undefined) {
-      where.push("expires IS NOT NULL AND expires < ?");
-      params.push(query.expiringBefore);
-    }
-    const sql = `SELECT * FROM human_requests ${
-      where.length ? `WHERE ${where.join(" AND ")}` : ""
-    } ORDER BY created, rowid LIMIT ?`;
-    return this.#stmt(sql).all(...params, clampLimit(query.limit)).map(humanRequestRow);
+    return this.#rows(listHumanRequestsSql(SQLITE_DIALECT, query)).map(humanRequestRow);
   }
 
   putObject(row: ObjectRow): void {
-    this.#write(
-      `INSERT INTO objects (oid, namespace, name, type, creator, data, payload, volatile, created, updated)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (oid) DO UPDATE SET namespace = excluded.namespace, name = excluded.name,
-         type = excluded.type, data = excluded.data, payload = excluded.payload,
-         volatile = excluded.volatile, updated = excluded.updated`,
-      [
-        row.oid,
-        row.namespace,
-        row.name,
-        row.type,
-        row.creator,
-        row.data,
-        row.payload,
-        row.volatile ? 1 : 0,
-        row.created,
-        row.updated,
-      ],
-    );
+    this.#put(putObjectSql(row));
   }
 
   getObject(oid: string): ObjectRow | undefined {
@@ -631,31 +540,7 @@ export class SqliteStore implements Store {
 
   listObjects(query: ObjectQuery): ObjectRow[] {
     this.#usable();
-    const where: string[] = [];
-    const params: SQLInputValue[] = [];
-    if (query.namespaces !== undefined) {
-      if (query.namespaces.length === 0) return [];
-      where.push(`namespace IN (${query.namespaces.map(() => "?").join(", ")})`);
-      params.push(...query.namespaces);
-    }
-    for (const [column, value] of [["type", query.type], ["creator", query.creator]] as const) {
-      if (value === undefined) continue;
-      where.push(`${column} = ?`);
-      params.push(value);
-    }
-    if (query.namePrefix !== undefined) {
-      // substr() compares exactly (LIKE would treat % and _ as wildcards, and fold case).
-      where.push("substr(name, 1, ?) = ?");
-      params.push(query.namePrefix.length, query.namePrefix);
-    }
-    if (query.afterOid !== undefined) {
-      where.push("oid > ?");
-      params.push(query.afterOid);
-    }
-    const sql = `SELECT * FROM objects ${
-      where.length ? `WHERE ${where.join(" AND ")}` : ""
-    } ORDER BY oid LIMIT ?`;
-    return this.#stmt(sql).all(...params, clampLimit(query.limit)).map(objectRow);
+    return this.#rows(listObjectsSql(SQLITE_DIALECT, query)).map(objectRow);
   }
 
   deleteObject(oid: string): boolean {
@@ -666,11 +551,7 @@ export class SqliteStore implements Store {
   }
 
   putLink(row: LinkRow): void {
-    this.#write(
-      `INSERT INTO object_links (src, dst, rel, creator, created) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (src, dst, rel) DO NOTHING`,
-      [row.from, row.to, row.rel, row.creator, row.created],
-    );
+    this.#put(putLinkSql(row));
   }
 
   deleteLink(from: string, to: string, rel: string): boolean {
@@ -689,21 +570,14 @@ export class SqliteStore implements Store {
   }
 
   putNamespace(row: NamespaceRow): void {
-    this.#write(
-      "INSERT INTO namespaces (key, creator, created) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
-      [row.key, row.creator, row.created],
-    );
+    this.#put(putNamespaceSql(row));
   }
 
   listNamespaces(afterKey: string | undefined, limit: number): NamespaceRow[] {
     this.#usable();
     return this.#stmt("SELECT * FROM namespaces WHERE key > ? ORDER BY key LIMIT ?")
       .all(afterKey ?? "", clampLimit(limit))
-      .map((r) => ({
-        key: String(r.key),
-        creator: String(r.creator),
-        created: Number(r.created),
-      }));
+      .map(namespaceRow);
   }
 
   namespaceUsage(namespace: string): NamespaceUsage {
@@ -719,12 +593,7 @@ export class SqliteStore implements Store {
   }
 
   putRetained(row: RetainedRow): void {
-    this.#write(
-      `INSERT INTO retained (pid, namespace, since, objects, bytes, removed) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (pid) DO UPDATE SET namespace = excluded.namespace, since = excluded.since,
-         objects = excluded.objects, bytes = excluded.bytes, removed = excluded.removed`,
-      [row.pid, row.namespace, row.since, row.objects, row.bytes, row.removed],
-    );
+    this.#put(putRetainedSql(row));
   }
 
   getRetained(pid: string): RetainedRow | undefined {
@@ -735,32 +604,11 @@ export class SqliteStore implements Store {
 
   listRetained(query: RetainedQuery): RetainedRow[] {
     this.#usable();
-    const where: string[] = [];
-    const params: SQLInputValue[] = [];
-    if (query.removed !== undefined) {
-      where.push(query.removed ? "removed IS NOT NULL" : "removed IS NULL");
-    }
-    if (query.before !== undefined) {
-      where.push("since < ?");
-      params.push(query.before);
-    }
-    if (query.after !== undefined) {
-      where.push("(since > ? OR (since = ? AND pid > ?))");
-      params.push(query.after.since, query.after.since, query.after.pid);
-    }
-    const sql = `SELECT * FROM retained ${
-      where.length ? `WHERE ${where.join(" AND ")}` : ""
-    } ORDER BY since, pid LIMIT ?`;
-    return this.#stmt(sql).all(...params, clampLimit(query.limit)).map(retainedRow);
+    return this.#rows(listRetainedSql(query)).map(retainedRow);
   }
 
   putImage(row: ImageRow): void {
-    this.#write(
-      `INSERT INTO images (id, data, loader, created, updated) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET data = excluded.data, loader = excluded.loader,
-         updated = excluded.updated`,
-      [row.id, row.data, row.loader, row.created, row.updated],
-    );
+    this.#put(putImageSql(row));
   }
 
   getImage(id: string): ImageRow | undefined {
@@ -779,9 +627,7 @@ export class SqliteStore implements Store {
   getNamespace(key: string): NamespaceRow | undefined {
     this.#usable();
     const row = this.#stmt("SELECT * FROM namespaces WHERE key = ?").get(key);
-    return row === undefined
-      ? undefined
-      : { key: String(row.key), creator: String(row.creator), created: Number(row.created) };
+    return row === undefined ? undefined : namespaceRow(row);
   }
 
   countAudit(): number {
@@ -817,33 +663,7 @@ export class SqliteStore implements Store {
 
   readEvents(read: EventRead): EventRow[] {
     this.#usable();
-    const where = ["seq > ?"];
-    const params: SQLInputValue[] = [read.after];
-    if (read.upTo !== undefined) {
-      where.push("seq <= ?");
-      params.push(read.upTo);
-    }
-    if (read.session !== undefined) {
-      where.push("session = ?");
-      params.push(read.session);
-    }
-    if (read.kinds !== undefined) {
-      if (read.kinds.length === 0) return [];
-      where.push(`kind IN (${read.kinds.map(() => "?").join(", ")})`);
-      params.push(...read.kinds);
-    }
-    const limit = clampLimit(read.limit);
-    return this.#stmt(`SELECT * FROM events WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`)
-      .all(...params, limit)
-      .map((r) => ({
-        seq: Number(r.seq),
-        version: Number(r.version),
-        session: String(r.session),
-        turn: Number(r.turn),
-        time: Number(r.time),
-        kind: String(r.kind),
-        payload: String(r.payload),
-      }));
+    return this.#rows(readEventsSql(read)).map(eventRow);
   }
 
   lastEventSeq(): number {
@@ -854,13 +674,8 @@ export class SqliteStore implements Store {
     if (this.#depth === 0) return this.step(() => this.putProcess(row));
     this.#usable();
     try {
-      const written = this.#stmt(
-        `INSERT INTO processes (pid, parent, status, data, created, updated, version)
-         VALUES (?, ?, ?, ?, ?, ?, 1)
-         ON CONFLICT (pid) DO UPDATE SET parent = excluded.parent, status = excluded.status,
-           data = excluded.data, updated = excluded.updated, version = processes.version + 1
-         RETURNING version`,
-      ).get(row.pid, row.parent, row.status, row.data, row.created, row.updated);
+      const { sql, params } = putProcessSql(row);
+      const written = this.#stmt(sql).get(...params);
       const version = Number(written?.version);
       if (this.#inBatch) this.#memo?.versions.set(row.pid, version);
       return version;
@@ -887,54 +702,17 @@ export class SqliteStore implements Store {
 
   listProcesses(query: ProcessQuery): ProcessRow[] {
     this.#usable();
-    const where: string[] = [];
-    const params: SQLInputValue[] = [];
-    if (query.statuses !== undefined) {
-      if (query.statuses.length === 0) return [];
-      where.push(`status IN (${query.statuses.map(() => "?").join(", ")})`);
-      params.push(...query.statuses);
-    }
-    if (query.parent !== undefined) {
-      where.push("parent = ?");
-      params.push(query.parent);
-    }
-    if (query.afterPid !== undefined) {
-      where.push("pid > ?");
-      params.push(query.afterPid);
-    }
-    const sql = `SELECT * FROM processes ${
-      where.length ? `WHERE ${where.join(" AND ")}` : ""
-    } ORDER BY pid LIMIT ?`;
-    return this.#stmt(sql).all(...params, clampLimit(query.limit)).map(processRow);
+    return this.#rows(listProcessesSql(query)).map(processRow);
   }
 
   countLiveChildren(parent: string, finished: readonly string[]): number {
     this.#usable();
-    const sql = `SELECT count(*) AS n FROM processes WHERE parent = ?${
-      finished.length ? ` AND status NOT IN (${finished.map(() => "?").join(", ")})` : ""
-    }`;
-    return Number(this.#stmt(sql).get(parent, ...finished)?.n ?? 0);
+    const { sql, params } = countLiveChildrenSql(parent, finished);
+    return Number(this.#stmt(sql).get(...params)?.n ?? 0);
   }
 
   putAction(row: ActionRow): void {
-    this.#write(
-      `INSERT INTO actions (id, pid, kind, digest, status, request, outcome, reported, created, updated)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET status = excluded.status, outcome = excluded.outcome,
-         reported = excluded.reported, updated = excluded.updated`,
-      [
-        row.id,
-        row.pid,
-        row.kind,
-        row.digest,
-        row.status,
-        row.request,
-        row.outcome,
-        row.reported ? 1 : 0,
-        row.created,
-        row.updated,
-      ],
-    );
+    this.#put(putActionSql(row));
   }
 
   getAction(id: string): ActionRow | undefined {
@@ -945,21 +723,7 @@ export class SqliteStore implements Store {
 
   listActions(query: ActionQuery): ActionRow[] {
     this.#usable();
-    const where: string[] = [];
-    const params: SQLInputValue[] = [];
-    if (query.status !== undefined) {
-      where.push("status = ?");
-      params.push(query.status);
-    }
-    if (query.pid !== undefined) {
-      where.push("pid = ?");
-      params.push(query.pid);
-    }
-    if (query.unreported) where.push("reported = 0");
-    const sql = `SELECT * FROM actions ${
-      where.length ? `WHERE ${where.join(" AND ")}` : ""
-    } ORDER BY created, rowid LIMIT ?`;
-    return this.#stmt(sql).all(...params, clampLimit(query.limit)).map(actionRow);
+    return this.#rows(listActionsSql(SQLITE_DIALECT, query)).map(actionRow);
   }
   claimTrees(
     owner: string,
@@ -973,9 +737,7 @@ export class SqliteStore implements Store {
     const claimed = this.step(() => {
       const rows = this.#stmt(
         `SELECT pid FROM processes
-         WHERE parent IS NULL${
-          finished.length ? ` AND status NOT IN (${finished.map(() => "?").join(", ")})` : ""
-        }
+         WHERE parent IS NULL${andNotIn("status", finished)}
            AND pid NOT IN (SELECT root FROM leases WHERE expires > ? OR owner = ?)${
           options.lapsedOnly ? " AND pid IN (SELECT root FROM leases)" : ""
         }

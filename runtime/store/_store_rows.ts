@@ -1,5 +1,6 @@
 /**
- * Row mapping for the SQLite store: node:sqlite rows to the Store interface's row types.
+ * Row mapping for both stores: rows as node:sqlite returns them (the PostgreSQL store's rows have
+ * the same shape) to the Store interface's row types.
  *
  * @module
  */
@@ -8,17 +9,19 @@ import {
   type ActionRow,
   type AuditRow,
   type CapabilityRow,
+  type EventRow,
   type HumanRequestRow,
   type ImageRow,
   type LeaseRow,
   type LinkRow,
   MAX_PAGE,
+  type NamespaceRow,
   type ObjectRow,
   type ProcessRow,
   type RetainedRow,
 } from "./store.ts";
 
-/** A row as node:sqlite returns it. */
+/** A row as node:sqlite returns it; the PostgreSQL store's rows are read as this type too. */
 export type Row = Record<string, SQLInputValue>;
 
 /** Maps a `process` row. */
@@ -166,4 +169,22 @@ export function leaseRow(r: Row): LeaseRow {
     claimed: Number(r.claimed),
     generation: Number(r.generation),
   };
+}
+
+/** Maps an `events` row. */
+export function eventRow(r: Row): EventRow {
+  return {
+    seq: Number(r.seq),
+    version: Number(r.version),
+    session: String(r.session),
+    turn: Number(r.turn),
+    time: Number(r.time),
+    kind: String(r.kind),
+    payload: String(r.payload),
+  };
+}
+
+/** Maps a `namespaces` row. */
+export function namespaceRow(r: Row): NamespaceRow {
+  return { key: String(r.key), creator: String(r.creator), created: Number(r.created) };
 }
