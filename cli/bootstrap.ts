@@ -14,6 +14,7 @@ import { SYSTEM_PATH } from "../runtime/base/system_path.ts";
 import { defaultDatabasePath, userConfigPath } from "../runtime/base/state_paths.ts";
 import { DatabaseSync } from "node:sqlite";
 import { denoNetEntries, hostGrantText, parseAllowHost } from "./egress_hosts.ts";
+import { pgPassPath } from "../runtime/store/_pg_pass.ts";
 
 /** Environment variables the runtime reads. */
 export const RUNTIME_ENV = [
@@ -67,6 +68,8 @@ export const POSTGRES_ENV = [
   "USER",
   "USERNAME",
   "LOGNAME",
+  // The password file libos reads itself (the driver does not): PGPASSFILE or ~/.pgpass.
+  "PGPASSFILE",
 ];
 
 /** What the bootstrap knows about the invocation. */
@@ -335,6 +338,9 @@ export function permissionFlags(facts: BootstrapFacts): string[] {
     // (Deno reads the connection thread's module as a file).
     hosts.add(postgres);
     grant(fileURLToPath(new URL("../runtime/store", import.meta.url)), false);
+    // The password file, read-only (libos reads it when it connects; no command ever sees it).
+    const passFile = pgPassPath(facts.env);
+    if (passFile !== undefined) grant(resolve(facts.cwd, passFile), false);
   } else if (db !== undefined && db !== ":memory:" && db.trim() !== "") {
     const file = resolve(facts.cwd, db);
     for (const dir of [dirname(file), facts.realPath(dirname(file))]) {

@@ -7,6 +7,7 @@
  * @module
  */
 import { dropPostgresSchema } from "../runtime/store/postgres_store.ts";
+import { PgLink } from "../runtime/store/_pg_link.ts";
 
 /** The test server's connection string, or undefined when none is configured. */
 export function postgresUrl(): string | undefined {
@@ -48,4 +49,24 @@ export function pgTest(name: string, fn: (t: Deno.TestContext) => void | Promise
     sanitizeOps: false,
     fn,
   });
+}
+
+/** Runs statements as the test server's (superuser) login, in its public schema. */
+export function asAdmin(...statements: readonly string[]): void {
+  const base = postgresUrl();
+  if (base === undefined) throw new Error("LIBOS_TEST_POSTGRES is not set");
+  const url = new URL(base);
+  url.searchParams.delete("schema");
+  const link = PgLink.open({
+    url: url.href,
+    schema: "public",
+    listen: false,
+    statementTimeoutMs: 30_000,
+    applicationName: "libos-test",
+  });
+  try {
+    link.run(statements.map((sql) => ({ sql, params: [] })));
+  } finally {
+    link.close();
+  }
 }

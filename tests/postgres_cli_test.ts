@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { call, final, FIXED, fixture, turn } from "./agent_fixture.ts";
 import { task, taskWith } from "./_cli_sandbox.ts";
-import { freshSchema, pgTest } from "./pg_fixture.ts";
+import { asAdmin, freshSchema, pgTest, postgresUrl } from "./pg_fixture.ts";
 import { PostgresStore } from "../runtime/store/postgres_store.ts";
 
 /** A scratch workspace and state directory, removed on dispose. */
@@ -172,5 +172,91 @@ pgTest(
       error.message,
       /Cannot reach PostgreSQL at "postgres:\/\/libos@127\.0\.0\.1:1\/nowhere"/,
     );
+  },
+);
+
+pgTest(
+  "the password file (PGPASSFILE or ~/.pgpass) through the launcher: a login that needs a password gets it from there; a file others can read is refused; the password is never shown",
+  async () => {
+    using s = scratch();
+    const suffix = crypto.randomUUID().replaceAll("-", "").slice(0, 12);
+    const role = `libos_pw_${suffix}`;
+    const password = `pw-${suffix}-Zq9`;
+    // Members of libos_pw must give a password (.ci/run's pg_hba.conf line).
+    asAdmin(
+      `DO $$ BEGIN CREATE ROLE libos_pw NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$`,
+      `CREATE ROLE ${role} LOGIN PASSWORD '${password}' IN ROLE libos_pw`,
+      `GRANT CREATE ON DATABASE postgres TO ${role}`,
+    );
+    const base = new URL(postgresUrl()!);
+    const url = new URL(`postgres://${role}@${base.host}/postgres`);
+    url.searchParams.set("schema", `pw_${suffix}`);
+    const passFile = join(s.state, "..", "pgpass");
+    try {
+      // Without a password the server refuses the login: the test is not vacuous.
+      const none = await taskWith(
+        { PGPASSFILE: join(s.state, "..", "absent") },
+        s.workspace,
+        s.state,
+        "libos",
+        "init",
+        "--db",
+        url.href,
+        "--json",
+      );
+      assert.notEqual(none.status, 0, "the test server must require a password of libos_pw");
+      assert.match(none.stdout, /refused the login/);
+      Deno.writeTextFileSync(
+        passFile,
+        `# libos test\n${base.hostname}:${base.port}:postgres:${role}:${password}\n`,
+      );
+      Deno.chmodSync(passFile, 0o644);
+      const open = await taskWith(
+        { PGPASSFILE: passFile },
+        s.workspace,
+        s.state,
+        "libos",
+        "init",
+        "--db",
+        url.href,
+        "--json",
+      );
+      assert.notEqual(open.status, 0);
+      const error = (JSON.parse(open.stdout) as { error: { code: string; message: string } })
+        .error;
+      assert.equal(error.code, "store_io");
+      assert.match(error.message, /can be read by others \(mode 644\); run "chmod 600/);
+      Deno.chmodSync(passFile, 0o600);
+      const init = await taskWith(
+        { PGPASSFILE: passFile },
+        s.workspace,
+        s.state,
+        "libos",
+        "init",
+        "--db",
+        url.href,
+        "--json",
+      );
+      assert.equal(init.status, 0, init.stdout + init.stderr);
+      const ps = await taskWith(
+        { PGPASSFILE: passFile },
+        s.workspace,
+        s.state,
+        "libos",
+        "ps",
+        "--db",
+        url.href,
+      );
+      assert.equal(ps.status, 0, ps.stdout + ps.stderr);
+      for (const run of [none, open, init, ps]) {
+        assert.ok(!(run.stdout + run.stderr).includes(password), run.stdout + run.stderr);
+      }
+    } finally {
+      asAdmin(
+        `DROP SCHEMA IF EXISTS pw_${suffix} CASCADE`,
+        `REVOKE CREATE ON DATABASE postgres FROM ${role}`,
+        `DROP ROLE IF EXISTS ${role}`,
+      );
+    }
   },
 );

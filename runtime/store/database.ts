@@ -11,6 +11,7 @@ import { NotFoundError, UsageError, ValidationError } from "../base/errors.ts";
 import { SqliteStore } from "./sqlite_store.ts";
 import { PostgresStore } from "./postgres_store.ts";
 import { isPostgresUrl, parsePgTarget } from "./_pg_open.ts";
+import { type PgPassKey, pgPassPath, readPgPass } from "./_pg_pass.ts";
 import type { Store } from "./store.ts";
 import {
   databaseRealPath,
@@ -140,7 +141,8 @@ function locatePostgres(
   }
   const stateDir = stateDirectory(options.env);
   if (options.createStateDirectory) ensureStateDirectory(stateDir);
-  const secret = password === "" ? options.env.get("PGPASSWORD") ?? "" : "";
+  const given = password === "" ? options.env.get("PGPASSWORD") ?? "" : "";
+  const passFile = password === "" && given === "" ? pgPassPath(options.env) : undefined;
   // What PostgresStore.open parses again: the string as given (its ?schema= included).
   const url = db.trim();
   return {
@@ -153,11 +155,29 @@ function locatePostgres(
     isDefault: false,
     engine: "postgres",
     connect: () => {
+      // The password file is read when connecting, not when locating (a command that never
+      // connects never reads it).
+      const secret = given !== "" || passFile === undefined
+        ? given
+        : readPgPass(passFile, pgPassKey(url, options.env)) ?? "";
       if (secret === "") return url;
       const withPassword = new URL(url);
       withPassword.password = encodeURIComponent(secret);
       return withPassword.href;
     },
+  };
+}
+
+/** What a connection string is looked up by in the password file (libpq's defaults). */
+function pgPassKey(text: string, env: LocateOptions["env"]): PgPassKey {
+  const url = new URL(text);
+  const user = decodeURIComponent(url.username) || env.get("PGUSER") || env.get("USER") || "";
+  return {
+    host: url.hostname.replace(/^\[(.*)\]$/, "$1") || env.get("PGHOST") || "localhost",
+    port: url.port || env.get("PGPORT") || "5432",
+    database: decodeURIComponent(url.pathname.replace(/^\//, "")) || env.get("PGDATABASE") ||
+      user,
+    user,
   };
 }
 
