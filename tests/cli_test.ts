@@ -280,6 +280,37 @@ Deno.test("bootstrap permissionFlags() grants read and write only on the workspa
   assert.ok(!value("write")?.includes("/data"), "the --db directory is readable, not writable");
 });
 
+Deno.test("bootstrap permissionFlags() on PostgreSQL: the network to that server only, the password file read-only (PGPASSFILE, else ~/.pgpass), PGPASSFILE readable", () => {
+  const flagsWith = (env: Record<string, string>) =>
+    permissionFlags({
+      args: ["ps", "--db", "postgres://agent@db.internal:6543/team"],
+      cwd: "/home/u",
+      env: {
+        get: (n) => ({ HOME: "/home/u", TMPDIR: "/tmp", ...env } as Record<string, string>)[n],
+      },
+      realPath: (p) => p,
+    });
+  const value = (flags: string[], name: string) =>
+    flags.find((f) => f.startsWith(`--allow-${name}=`))?.split("=")[1]?.split(",");
+  const home = flagsWith({});
+  assert.deepEqual(value(home, "net"), ["db.internal:6543"]);
+  assert.ok(value(home, "read")?.includes("/home/u/.pgpass"));
+  assert.ok(!value(home, "write")?.includes("/home/u/.pgpass"), "read-only");
+  assert.ok(value(home, "env")?.includes("PGPASSFILE"));
+  const named = flagsWith({ PGPASSFILE: "/etc/libos/pgpass" });
+  assert.ok(value(named, "read")?.includes("/etc/libos/pgpass"));
+  assert.ok(!value(named, "read")?.includes("/home/u/.pgpass"), "only the file PGPASSFILE names");
+  // A SQLite database grants no password file and no PG variable.
+  const sqlite = permissionFlags({
+    args: ["ps", "--db", "/data/x.db"],
+    cwd: "/home/u",
+    env: { get: (n) => ({ HOME: "/home/u", TMPDIR: "/tmp" } as Record<string, string>)[n] },
+    realPath: (p) => p,
+  });
+  assert.ok(!value(sqlite, "read")?.includes("/home/u/.pgpass"));
+  assert.ok(!value(sqlite, "env")?.includes("PGPASSFILE"));
+});
+
 Deno.test("bootstrap permissionFlags(): libos log may run the pager less and nothing else; no other read-only command may run a program", () => {
   const facts = {
     cwd: "/home/u",
