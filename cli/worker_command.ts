@@ -132,8 +132,6 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
   const { store, clock } = runtime;
   /** Every tree this worker holds a lease on, and whether a round is running it now. */
   const held = new Map<string, boolean>();
-  /** The round running each tree, to stop when its lease is lost. */
-  const cutters = new Map<string, AbortController>();
   const rootOf = rootFinder(runtime);
   /** When the claiming loop is due to look again (another worker's lease lapses). */
   const nextLapse = { at: Number.POSITIVE_INFINITY };
@@ -172,20 +170,13 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
       renewedAt = at;
       const gone = [...held.keys()].filter((root) => !still.has(root));
       if (gone.length > 0) {
-        // Another worker took these trees (this one could not renew in time): they are its now.
-        // The rounds running them stop at once; this worker goes on with the rest.
+        // The fenced commit above refuses this already; a store without fencing stops here.
         o.report.lost.push(...gone);
-        for (const root of gone) {
-          held.delete(root);
-          cutters.get(root)?.abort(
-            new LibosError(
-              "lease_lost",
-              "runtime",
-              `Worker ${o.owner} lost its lease on ${root}: another worker runs it now`,
-            ),
-          );
-        }
-        poke();
+        throw new LibosError(
+          "lease_lost",
+          "runtime",
+          `Worker ${o.owner} lost its lease on ${gone.join(", ")}: another worker runs it now`,
+        );
       }
     } catch (error) {
       // A lease that cannot be renewed cannot be trusted: stop rather than run unowned trees.
@@ -207,6 +198,32 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
     return !lost.signal.aborted && root !== null && held.has(root) &&
       clock.now() - renewedAt < (2 * o.ttl) / 3;
   };
+  /**
+   * Fencing. Every commit of this worker goes through only while it still holds every lease it
+   * believes it holds (checked in the committing transaction): a worker paused past its lease
+   * (SIGSTOP, a starved event loop, a cut network) commits nothing more — its batch may hold
+   * writes for the tree it lost — and stops with `store_lease_lost`; its other trees lapse and
+   * are taken over. And no effect starts unless the lease is surely held: before an intent is
+   * recorded and again just before the effect starts, an old renewal is renewed first.
+   */
+  const unfence = store.fenceCommits(o.owner, () => [...held.keys()]);
+  // Paused inside a transaction, this worker's row locks would keep the others from taking its
+  // trees over: the server ends such a session well within the lease.
+  store.limitIdleTransactions?.(o.ttl / 2);
+  const unguard = runtime.ledger.guard((pid) => {
+    const root = rootOf(pid);
+    if (!lost.signal.aborted && clock.now() - renewedAt > o.ttl / 3) renew();
+    if (
+      lost.signal.aborted || root === null || !held.has(root) ||
+      clock.now() - renewedAt >= (2 * o.ttl) / 3
+    ) {
+      throw new LibosError(
+        "lease_lost",
+        "runtime",
+        `Worker ${o.owner} does not hold the lease on the tree of ${pid} any more (another worker runs it, or this one is stopping); the effect was not started`,
+      );
+    }
+  });
   const executor = executorFor(runtime, o.model);
 
   /**
@@ -215,11 +232,8 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
    * side by side, so a tree taken over from a dead worker starts at once.
    */
   const startRound = (roots: readonly string[]) => {
-    const cut = new AbortController();
-    const stopped = AbortSignal.any([lost.signal, cut.signal]);
     for (const root of roots) {
       held.set(root, true);
-      cutters.set(root, cut);
     }
     const mine = new Set(roots);
     const round = (async () => {
@@ -232,16 +246,16 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
         },
       });
       scheduler.recover();
-      const ran = await scheduler.runUntilIdle({ signal: stopped, drain: o.stop });
+      const ran = await scheduler.runUntilIdle({ signal: lost.signal, drain: o.stop });
       o.report.quanta += ran.quanta;
       o.report.rounds++;
       for (const root of mine) {
         if (lost.signal.aborted) break;
-        if (cutters.get(root) === cut) cutters.delete(root);
         if (!held.has(root)) continue; // lost to another worker
         if (isFinal(runtime.processes.get(root).status)) {
-          store.releaseLease(o.owner, root);
+          // Out of the fence first: the release's own commit deletes the lease.
           held.delete(root);
+          store.releaseLease(o.owner, root);
           o.report.finished++;
         } else held.set(root, false);
       }
@@ -252,8 +266,6 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
       if (!lost.signal.aborted) lost.abort(error);
     }).finally(() => {
       rounds.delete(round);
-      // A round cut short by a lost lease leaves its other trees idle: run them again now.
-      if (cut.signal.aborted) poked.external = true;
       poke();
     });
   };
@@ -285,6 +297,7 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
       await pause(sleep, o.stop, wake);
     }
   } finally {
+    unguard();
     clearInterval(heartbeat);
     if (poll !== undefined) clearInterval(poll);
     unlisten?.();
@@ -292,6 +305,7 @@ async function runRounds(runtime: Runtime, o: RoundOptions): Promise<void> {
       // Rounds in flight end: gently on a stop (quanta finish), at once on a lost lease.
       await Promise.allSettled([...rounds]);
     }
+    unfence();
     // A worker that stops cleanly hands its unfinished trees back at once.
     if (!lost.signal.aborted) {
       for (const root of held.keys()) {

@@ -51,8 +51,8 @@ export function pgTest(name: string, fn: (t: Deno.TestContext) => void | Promise
   });
 }
 
-/** Runs statements as the test server's (superuser) login, in its public schema. */
-export function asAdmin(...statements: readonly string[]): void {
+/** Runs statements as the test server's (superuser) login, in its public schema; their rows. */
+export function asAdmin(...statements: readonly string[]): Record<string, unknown>[][] {
   const base = postgresUrl();
   if (base === undefined) throw new Error("LIBOS_TEST_POSTGRES is not set");
   const url = new URL(base);
@@ -65,7 +65,7 @@ export function asAdmin(...statements: readonly string[]): void {
     applicationName: "libos-test",
   });
   try {
-    link.run(statements.map((sql) => ({ sql, params: [] })));
+    return link.run(statements.map((sql) => ({ sql, params: [] }))).map((r) => r.rows);
   } finally {
     link.close();
   }

@@ -73,6 +73,57 @@ async function drain(child: Deno.ChildProcess): Promise<{ code: number; out: str
   };
 }
 
+/**
+ * Every one of `agents` processes finished, and the ledger and the audit show each action begun
+ * once and ended at most once, none left executing, none that a dead or stale worker left
+ * `outcome_unknown` finished later by anyone.
+ */
+function finishedOnce(watch: PostgresStore, agents: number): void {
+  // Every process finished.
+  const all = watch.listProcesses({ limit: 10_000 });
+  assert.equal(all.length, agents);
+  const notDone = all.filter((p) => p.status !== "exited");
+  assert.deepEqual(notDone.map((p) => `${p.pid}:${p.status}`), []);
+  // No action ran twice; none is left executing.
+  const actions = [];
+  for (const status of ["done", "failed", "executing", "outcome_unknown", "cancelled"]) {
+    actions.push(...watch.listActions({ status, limit: 10_000 }).map((a) => ({ ...a })));
+  }
+  assert.equal(actions.filter((a) => a.status === "executing").length, 0);
+  // At most once, read from the audit: every action began once (one intent) and ended at
+  // most once (one completion), and none left executing by the dead worker was finished
+  // later by anyone (an outcome_unknown action has no completion).
+  const intents = new Map<string, number>();
+  const ends = new Map<string, number>();
+  for (let after = 0;;) {
+    const page = watch.queryAudit({
+      actionPrefix: "action.",
+      afterSeq: after,
+      limit: 10_000,
+      order: "asc",
+    });
+    if (page.length === 0) break;
+    for (const r of page) {
+      const id = r.correlation ?? "";
+      if (r.action === "action.intent") intents.set(id, (intents.get(id) ?? 0) + 1);
+      else if (r.action !== "action.outcome_unknown") ends.set(id, (ends.get(id) ?? 0) + 1);
+    }
+    after = page[page.length - 1]!.seq;
+  }
+  for (const a of actions) {
+    assert.equal(intents.get(a.id), 1, `${a.id} began ${intents.get(a.id)} times`);
+    const ended = ends.get(a.id) ?? 0;
+    assert.ok(ended <= 1, `${a.id} ended ${ended} times: it ran twice`);
+    if (a.status === "outcome_unknown") {
+      assert.equal(ended, 0, `${a.id} is outcome_unknown but a completion was recorded`);
+    }
+  }
+  assert.ok(
+    actions.filter((a) => a.status === "done").length >= agents,
+    "the agents' writes ran",
+  );
+}
+
 pgTest(
   `fault: 3 workers × ${AGENTS} scripted agents, one worker SIGKILLed mid-run — every process finishes, no action runs twice, the audit verifies, takeover within the lease TTL + 1 s`,
   async () => {
@@ -160,49 +211,7 @@ pgTest(
         const results = await Promise.all([drain(workers[0]!), drain(workers[2]!)]);
         await drain(workers[1]!);
         for (const r of results) assert.equal(r.code, 0, r.out);
-        // Every process finished.
-        const all = watch.listProcesses({ limit: 10_000 });
-        assert.equal(all.length, AGENTS);
-        const notDone = all.filter((p) => p.status !== "exited");
-        assert.deepEqual(notDone.map((p) => `${p.pid}:${p.status}`), []);
-        // No action ran twice; none is left executing.
-        const actions = [];
-        for (const status of ["done", "failed", "executing", "outcome_unknown", "cancelled"]) {
-          actions.push(...watch.listActions({ status, limit: 10_000 }).map((a) => ({ ...a })));
-        }
-        assert.equal(actions.filter((a) => a.status === "executing").length, 0);
-        // At most once, read from the audit: every action began once (one intent) and ended at
-        // most once (one completion), and none left executing by the dead worker was finished
-        // later by anyone (an outcome_unknown action has no completion).
-        const intents = new Map<string, number>();
-        const ends = new Map<string, number>();
-        for (let after = 0;;) {
-          const page = watch.queryAudit({
-            actionPrefix: "action.",
-            afterSeq: after,
-            limit: 10_000,
-            order: "asc",
-          });
-          if (page.length === 0) break;
-          for (const r of page) {
-            const id = r.correlation ?? "";
-            if (r.action === "action.intent") intents.set(id, (intents.get(id) ?? 0) + 1);
-            else if (r.action !== "action.outcome_unknown") ends.set(id, (ends.get(id) ?? 0) + 1);
-          }
-          after = page[page.length - 1]!.seq;
-        }
-        for (const a of actions) {
-          assert.equal(intents.get(a.id), 1, `${a.id} began ${intents.get(a.id)} times`);
-          const ended = ends.get(a.id) ?? 0;
-          assert.ok(ended <= 1, `${a.id} ended ${ended} times: it ran twice`);
-          if (a.status === "outcome_unknown") {
-            assert.equal(ended, 0, `${a.id} is outcome_unknown but a completion was recorded`);
-          }
-        }
-        assert.ok(
-          actions.filter((a) => a.status === "done").length >= AGENTS,
-          "the agents' writes ran",
-        );
+        finishedOnce(watch, AGENTS);
       } finally {
         watch.close();
         for (const w of workers) {
@@ -289,6 +298,124 @@ pgTest(
           Deno.kill(-worker.pid, "SIGKILL");
         } catch { /* it ended */ }
         await drain(worker);
+      }
+      db.drop();
+      Deno.removeSync(root, { recursive: true });
+    }
+  },
+);
+
+pgTest(
+  "attack: a worker paused past its lease (SIGSTOP) and resumed after another took its trees commits nothing more and starts no effect: it stops (lease lost, or its session ended), the other finishes every process, no action runs twice",
+  async () => {
+    const agents = 150;
+    const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-workers-stop-" }));
+    const workspace = join(root, "ws");
+    const state = join(root, "state");
+    const temp = join(root, "tmp");
+    for (const dir of [workspace, state, temp]) Deno.mkdirSync(dir);
+    const script = join(root, "script.jsonl");
+    Deno.writeTextFileSync(
+      script,
+      [
+        call("write_text_file", { path: "out/a.txt", content: "a\n" }),
+        call("write_text_file", { path: "out/b.txt", content: "b\n", overwrite: true }),
+        final("done"),
+      ].join("\n") + "\n",
+    );
+    const db = freshSchema("paused");
+    const workers: Deno.ChildProcess[] = [];
+    try {
+      {
+        await using runtime = await createRuntime({
+          db: db.url,
+          workspace,
+          env: { get: (name: string) => (name === "XDG_STATE_HOME" ? state : undefined) },
+          create: true,
+        });
+        for (let i = 0; i < agents; i++) {
+          runtime.processes.spawn({ goal: `agent ${i}`, image: "coding-agent:v0" });
+        }
+      }
+      workers.push(startWorker("stale", db.url, script, workspace, state, temp));
+      using watch = PostgresStore.open({ url: db.url, readOnly: true });
+      // Pause "stale" once it has finished some agents and holds live trees.
+      const started = Date.now();
+      let paused: string[] = [];
+      for (;;) {
+        const live = new Set(
+          watch.listProcesses({ statuses: LIVE, limit: 10_000 }).map((p) => p.pid),
+        );
+        const done = watch.listProcesses({ statuses: ["exited"], limit: 10_000 }).length;
+        paused = watch.listLeases(10_000).filter((l) => l.owner === "stale" && live.has(l.root))
+          .map((l) => l.root);
+        if (paused.length > 0 && done >= 10) break;
+        assert.ok(Date.now() - started < 120_000, "the worker made no progress in 120 s");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      Deno.kill(-workers[0]!.pid, "SIGSTOP");
+      const stoppedAt = Date.now();
+      workers.push(startWorker("fresh", db.url, script, workspace, state, temp));
+      // "fresh" takes every live tree "stale" held once its leases lapse.
+      for (;;) {
+        const live = new Set(
+          watch.listProcesses({ statuses: LIVE, limit: 10_000 }).map((p) => p.pid),
+        );
+        const still = watch.listLeases(10_000).filter((l) =>
+          l.owner === "stale" && live.has(l.root)
+        );
+        if (still.length === 0) break;
+        assert.ok(Date.now() - stoppedAt < 60_000, "no worker took the paused worker's trees");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      // Its trees were taken over (not merely finished before the pause).
+      assert.ok(
+        watch.listLeases(10_000).some((l) => l.owner === "fresh" && paused.includes(l.root)) ||
+          paused.some((pid) => watch.getProcess(pid)?.status === "exited"),
+      );
+      // What every chain segment holds before the paused worker resumes.
+      const perChain = (records: readonly { chain: string }[]) => {
+        const counts = new Map<string, number>();
+        for (const r of records) counts.set(r.chain, (counts.get(r.chain) ?? 0) + 1);
+        return counts;
+      };
+      const before = perChain(watch.queryAudit({ afterSeq: 0, limit: 100_000, order: "asc" }));
+      const resumedAt = Date.now();
+      Deno.kill(-workers[0]!.pid, "SIGCONT");
+      const [stale, fresh] = await Promise.all(workers.map(drain));
+      workers.length = 0;
+      // The paused worker found out at its next commit (or effect) and stopped: its commit was
+      // fenced, or — paused inside a transaction — the server had ended its session.
+      assert.notEqual(stale!.code, 0, stale!.out);
+      assert.match(stale!.out, /lease_lost|session with PostgreSQL .* ended/, stale!.out);
+      assert.equal(fresh!.code, 0, fresh!.out);
+      finishedOnce(watch, agents);
+      // Nothing the paused worker did after it resumed was committed: every record stamped
+      // after the resumption is in "fresh"'s chain segment (the one that wrote while "stale"
+      // was stopped).
+      const records = watch.queryAudit({ afterSeq: 0, limit: 100_000, order: "asc" });
+      const freshChains = new Set(
+        records.filter((r) => r.time > stoppedAt + 100 && r.time < resumedAt).map((r) => r.chain),
+      );
+      assert.equal(freshChains.size, 1, `one writer while paused: ${[...freshChains]}`);
+      // Nothing more in any other segment: not even what the paused worker had pending.
+      const after = perChain(records);
+      for (const [chain, count] of after) {
+        if (freshChains.has(chain)) continue;
+        assert.equal(
+          count,
+          before.get(chain) ?? 0,
+          `segment ${chain} grew after its worker resumed: the paused worker committed`,
+        );
+      }
+      const verify = await task(workspace, state, "libos", "audit", "verify", "--db", db.url);
+      assert.equal(verify.status, 0, verify.stdout + verify.stderr);
+    } finally {
+      for (const w of workers) {
+        try {
+          Deno.kill(-w.pid, "SIGKILL");
+        } catch { /* it ended */ }
+        await drain(w);
       }
       db.drop();
       Deno.removeSync(root, { recursive: true });

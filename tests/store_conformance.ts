@@ -726,6 +726,63 @@ const CASES: readonly Case[] = [
       assert.deepEqual(store.claimTrees("alive", 5_000, 100, 10, FINISHED), ["pid_b", "pid_new"]);
     },
   },
+  {
+    name:
+      "fenced commits: a worker that lost its lease commits nothing more (the whole batch rolled back, the store failed with store_lease_lost); the new owner's fenced commits go through; the fence reads its roots at each commit and can be lifted",
+    durable: true,
+    async run(store, factory) {
+      const FINISHED = ["exited", "failed", "killed"];
+      for (const pid of ["pid_a", "pid_b"]) {
+        store.putProcess({
+          pid,
+          parent: null,
+          status: "runnable",
+          data: "{}",
+          created: 1,
+          updated: 1,
+        });
+      }
+      store.flush();
+      assert.deepEqual(store.claimTrees("stale", 1_000, 100, 10, FINISHED), ["pid_a", "pid_b"]);
+      const held = new Set(["pid_a", "pid_b"]);
+      store.fenceCommits("stale", () => [...held]);
+      store.step(() => store.setMeta("before", "1"));
+      store.flush();
+      const other = await factory.reopen!();
+      try {
+        assert.equal(other.getMeta("before"), "1", "a fenced commit on held leases goes through");
+        // The stale worker's lease on pid_a lapsed and another worker took the tree over.
+        assert.deepEqual(
+          other.claimTrees("fresh", 1_200, 100, 1, FINISHED, { lapsedOnly: true }),
+          ["pid_a"],
+        );
+        const lifted = other.fenceCommits("fresh", () => ["pid_a"]);
+        // The stale worker, unaware, writes (for any tree): nothing of the batch commits.
+        store.step(() => store.setMeta("stale_write", "1"));
+        assert.throws(
+          () => store.flush(),
+          (e: unknown) =>
+            e instanceof StoreError && e.code === "store_lease_lost" &&
+            /no longer holds the lease on process tree pid_a/.test(e.message),
+        );
+        assert.equal(other.getMeta("stale_write"), undefined, "nothing of the batch committed");
+        assert.throws(() => store.getMeta("x"), /no longer holds the lease/);
+        // The new owner's fenced commits go through.
+        other.step(() => other.setMeta("fresh_write", "1"));
+        other.flush();
+        assert.equal(other.getMeta("fresh_write"), "1");
+        // Lifted, a fence checks nothing: a commit goes through though "fresh" holds no pid_b.
+        lifted();
+        const wrong = other.fenceCommits("fresh", () => ["pid_b"]);
+        wrong();
+        other.step(() => other.setMeta("later", "1"));
+        other.flush();
+        assert.equal(other.getMeta("later"), "1");
+      } finally {
+        other.close();
+      }
+    },
+  },
 ];
 
 /** Registers the conformance suite for one Store implementation. */

@@ -70,7 +70,8 @@ export type StoreErrorCode =
   | "store_conflict"
   | "store_outdated"
   | "store_readonly"
-  | "store_listener_failed";
+  | "store_listener_failed"
+  | "store_lease_lost";
 
 /** A database that cannot be opened or written; the file is left exactly as it was. */
 export class StoreError extends LibosError {
@@ -80,7 +81,9 @@ export class StoreError extends LibosError {
   constructor(code: StoreErrorCode, message: string, options: LibosErrorOptions = {}) {
     super(
       code,
-      code === "store_failed" || code === "store_closed" ? "runtime" : "operator",
+      code === "store_failed" || code === "store_closed" || code === "store_lease_lost"
+        ? "runtime"
+        : "operator",
       message,
       options,
     );
@@ -304,6 +307,17 @@ export interface ErrorInfo {
 /** Describes any thrown value as `{code, message}`; unknown errors get the code `internal`. */
 export function errorInfo(error: unknown): ErrorInfo {
   if (error instanceof LibosError) return { code: error.code, message: error.message };
+  if (error instanceof SuppressedError) {
+    // `await using` closing after a failure: what failed first says what to do.
+    const first = errorInfo(error.suppressed);
+    const then = errorInfo(error.error);
+    return {
+      code: first.code,
+      message: then.message === first.message
+        ? first.message
+        : `${first.message} (closing afterwards failed too: ${then.message})`,
+    };
+  }
   if (error instanceof Deno.errors.NotCapable) {
     return {
       code: "permission_denied",

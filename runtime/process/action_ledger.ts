@@ -107,6 +107,12 @@ function cutOff(row: ActionRow): { code: string; message: string } {
   };
 }
 
+/**
+ * Asked before a process's effect (see {@link ActionLedger.guard}); throws to stop it.
+ * `intent`: before the intent is recorded and committed; `effect`: after, just before it starts.
+ */
+export type EffectGuard = (pid: string, phase: "intent" | "effect") => void;
+
 /** Records intents and outcomes of effects so that none runs twice and none is silently lost. */
 export class ActionLedger {
   readonly #store: Store;
@@ -120,6 +126,8 @@ export class ActionLedger {
    * or an outcome recorded with `reported: false`), so this spares every quantum a query.
    */
   readonly #maybeUnreported = new Set<string>();
+  /** Who may start effects, asked before each intent and before each effect ({@link guard}). */
+  readonly #guards = new Set<EffectGuard>();
 
   /** Binds the ledger to a runtime. */
   constructor(options: ActionLedgerOptions) {
@@ -132,6 +140,24 @@ export class ActionLedger {
     for (const row of this.#store.listActions({ unreported: true, limit: 10_000 })) {
       this.#maybeUnreported.add(row.pid);
     }
+  }
+
+  /**
+   * Adds a guard asked before every effect of a process, twice: before its intent is recorded
+   * (`intent`, when the guard may fence the intent's commit with
+   * {@link Store.fenceNextCommit}) and after that commit, just before the effect starts
+   * (`effect`). A guard that throws stops the effect: before the intent nothing is recorded;
+   * after it the action stays `executing` and is reported `outcome_unknown` by whoever recovers
+   * the process. A runtime worker uses this so that a worker paused past its lease starts no
+   * effect in a tree another worker runs now. Returns the function that removes the guard.
+   */
+  guard(guard: EffectGuard): () => void {
+    this.#guards.add(guard);
+    return () => this.#guards.delete(guard);
+  }
+
+  #ask(pid: string, phase: "intent" | "effect"): void {
+    for (const guard of this.#guards) guard(pid, phase);
   }
 
   /** The action with this id, if any. */
@@ -158,6 +184,7 @@ export class ActionLedger {
       );
     }
     const digest = digestOf({ kind: action.kind, request: action.request });
+    this.#ask(pid, "intent");
     const record = this.#store.step(() => {
       const p = this.#processes.get(pid);
       if (isFinal(p.status)) {
@@ -196,6 +223,7 @@ export class ActionLedger {
     });
     // The forced commit: the intent is durable before the effect can start.
     this.#store.flush();
+    this.#ask(pid, "effect");
     return record;
   }
 

@@ -68,6 +68,46 @@ Deno.test("ActionLedger.perform() commits the executing intent before the effect
   });
 });
 
+Deno.test("ActionLedger.guard(): a guard refusing at the intent records nothing and runs nothing; refusing at the effect leaves the intent executing (outcome unknown to a recovery) and runs nothing; lifted, it is asked no more", async () => {
+  await withRuntime(async (runtime) => {
+    const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;
+    const asked: string[] = [];
+    let refuse: "intent" | "effect" | undefined = "intent";
+    const lift = runtime.ledger.guard((p, phase) => {
+      asked.push(`${p === pid ? "pid" : p}:${phase}`);
+      if (phase === refuse) throw new Error(`lease lost (${phase})`);
+    });
+    let ran = 0;
+    const effect = () => {
+      ran++;
+      return Promise.resolve(null);
+    };
+    await assert.rejects(
+      runtime.ledger.perform(pid, { kind: "fs.write", request: { path: "a" } }, effect),
+      /lease lost \(intent\)/,
+    );
+    assert.deepEqual(runtime.ledger.list(pid), [], "no intent recorded");
+    refuse = "effect";
+    await assert.rejects(
+      runtime.ledger.perform(pid, { kind: "fs.write", request: { path: "b" } }, effect),
+      /lease lost \(effect\)/,
+    );
+    assert.deepEqual(runtime.ledger.list(pid).map((a) => a.status), ["executing"]);
+    assert.equal(ran, 0, "no effect ran");
+    assert.deepEqual(asked, ["pid:intent", "pid:intent", "pid:effect"]);
+    lift();
+    refuse = "intent";
+    const outcome = await runtime.ledger.perform(
+      pid,
+      { kind: "fs.write", request: { path: "c" } },
+      effect,
+    );
+    assert.equal(outcome.ok, true);
+    assert.equal(ran, 1);
+    assert.equal(asked.length, 3, "a lifted guard is not asked");
+  });
+});
+
 Deno.test("ActionLedger.perform() turns a thrown error into a typed failed outcome, recorded once", async () => {
   await withRuntime(async (runtime) => {
     const pid = runtime.processes.spawn({ goal: "g", image: "base-agent:v0" }).pid;

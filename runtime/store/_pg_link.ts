@@ -118,10 +118,21 @@ export class PgLink {
 
   /**
    * Runs a batch of statements pipelined on the writer connection; returns one result each.
+   * `continuing` (the default): they belong to a transaction begun earlier, so they are refused
+   * if the session it was begun in has ended; false for a new transaction or a read outside one.
+   * `session`: settings, applied again first on any new session the driver opens.
    * @throws {PgFailure} for the first statement that failed (later ones did not run).
    */
-  run(statements: readonly PgStatement[]): PgResult[] {
-    const reply = this.#ask({ kind: "run", statements });
+  run(
+    statements: readonly PgStatement[],
+    options: { readonly continuing?: boolean; readonly session?: boolean } = {},
+  ): PgResult[] {
+    const reply = this.#ask({
+      kind: "run",
+      statements,
+      continuing: options.continuing ?? true,
+      session: options.session ?? false,
+    });
     if (!reply.ok) throw new PgFailure(reply.code, reply.message, reply.index, reply.constraint);
     return reply.results;
   }

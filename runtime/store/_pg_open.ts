@@ -103,6 +103,12 @@ export function pgStoreFailure(error: unknown, location: string): StoreError | N
       `"${location}" did not answer in time (${why}); check the server and the network, then retry`,
     );
   }
+  if (c === "LIBOS_SESSION_LOST" || c === "25P03") {
+    return make(
+      "store_io",
+      `The session with PostgreSQL at "${location}" ended (${why}); restart: the runtime recovers from its last commit`,
+    );
+  }
   if (/^(E[A-Z]+|08...|57P0.|LIBOS_CLOSED)$/.test(c)) {
     return make(
       "store_io",

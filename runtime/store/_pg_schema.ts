@@ -206,6 +206,29 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       )`,
     ],
   },
+  {
+    version: 3,
+    statements: [
+      // The fence of a commit (Store.fenceNextCommit): the owner's leases on the roots (a JSON
+      // array) are locked for the rest of the transaction, and one it does not hold any more
+      // aborts the transaction (SQLSTATE LB001, which the store reports as store_lease_lost).
+      `CREATE FUNCTION libos_fence(fence_owner text, fence_roots text) RETURNS integer
+        LANGUAGE plpgsql AS $$
+        DECLARE
+          wanted text[] := ARRAY(SELECT jsonb_array_elements_text(fence_roots::jsonb));
+          missing text;
+        BEGIN
+          PERFORM 1 FROM leases WHERE owner = fence_owner AND root = ANY (wanted) FOR SHARE;
+          SELECT w INTO missing FROM unnest(wanted) AS w
+            WHERE NOT EXISTS (SELECT 1 FROM leases l WHERE l.root = w AND l.owner = fence_owner)
+            LIMIT 1;
+          IF missing IS NOT NULL THEN
+            RAISE EXCEPTION USING ERRCODE = 'LB001', MESSAGE = missing;
+          END IF;
+          RETURN cardinality(wanted);
+        END $$`,
+    ],
+  },
 ];
 
 function notifyTrigger(table: string): string {

@@ -51,7 +51,14 @@ export type PgRequest =
     readonly statementTimeoutMs: number;
     readonly listen: boolean;
   }
-  | { readonly kind: "run"; readonly statements: readonly PgStatement[] }
+  | {
+    readonly kind: "run";
+    readonly statements: readonly PgStatement[];
+    /** The statements belong to a transaction begun in an earlier request (default true). */
+    readonly continuing?: boolean;
+    /** Session settings: run again first on any new session the driver opens. */
+    readonly session?: boolean;
+  }
   | { readonly kind: "sync" }
   | { readonly kind: "close" };
 
@@ -115,6 +122,8 @@ export function serve(scope: WorkerScope): void {
   let writer: Sql | undefined;
   let listener: Sql | undefined;
   let backend = 0;
+  /** The writer's session ended: it is never used again (see `open`). */
+  let writerLost = false;
   let secrets: string[] = [];
   /** The request being answered. */
   let current = 0;
@@ -166,17 +175,27 @@ export function serve(scope: WorkerScope): void {
       prepare: true,
       onnotice: () => {},
       connect_timeout: 10,
+      // Never recycled: the driver's default closes a connection after 30 to 60 minutes, and a
+      // transaction open on it would end with it (see writerLost).
+      max_lifetime: 0,
       connection: {
         application_name: request.applicationName,
         search_path: request.schema,
         statement_timeout: request.statementTimeoutMs,
+        // A client that stops in the middle of a transaction (paused, hung) must not hold its
+        // row locks for ever: the server ends its session (workers lower this below their
+        // lease, Store.limitIdleTransactions).
+        idle_in_transaction_session_timeout: 60_000,
       },
       // Integers and timestamps as the text the server sends: the store converts what it reads.
       types: {},
       fetch_types: false,
     } as const;
     try {
-      writer = postgres(request.url, options);
+      // A writer whose session ended (the server ended it, the network dropped) is never used
+      // again: the driver would reconnect for the next statement, which would then run outside
+      // the transaction the store believes open — committed at once, or lost.
+      writer = postgres(request.url, { ...options, onclose: () => (writerLost = true) });
       const [row] = await writer.unsafe("SELECT pg_backend_pid() AS pid");
       backend = Number(row?.pid ?? 0);
       if (request.listen) {
@@ -200,10 +219,33 @@ export function serve(scope: WorkerScope): void {
     }
   };
 
-  const run = async (statements: readonly PgStatement[]) => {
+  /** Session settings to apply again on a new session (`session` requests). */
+  const setup: PgStatement[] = [];
+  const run = async (statements: readonly PgStatement[], continuing: boolean, session: boolean) => {
     const sql = writer;
     if (!sql) {
       answer({ ok: false, code: "LIBOS_CLOSED", message: "the connection is closed", index: 0 });
+      return;
+    }
+    // A new transaction (or a read outside one) may run on the driver's new session; what
+    // continues a transaction of the old one may not.
+    if (writerLost && !continuing) {
+      writerLost = false;
+      try {
+        for (const s of setup) await sql.unsafe(s.sql, s.params as (string | number | null)[]);
+      } catch (error) {
+        answer(failure(error, 0));
+        return;
+      }
+    }
+    if (writerLost) {
+      answer({
+        ok: false,
+        code: "LIBOS_SESSION_LOST",
+        message:
+          "the server ended this connection's session (it sat in a transaction past idle_in_transaction_session_timeout — the process was paused or hung — or the server restarted, or the network dropped); what it had not committed is gone",
+        index: 0,
+      });
       return;
     }
     // Pipelined: every statement is sent before the first answer is awaited.
@@ -220,6 +262,7 @@ export function serve(scope: WorkerScope): void {
       const rows = [...outcome.value] as Record<string, string | number | boolean | null>[];
       results.push({ rows, count: outcome.value.count ?? rows.length });
     }
+    if (session) setup.push(...statements);
     answer({ ok: true, results });
   };
 
@@ -248,7 +291,7 @@ export function serve(scope: WorkerScope): void {
     const work = request.kind === "open"
       ? open(request)
       : request.kind === "run"
-      ? run(request.statements)
+      ? run(request.statements, request.continuing ?? true, request.session ?? false)
       : request.kind === "sync"
       ? sync()
       : close();

@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { StoreError } from "../base/errors.ts";
+import { type NotFoundError, StoreError } from "../base/errors.ts";
 import { PgFailure, PgLink, type PgResult, type PgStatement } from "./_pg_link.ts";
 import { migrate, parsePgTarget, pgStoreFailure } from "./_pg_open.ts";
 import type { PgMigration } from "./_pg_schema.ts";
@@ -88,6 +88,7 @@ import type {
   RetainedRow,
   Store,
 } from "./store.ts";
+import { leaseLostError } from "./store.ts";
 
 /** How to open a {@link PostgresStore}. */
 export interface PostgresStoreOptions {
@@ -160,6 +161,8 @@ export class PostgresStore implements Store {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #failure: StoreError | undefined;
   #deferred: unknown;
+  /** The fence of every commit ({@link Store.fenceCommits}). */
+  #fence: { readonly owner: string; readonly roots: () => readonly string[] } | undefined;
   #closed = false;
   /**
    * What this transaction has read or left: audit tails, the last audit seq, process versions
@@ -213,7 +216,12 @@ export class PostgresStore implements Store {
         create: options.create ?? true,
         ...(options.migrations === undefined ? {} : { migrations: options.migrations }),
       });
-      if (readOnly) link.run([{ sql: "SET default_transaction_read_only = on", params: [] }]);
+      if (readOnly) {
+        link.run([{ sql: "SET default_transaction_read_only = on", params: [] }], {
+          continuing: false,
+          session: true,
+        });
+      }
       return new PostgresStore(link, target.location, version, options);
     } catch (error) {
       link.close();
@@ -266,7 +274,9 @@ export class PostgresStore implements Store {
     if (batch.length === 0) return [];
     let results: PgResult[];
     try {
-      results = this.#link.run(batch);
+      // A batch that begins its transaction, or a read outside any, may go to a new session.
+      const continuing = this.#inBatch && batch[0]?.sql !== "BEGIN";
+      results = this.#link.run(batch, { continuing });
     } catch (error) {
       const at = error instanceof PgFailure ? error.index : 0;
       for (const frame of queued) {
@@ -404,16 +414,27 @@ export class PostgresStore implements Store {
       this.#timer = undefined;
     }
     if (!this.#inBatch) return;
+    const fence = this.#fence;
+    const roots = fence?.roots() ?? [];
+    const fenced = fence === undefined || roots.length === 0
+      ? []
+      : [this.#statement("SELECT libos_fence(?, ?) AS n", [fence.owner, JSON.stringify(roots)])];
     this.#memo = undefined;
     try {
-      this.#send([{ sql: "COMMIT", params: [] }]);
+      this.#send([...fenced, { sql: "COMMIT", params: [] }]);
     } catch (error) {
       this.#inBatch = false;
       this.#touched.clear();
-      const cause = pgStoreFailure(error, this.location);
+      const cause = fence === undefined
+        ? pgStoreFailure(error, this.location)
+        : this.#fenceFailure(error, fence.owner);
       try {
         this.#link.run([{ sql: "ROLLBACK", params: [] }]);
       } catch { /* the commit error below is what matters */ }
+      if (cause instanceof StoreError && cause.code === "store_lease_lost") {
+        this.#failure = cause;
+        throw cause;
+      }
       this.#failure = new StoreError(
         "store_failed",
         `A commit to database "${this.location}" failed (${cause.message}); the steps since the last commit were not saved. Restart the runtime: it recovers from the last commit`,
@@ -452,17 +473,20 @@ export class PostgresStore implements Store {
     const chains = [...this.#touched.entries()];
     this.#touched.clear();
     try {
-      this.#link.run(chains.map(([chain, tail]) =>
-        this.#statement(
-          `INSERT INTO audit_heads (chain, chain_seq, seq, hash, time)
+      this.#link.run(
+        chains.map(([chain, tail]) =>
+          this.#statement(
+            `INSERT INTO audit_heads (chain, chain_seq, seq, hash, time)
            SELECT chain, chain_seq, seq, hash, ? FROM audit WHERE chain = ?
              ORDER BY chain_seq DESC LIMIT 1
            ON CONFLICT (chain) DO UPDATE SET chain_seq = excluded.chain_seq, seq = excluded.seq,
              hash = excluded.hash, time = excluded.time
              WHERE audit_heads.chain_seq < excluded.chain_seq`,
-          [tail.time, chain],
-        )
-      ));
+            [tail.time, chain],
+          )
+        ),
+        { continuing: false },
+      );
     } catch (error) {
       // The records are committed; only their anchor lags. The next commit moves it on, and
       // "libos audit verify" reports a chain whose head lags behind as unanchored.
@@ -896,6 +920,39 @@ export class PostgresStore implements Store {
     ]).count > 0;
     this.flush();
     return released;
+  }
+
+  limitIdleTransactions(ms: number): void {
+    this.flush();
+    const bound = Math.max(100, Math.floor(ms));
+    try {
+      // Outside any transaction: for the session.
+      this.#link.run([{ sql: `SET idle_in_transaction_session_timeout = ${bound}`, params: [] }], {
+        continuing: false,
+        session: true,
+      });
+    } catch (error) {
+      throw pgStoreFailure(error, this.location);
+    }
+  }
+
+  fenceCommits(owner: string, roots: () => readonly string[]): () => void {
+    this.#usable();
+    const fence = { owner, roots };
+    this.#fence = fence;
+    return () => {
+      if (this.#fence === fence) this.#fence = undefined;
+    };
+  }
+
+  /** A failure of a fenced commit: the lease that is gone, or what else failed. */
+  #fenceFailure(error: unknown, owner: string): StoreError | NotFoundError {
+    // From the link as it is, or already mapped by #send (the driver's failure its cause).
+    const failure = error instanceof StoreError ? error.cause : error;
+    if (failure instanceof PgFailure && failure.code === "LB001") {
+      return leaseLostError(this.location, owner, failure.message);
+    }
+    return pgStoreFailure(error, this.location);
   }
 
   listLeases(limit: number): LeaseRow[] {

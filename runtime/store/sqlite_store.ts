@@ -68,6 +68,7 @@ import {
   type HumanRequestQuery,
   type HumanRequestRow,
   type ImageRow,
+  leaseLostError,
   type LeaseRow,
   type LinkRow,
   type NamespaceRow,
@@ -142,6 +143,8 @@ export class SqliteStore implements Store {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #failure: StoreError | undefined;
   #deferred: unknown;
+  /** The fence of every commit ({@link Store.fenceCommits}). */
+  #fence: { readonly owner: string; readonly roots: () => readonly string[] } | undefined;
   #closed = false;
   /**
    * What this connection's own open write transaction has read or left: the audit tails, the
@@ -323,6 +326,21 @@ export class SqliteStore implements Store {
       this.#timer = undefined;
     }
     if (!this.#inBatch) return;
+    const fence = this.#fence;
+    const roots = fence?.roots() ?? [];
+    // Inside the write transaction no other connection can change a lease before the commit.
+    const missing = fence === undefined || roots.length === 0 ? undefined : this.#stmt(
+      `SELECT value AS root FROM json_each(?)
+           WHERE value NOT IN (SELECT root FROM leases WHERE owner = ?) LIMIT 1`,
+    ).get(JSON.stringify(roots), fence.owner)?.root;
+    if (missing !== undefined) {
+      try {
+        this.#db.exec("ROLLBACK");
+      } catch { /* the lost lease below is what matters */ }
+      this.#inBatch = false;
+      this.#failure = leaseLostError(this.location, fence!.owner, String(missing));
+      throw this.#failure;
+    }
     this.#memo = undefined;
     try {
       this.#stmt("COMMIT").run();
@@ -774,6 +792,15 @@ export class SqliteStore implements Store {
       this.#write("DELETE FROM leases WHERE root = ? AND owner = ?", [root, owner]) > 0;
     this.flush();
     return released;
+  }
+
+  fenceCommits(owner: string, roots: () => readonly string[]): () => void {
+    this.#usable();
+    const fence = { owner, roots };
+    this.#fence = fence;
+    return () => {
+      if (this.#fence === fence) this.#fence = undefined;
+    };
   }
 
   listLeases(limit: number): LeaseRow[] {

@@ -17,6 +17,7 @@
  *
  * @module
  */
+import { StoreError } from "../base/errors.ts";
 
 /** One stored audit record, exactly as the audit log hashed it. */
 export interface AuditRow {
@@ -424,7 +425,32 @@ export interface Store extends Disposable {
   releaseLease(owner: string, root: string): boolean;
   /** Every lease, in root order. */
   listLeases(limit: number): LeaseRow[];
+  /**
+   * Fences every commit from now on: a commit goes through only if `owner` still holds the
+   * lease of every root `roots()` names at that moment, checked inside the committing
+   * transaction (the leases held until it ends, so no claim slips in between). A commit whose
+   * fence fails is rolled back whole and the store fails with `store_lease_lost`: a worker
+   * paused past its lease writes nothing more, for any tree (its batch may hold writes for the
+   * lost one). Returns the function that lifts the fence.
+   */
+  fenceCommits(owner: string, roots: () => readonly string[]): () => void;
+  /**
+   * A networked store: ends this connection's session when it sits in an open transaction for
+   * longer than `ms` (its row locks would otherwise block other workers for as long as this one
+   * is paused). Commits what is pending first. A store with nothing to bound has no such method.
+   */
+  limitIdleTransactions?(ms: number): void;
 }
 
 /** Largest page any bounded read returns. */
 export const MAX_PAGE = 10_000;
+
+/**
+ * The error of a fenced commit whose lease is gone (see {@link Store.fenceCommits}).
+ */
+export function leaseLostError(location: string, owner: string, root: string): StoreError {
+  return new StoreError(
+    "store_lease_lost",
+    `Worker ${owner} no longer holds the lease on process tree ${root} in "${location}": it was paused or cut off for longer than the lease TTL, and another worker runs that tree now. Nothing since this worker's last commit was saved; restart the worker (its other trees lapse and are taken over)`,
+  );
+}
