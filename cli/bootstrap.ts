@@ -14,7 +14,7 @@ import { SYSTEM_PATH } from "../runtime/base/system_path.ts";
 import { defaultDatabasePath, userConfigPath } from "../runtime/base/state_paths.ts";
 import { DatabaseSync } from "node:sqlite";
 import { denoNetEntries, hostGrantText, parseAllowHost } from "./egress_hosts.ts";
-import { pgPassPath } from "../runtime/store/_pg_pass.ts";
+import { pgPassPath } from "../runtime/store/pg_pass.ts";
 
 /** Environment variables the runtime reads. */
 export const RUNTIME_ENV = [

@@ -6,8 +6,7 @@
  *
  * @module
  */
-import { dropPostgresSchema } from "../runtime/store/postgres_store.ts";
-import { PgLink } from "../runtime/store/_pg_link.ts";
+import { dropPostgresSchema, runPostgresStatements } from "../runtime/store/postgres_store.ts";
 
 /** The test server's connection string, or undefined when none is configured. */
 export function postgresUrl(): string | undefined {
@@ -57,16 +56,5 @@ export function asAdmin(...statements: readonly string[]): Record<string, unknow
   if (base === undefined) throw new Error("LIBOS_TEST_POSTGRES is not set");
   const url = new URL(base);
   url.searchParams.delete("schema");
-  const link = PgLink.open({
-    url: url.href,
-    schema: "public",
-    listen: false,
-    statementTimeoutMs: 30_000,
-    applicationName: "libos-test",
-  });
-  try {
-    return link.run(statements.map((sql) => ({ sql, params: [] }))).map((r) => r.rows);
-  } finally {
-    link.close();
-  }
+  return runPostgresStatements(url.href, statements);
 }

@@ -192,18 +192,12 @@ pgTest(
     const url = new URL(`postgres://${role}@${base.host}/postgres`);
     url.searchParams.set("schema", `pw_${suffix}`);
     const passFile = join(s.state, "..", "pgpass");
+    /** `libos COMMAND --db URL` through the launcher with PGPASSFILE set to `file`. */
+    const libos = (file: string, ...command: string[]) =>
+      taskWith({ PGPASSFILE: file }, s.workspace, s.state, "libos", ...command, "--db", url.href);
     try {
       // Without a password the server refuses the login: the test is not vacuous.
-      const none = await taskWith(
-        { PGPASSFILE: join(s.state, "..", "absent") },
-        s.workspace,
-        s.state,
-        "libos",
-        "init",
-        "--db",
-        url.href,
-        "--json",
-      );
+      const none = await libos(join(s.state, "..", "absent"), "init", "--json");
       assert.notEqual(none.status, 0, "the test server must require a password of libos_pw");
       assert.match(none.stdout, /refused the login/);
       Deno.writeTextFileSync(
@@ -211,42 +205,16 @@ pgTest(
         `# libos test\n${base.hostname}:${base.port}:postgres:${role}:${password}\n`,
       );
       Deno.chmodSync(passFile, 0o644);
-      const open = await taskWith(
-        { PGPASSFILE: passFile },
-        s.workspace,
-        s.state,
-        "libos",
-        "init",
-        "--db",
-        url.href,
-        "--json",
-      );
+      const open = await libos(passFile, "init", "--json");
       assert.notEqual(open.status, 0);
       const error = (JSON.parse(open.stdout) as { error: { code: string; message: string } })
         .error;
       assert.equal(error.code, "store_io");
       assert.match(error.message, /can be read by others \(mode 644\); run "chmod 600/);
       Deno.chmodSync(passFile, 0o600);
-      const init = await taskWith(
-        { PGPASSFILE: passFile },
-        s.workspace,
-        s.state,
-        "libos",
-        "init",
-        "--db",
-        url.href,
-        "--json",
-      );
+      const init = await libos(passFile, "init", "--json");
       assert.equal(init.status, 0, init.stdout + init.stderr);
-      const ps = await taskWith(
-        { PGPASSFILE: passFile },
-        s.workspace,
-        s.state,
-        "libos",
-        "ps",
-        "--db",
-        url.href,
-      );
+      const ps = await libos(passFile, "ps");
       assert.equal(ps.status, 0, ps.stdout + ps.stderr);
       for (const run of [none, open, init, ps]) {
         assert.ok(!(run.stdout + run.stderr).includes(password), run.stdout + run.stderr);

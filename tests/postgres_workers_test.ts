@@ -124,38 +124,61 @@ function finishedOnce(watch: PostgresStore, agents: number): void {
   );
 }
 
+/** A workspace, state and temporary directory, the agents' script and `agents` spawned agents. */
+interface Writers {
+  readonly root: string;
+  readonly workspace: string;
+  readonly state: string;
+  readonly temp: string;
+  readonly script: string;
+  readonly db: { readonly url: string; drop(): void };
+}
+
+/**
+ * Scratch directories, a fresh schema and `agents` spawned agents, each scripted to write two
+ * files (a new directory, then a file in it) and answer. The caller drops the schema and
+ * removes `root`.
+ */
+async function writers(prefix: string, agents: number): Promise<Writers> {
+  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: `libos-${prefix}-` }));
+  const workspace = join(root, "ws");
+  const state = join(root, "state");
+  const temp = join(root, "tmp");
+  for (const dir of [workspace, state, temp]) Deno.mkdirSync(dir);
+  Deno.writeTextFileSync(join(workspace, "README"), "hello\n");
+  const script = join(root, "script.jsonl");
+  Deno.writeTextFileSync(
+    script,
+    [
+      call("write_text_file", { path: "out/a.txt", content: "a\n" }),
+      call("write_text_file", { path: "out/b.txt", content: "b\n", overwrite: true }),
+      final("done"),
+    ].join("\n") + "\n",
+  );
+  const db = freshSchema(prefix.replaceAll("-", "_"));
+  try {
+    await using runtime = await createRuntime({
+      db: db.url,
+      workspace,
+      env: { get: (name: string) => (name === "XDG_STATE_HOME" ? state : undefined) },
+      create: true,
+    });
+    for (let i = 0; i < agents; i++) {
+      runtime.processes.spawn({ goal: `agent ${i}`, image: "coding-agent:v0" });
+    }
+  } catch (error) {
+    db.drop();
+    Deno.removeSync(root, { recursive: true });
+    throw error;
+  }
+  return { root, workspace, state, temp, script, db };
+}
+
 pgTest(
   `fault: 3 workers × ${AGENTS} scripted agents, one worker SIGKILLed mid-run — every process finishes, no action runs twice, the audit verifies, takeover within the lease TTL + 1 s`,
   async () => {
-    const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-workers-" }));
-    const workspace = join(root, "ws");
-    const state = join(root, "state");
-    const temp = join(root, "tmp");
-    for (const dir of [workspace, state, temp]) Deno.mkdirSync(dir);
-    Deno.writeTextFileSync(join(workspace, "README"), "hello\n");
-    const script = join(root, "script.jsonl");
-    // Each agent: two effectful writes (a new directory, then a file in it), then its answer.
-    Deno.writeTextFileSync(
-      script,
-      [
-        call("write_text_file", { path: "out/a.txt", content: "a\n" }),
-        call("write_text_file", { path: "out/b.txt", content: "b\n", overwrite: true }),
-        final("done"),
-      ].join("\n") + "\n",
-    );
-    const db = freshSchema("workers");
+    const { root, workspace, state, temp, script, db } = await writers("workers", AGENTS);
     try {
-      {
-        await using runtime = await createRuntime({
-          db: db.url,
-          workspace,
-          env: { get: (name: string) => (name === "XDG_STATE_HOME" ? state : undefined) },
-          create: true,
-        });
-        for (let i = 0; i < AGENTS; i++) {
-          runtime.processes.spawn({ goal: `agent ${i}`, image: "coding-agent:v0" });
-        }
-      }
       const workers = ["w1", "w2", "w3"].map((name) =>
         startWorker(name, db.url, script, workspace, state, temp)
       );
@@ -309,34 +332,9 @@ pgTest(
   "attack: a worker paused past its lease (SIGSTOP) and resumed after another took its trees commits nothing more and starts no effect: it stops (lease lost, or its session ended), the other finishes every process, no action runs twice",
   async () => {
     const agents = 150;
-    const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-workers-stop-" }));
-    const workspace = join(root, "ws");
-    const state = join(root, "state");
-    const temp = join(root, "tmp");
-    for (const dir of [workspace, state, temp]) Deno.mkdirSync(dir);
-    const script = join(root, "script.jsonl");
-    Deno.writeTextFileSync(
-      script,
-      [
-        call("write_text_file", { path: "out/a.txt", content: "a\n" }),
-        call("write_text_file", { path: "out/b.txt", content: "b\n", overwrite: true }),
-        final("done"),
-      ].join("\n") + "\n",
-    );
-    const db = freshSchema("paused");
+    const { root, workspace, state, temp, script, db } = await writers("paused", agents);
     const workers: Deno.ChildProcess[] = [];
     try {
-      {
-        await using runtime = await createRuntime({
-          db: db.url,
-          workspace,
-          env: { get: (name: string) => (name === "XDG_STATE_HOME" ? state : undefined) },
-          create: true,
-        });
-        for (let i = 0; i < agents; i++) {
-          runtime.processes.spawn({ goal: `agent ${i}`, image: "coding-agent:v0" });
-        }
-      }
       workers.push(startWorker("stale", db.url, script, workspace, state, temp));
       using watch = PostgresStore.open({ url: db.url, readOnly: true });
       // Pause "stale" once it has finished some agents and holds live trees.

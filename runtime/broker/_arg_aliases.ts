@@ -37,38 +37,29 @@ export type AliasOutcome =
   | { readonly ok: true; readonly args: unknown; readonly renamed: readonly string[] }
   | { readonly ok: false; readonly message: string };
 
-/** The object schema under optional/default/nullable wrappers, if there is one. */
-function objectOf(schema: z.ZodType): z.ZodObject | undefined {
-  let current: z.ZodType = schema;
+/** The schema under optional/default/nullable wrappers. */
+function unwrapped(schema: z.ZodType): z.ZodType {
+  let current = schema;
   for (let depth = 0; depth < 8; depth++) {
-    if (current instanceof z.ZodObject) return current;
     if (
-      current instanceof z.ZodOptional || current instanceof z.ZodNullable ||
-      current instanceof z.ZodDefault
-    ) {
-      current = current.unwrap() as z.ZodType;
-      continue;
-    }
-    return undefined;
+      !(current instanceof z.ZodOptional || current instanceof z.ZodNullable ||
+        current instanceof z.ZodDefault)
+    ) break;
+    current = current.unwrap() as z.ZodType;
   }
-  return undefined;
+  return current;
+}
+
+/** The object schema under wrappers, if there is one. */
+function objectOf(schema: z.ZodType): z.ZodObject | undefined {
+  const inner = unwrapped(schema);
+  return inner instanceof z.ZodObject ? inner : undefined;
 }
 
 /** The element schema of an array (under wrappers), if the schema is one. */
 function elementOf(schema: z.ZodType): z.ZodType | undefined {
-  let current: z.ZodType = schema;
-  for (let depth = 0; depth < 8; depth++) {
-    if (current instanceof z.ZodArray) return current.element as z.ZodType;
-    if (
-      current instanceof z.ZodOptional || current instanceof z.ZodNullable ||
-      current instanceof z.ZodDefault
-    ) {
-      current = current.unwrap() as z.ZodType;
-      continue;
-    }
-    return undefined;
-  }
-  return undefined;
+  const inner = unwrapped(schema);
+  return inner instanceof z.ZodArray ? inner.element as z.ZodType : undefined;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -116,6 +107,12 @@ export function resolveAliases(schema: z.ZodType, raw: unknown, at = ""): AliasO
     if (renamed.length > 0) out[key] = next;
   }
   return renamed.length === 0 ? { ok: true, args: raw, renamed } : { ok: true, args: out, renamed };
+}
+
+/** A parameter's schema without its wrappers (for a refusal that names its shape). */
+export function parameterSchema(schema: z.ZodType, key: string): z.ZodType | undefined {
+  const field = objectOf(schema)?.shape[key] as z.ZodType | undefined;
+  return field === undefined ? undefined : unwrapped(field);
 }
 
 /** The parameter `key` stands for in `schema`, when it is one of our aliases for it. */

@@ -42,7 +42,7 @@ import type { InheritScope } from "../authority/delegation.ts";
 import { explained } from "../authority/authority.ts";
 import { recordedExplanation } from "../authority/explain.ts";
 import type { ImageRegistry } from "./image_registry.ts";
-import { aliasOf, parameterNames, resolveAliases } from "./_arg_aliases.ts";
+import { aliasOf, parameterNames, parameterSchema, resolveAliases } from "./_arg_aliases.ts";
 import { type Budgets, isFinal, processSummary } from "../process/process.ts";
 import type { ProcessManager } from "../process/process_manager.ts";
 import { type Redactor, redactor } from "../base/redaction.ts";
@@ -847,11 +847,7 @@ function valueAt(args: unknown, path: readonly PropertyKey[]): unknown {
 
 /** A parameter's shape in words, for a refusal ("a list of strings"). */
 function shapeOf(schema: z.ZodType, key: string): string {
-  const field = (schema instanceof z.ZodObject ? schema.shape : {})[key] as z.ZodType | undefined;
-  let current = field;
-  while (current instanceof z.ZodOptional || current instanceof z.ZodDefault) {
-    current = current.unwrap() as z.ZodType;
-  }
+  const current = parameterSchema(schema, key);
   if (current instanceof z.ZodArray) {
     return current.element instanceof z.ZodString ? "a list of strings" : "a list";
   }

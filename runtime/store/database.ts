@@ -11,7 +11,7 @@ import { NotFoundError, UsageError, ValidationError } from "../base/errors.ts";
 import { SqliteStore } from "./sqlite_store.ts";
 import { PostgresStore } from "./postgres_store.ts";
 import { isPostgresUrl, parsePgTarget } from "./_pg_open.ts";
-import { type PgPassKey, pgPassPath, readPgPass } from "./_pg_pass.ts";
+import { type PgPassKey, pgPassPath, readPgPass } from "./pg_pass.ts";
 import type { Store } from "./store.ts";
 import {
   databaseRealPath,

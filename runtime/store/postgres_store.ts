@@ -976,6 +976,20 @@ export function dropPostgresSchema(url: string): void {
       `Refusing to drop schema "public" of "${target.location}"; drop the database itself if that is what you mean`,
     );
   }
+  runPostgresStatements(url, [`DROP SCHEMA IF EXISTS "${target.schema}" CASCADE`]);
+}
+
+/**
+ * Runs SQL statements (no parameters) on a connection of their own, as the login `url` names,
+ * with the schema `url` names first on the search path; returns each statement's rows. For
+ * operators' maintenance and tests — not a way into a store, whose transactions it never sees.
+ * @throws {StoreError} for a failure (the message never holds the password).
+ */
+export function runPostgresStatements(
+  url: string,
+  statements: readonly string[],
+): Record<string, unknown>[][] {
+  const target = parsePgTarget(url);
   let link: PgLink | undefined;
   try {
     link = PgLink.open({
@@ -983,9 +997,10 @@ export function dropPostgresSchema(url: string): void {
       schema: target.schema,
       listen: false,
       statementTimeoutMs: 30_000,
-      applicationName: "libos",
+      applicationName: "libos-admin",
     });
-    link.run([{ sql: `DROP SCHEMA IF EXISTS "${target.schema}" CASCADE`, params: [] }]);
+    return link.run(statements.map((sql) => ({ sql, params: [] })), { continuing: false })
+      .map((r) => r.rows);
   } catch (error) {
     throw pgStoreFailure(error, target.location);
   } finally {

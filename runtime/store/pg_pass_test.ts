@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { StoreError } from "../base/errors.ts";
-import { pgPassLookup, pgPassPath, readPgPass } from "./_pg_pass.ts";
+import { pgPassLookup, pgPassPath, readPgPass } from "./pg_pass.ts";
 
 const KEY = { host: "db.example", port: "5432", database: "app", user: "alice" };
 
