@@ -147,6 +147,20 @@ function launcher(args: readonly string[], cwd: string, state: string): Deno.Com
   });
 }
 
+/** `libos worker` on `db` with the scripted model, until nothing is left to run. */
+function workerArgs(db: string, script: string, name: string): string[] {
+  return [
+    "worker",
+    "--db",
+    db,
+    "--model",
+    `replay-each:${script}`,
+    "--until-idle",
+    "--name",
+    name,
+  ];
+}
+
 const AGENTS = 300;
 
 function workersCase(k: number, engine: "postgres" | "sqlite"): BenchCase {
@@ -175,19 +189,7 @@ function workersCase(k: number, engine: "postgres" | "sqlite"): BenchCase {
       const start = performance.now();
       const outs = await Promise.all(Array.from({ length: k }, (_, i) =>
         launcher(
-          [
-            "worker",
-            "--db",
-            db,
-            "--model",
-            `replay-each:${script}`,
-            "--until-idle",
-            "--max-trees",
-            "64",
-            "--name",
-            `w${i}`,
-            "--json",
-          ],
+          [...workerArgs(db, script, `w${i}`), "--max-trees", "64", "--json"],
           workspace,
           state,
         ).output()));
@@ -251,16 +253,7 @@ function approveResumeCase(): BenchCase {
       using reader = PostgresStore.open({ url: db, readOnly: true });
       const workers = [0, 1].map((i) =>
         launcher(
-          [
-            "worker",
-            "--db",
-            db,
-            "--model",
-            `replay-each:${script}`,
-            "--until-idle",
-            "--name",
-            `w${i}`,
-          ],
+          workerArgs(db, script, `w${i}`),
           workspace,
           state,
         ).spawn()
