@@ -106,7 +106,9 @@ export function pgStoreFailure(error: unknown, location: string): StoreError | N
   if (c === "LIBOS_SESSION_LOST" || c === "25P03") {
     return make(
       "store_io",
-      `The session with PostgreSQL at "${location}" ended (${why}); restart: the runtime recovers from its last commit`,
+      // Only a transaction's statements meet this (a new one may use a new session): the
+      // store's failure around it says that the batch is lost and to restart.
+      `The session with PostgreSQL at "${location}" ended (${why})`,
     );
   }
   if (/^(E[A-Z]+|08...|57P0.|LIBOS_CLOSED)$/.test(c)) {
