@@ -9,27 +9,14 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { call, final, FIXED, fixture, turn } from "./agent_fixture.ts";
-import { task, taskWith } from "./_cli_sandbox.ts";
+import { sandbox, task, taskWith } from "./_cli_sandbox.ts";
 import { asAdmin, freshSchema, pgTest, postgresUrl } from "./pg_fixture.ts";
 import { PostgresStore } from "../runtime/store/postgres_store.ts";
-
-/** A scratch workspace and state directory, removed on dispose. */
-function scratch(): { workspace: string; state: string } & Disposable {
-  const root = Deno.realPathSync(Deno.makeTempDirSync({ prefix: "libos-pg-cli-" }));
-  const workspace = join(root, "ws");
-  const state = join(root, "state");
-  Deno.mkdirSync(workspace);
-  return {
-    workspace,
-    state,
-    [Symbol.dispose]: () => Deno.removeSync(root, { recursive: true }),
-  };
-}
 
 pgTest(
   "PostgreSQL through the launcher: init, an agent run that fixes a test, ps and audit verify",
   async () => {
-    using s = scratch();
+    using s = sandbox();
     const db = freshSchema("cli");
     try {
       const init = await task(s.workspace, s.state, "libos", "init", "--db", db.url);
@@ -70,7 +57,7 @@ pgTest(
 pgTest(
   "attack: a password written in --db (visible to every user in ps) is refused before anything is created",
   async () => {
-    using s = scratch();
+    using s = sandbox();
     const db = freshSchema("pw");
     try {
       const url = new URL(db.url);
@@ -90,7 +77,7 @@ pgTest(
 pgTest(
   "attack: a password in LIBOS_DB never reaches output, --json, audit records or a command's environment",
   async () => {
-    using s = scratch();
+    using s = sandbox();
     const db = freshSchema("env");
     const secret = "Sup3r-Secret-pw";
     const url = new URL(db.url);
@@ -155,7 +142,7 @@ pgTest(
 pgTest(
   "a server that is not there: a typed error that says what to check, and no state left",
   async () => {
-    using s = scratch();
+    using s = sandbox();
     const run = await task(
       s.workspace,
       s.state,
@@ -178,7 +165,7 @@ pgTest(
 pgTest(
   "the password file (PGPASSFILE or ~/.pgpass) through the launcher: a login that needs a password gets it from there; a file others can read is refused; the password is never shown",
   async () => {
-    using s = scratch();
+    using s = sandbox();
     const suffix = crypto.randomUUID().replaceAll("-", "").slice(0, 12);
     const role = `libos_pw_${suffix}`;
     const password = `pw-${suffix}-Zq9`;

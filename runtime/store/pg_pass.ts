@@ -59,6 +59,17 @@ export function pgPassLookup(text: string, key: PgPassKey): string | undefined {
   return undefined;
 }
 
+/** A password file that cannot be read, and what to do. */
+function unreadable(path: string, error: unknown): StoreError {
+  return new StoreError(
+    "store_io",
+    `Cannot read the PostgreSQL password file "${path}" (${
+      error instanceof Error ? error.message : String(error)
+    }); fix its permissions, point PGPASSFILE elsewhere, or set PGPASSWORD`,
+    { cause: error },
+  );
+}
+
 /**
  * Reads `path` and looks `key` up in it. A missing file is no password; a file that group or
  * others may read, or that cannot be read, is refused.
@@ -70,13 +81,7 @@ export function readPgPass(path: string, key: PgPassKey): string | undefined {
     info = Deno.statSync(path);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return undefined;
-    throw new StoreError(
-      "store_io",
-      `Cannot read the PostgreSQL password file "${path}" (${
-        error instanceof Error ? error.message : String(error)
-      }); fix its permissions, point PGPASSFILE elsewhere, or set PGPASSWORD`,
-      { cause: error },
-    );
+    throw unreadable(path, error);
   }
   if (!info.isFile) {
     throw new StoreError(
@@ -96,13 +101,7 @@ export function readPgPass(path: string, key: PgPassKey): string | undefined {
   try {
     text = Deno.readTextFileSync(path);
   } catch (error) {
-    throw new StoreError(
-      "store_io",
-      `Cannot read the PostgreSQL password file "${path}" (${
-        error instanceof Error ? error.message : String(error)
-      }); fix its permissions, point PGPASSFILE elsewhere, or set PGPASSWORD`,
-      { cause: error },
-    );
+    throw unreadable(path, error);
   }
   return pgPassLookup(text, key);
 }

@@ -89,6 +89,13 @@ import type {
   Store,
 } from "./store.ts";
 import { leaseLostError } from "./store.ts";
+import {
+  CommitFence,
+  CommitListeners,
+  newMemo,
+  refuseAsyncStep,
+  type TransactionMemo,
+} from "./_store_common.ts";
 
 /** How to open a {@link PostgresStore}. */
 export interface PostgresStoreOptions {
@@ -116,23 +123,6 @@ interface Frame {
   established: boolean;
 }
 
-/** See {@link PostgresStore}'s `#memo` (the same idea as the SQLite store's). */
-interface TransactionMemo {
-  readonly tails: Map<string, AuditTail | undefined>;
-  lastSeq?: number;
-  dataVersion?: number;
-  readonly versions: Map<string, number | undefined>;
-}
-
-function newMemo(): TransactionMemo {
-  return { tails: new Map(), versions: new Map() };
-}
-
-function isThenable(value: unknown): boolean {
-  return (typeof value === "object" || typeof value === "function") && value !== null &&
-    typeof (value as { then?: unknown }).then === "function";
-}
-
 /** Statements that only mark the transaction (they change no row and cannot conflict). */
 const MARKER = /^(BEGIN|SAVEPOINT |RELEASE )/;
 
@@ -150,7 +140,7 @@ export class PostgresStore implements Store {
   readonly #batchSteps: number;
   readonly #batchMs: number;
   readonly #readOnly: boolean;
-  readonly #listeners = new Set<() => void>();
+  readonly #listeners = new CommitListeners();
   readonly #sql = new Map<string, string>();
   /** Statements not sent yet, with a check to run on each one's result. */
   #queue: PgStatement[] = [];
@@ -162,7 +152,7 @@ export class PostgresStore implements Store {
   #failure: StoreError | undefined;
   #deferred: unknown;
   /** The fence of every commit ({@link Store.fenceCommits}). */
-  #fence: { readonly owner: string; readonly roots: () => readonly string[] } | undefined;
+  readonly #fence = new CommitFence();
   #closed = false;
   /**
    * What this transaction has read or left: audit tails, the last audit seq, process versions
@@ -355,12 +345,7 @@ export class PostgresStore implements Store {
     let result: T;
     try {
       result = fn();
-      if (isThenable(result)) {
-        Promise.resolve(result).catch(() => {});
-        throw new TypeError(
-          "Store.step() callbacks must be synchronous: a step may not span an await (DESIGN §6); load and record in the step, do the I/O outside it",
-        );
-      }
+      refuseAsyncStep(result);
       if (frame.queued >= 0 && frame.queued === this.#queue.length - 1) {
         // Nothing happened in the step: its savepoint is dropped unsent.
         this.#queue.length = frame.queued;
@@ -414,11 +399,10 @@ export class PostgresStore implements Store {
       this.#timer = undefined;
     }
     if (!this.#inBatch) return;
-    const fence = this.#fence;
-    const roots = fence?.roots() ?? [];
-    const fenced = fence === undefined || roots.length === 0
-      ? []
-      : [this.#statement("SELECT libos_fence(?, ?) AS n", [fence.owner, JSON.stringify(roots)])];
+    const fence = this.#fence.now();
+    const fenced = fence === undefined ? [] : [
+      this.#statement("SELECT libos_fence(?, ?) AS n", [fence.owner, JSON.stringify(fence.roots)]),
+    ];
     this.#memo = undefined;
     try {
       this.#send([...fenced, { sql: "COMMIT", params: [] }]);
@@ -445,23 +429,7 @@ export class PostgresStore implements Store {
     this.#inBatch = false;
     this.#pendingSteps = 0;
     this.#writeHeads();
-    let listenerError: unknown;
-    for (const listener of [...this.#listeners]) {
-      try {
-        listener();
-      } catch (error) {
-        listenerError ??= error;
-      }
-    }
-    if (listenerError !== undefined) {
-      throw new StoreError(
-        "store_listener_failed",
-        `The commit to "${this.location}" succeeded, but a commit listener failed (${
-          listenerError instanceof Error ? listenerError.message : String(listenerError)
-        }); the steps are saved, do not repeat them`,
-        { cause: listenerError },
-      );
-    }
+    this.#listeners.committed(this.location);
   }
 
   /**
@@ -495,8 +463,7 @@ export class PostgresStore implements Store {
   }
 
   onCommit(listener: () => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#listeners.add(listener);
   }
 
   dataVersion(): number {
@@ -938,11 +905,7 @@ export class PostgresStore implements Store {
 
   fenceCommits(owner: string, roots: () => readonly string[]): () => void {
     this.#usable();
-    const fence = { owner, roots };
-    this.#fence = fence;
-    return () => {
-      if (this.#fence === fence) this.#fence = undefined;
-    };
+    return this.#fence.set(owner, roots);
   }
 
   /** A failure of a fenced commit: the lease that is gone, or what else failed. */

@@ -56,6 +56,13 @@ import {
 import { StoreError } from "../base/errors.ts";
 import { MEMORY_DB } from "../base/state_paths.ts";
 import {
+  CommitFence,
+  CommitListeners,
+  newMemo,
+  refuseAsyncStep,
+  type TransactionMemo,
+} from "./_store_common.ts";
+import {
   type ActionQuery,
   type ActionRow,
   type AuditQuery,
@@ -109,23 +116,6 @@ export interface SqliteStoreOptions {
 
 const DATA_VERSION = "PRAGMA data_version";
 
-function isThenable(value: unknown): boolean {
-  return (typeof value === "object" || typeof value === "function") && value !== null &&
-    typeof (value as { then?: unknown }).then === "function";
-}
-
-/** See {@link SqliteStore}'s `#memo`. */
-interface TransactionMemo {
-  readonly tails: Map<string, AuditTail | undefined>;
-  lastSeq?: number;
-  dataVersion?: number;
-  readonly versions: Map<string, number | undefined>;
-}
-
-function newMemo(): TransactionMemo {
-  return { tails: new Map(), versions: new Map() };
-}
-
 /** The SQLite store. Open it with {@link SqliteStore.open}. */
 export class SqliteStore implements Store {
   readonly location: string;
@@ -136,7 +126,7 @@ export class SqliteStore implements Store {
   readonly #batchMs: number;
   readonly #readOnly: boolean;
   readonly #statements = new Map<string, StatementSync>();
-  readonly #listeners = new Set<() => void>();
+  readonly #listeners = new CommitListeners();
   #inBatch = false;
   #pendingSteps = 0;
   #depth = 0;
@@ -144,7 +134,7 @@ export class SqliteStore implements Store {
   #failure: StoreError | undefined;
   #deferred: unknown;
   /** The fence of every commit ({@link Store.fenceCommits}). */
-  #fence: { readonly owner: string; readonly roots: () => readonly string[] } | undefined;
+  readonly #fence = new CommitFence();
   #closed = false;
   /**
    * What this connection's own open write transaction has read or left: the audit tails, the
@@ -285,12 +275,7 @@ export class SqliteStore implements Store {
     let result: T;
     try {
       result = fn();
-      if (isThenable(result)) {
-        Promise.resolve(result).catch(() => {});
-        throw new TypeError(
-          "Store.step() callbacks must be synchronous: a step may not span an await (DESIGN §6); load and record in the step, do the I/O outside it",
-        );
-      }
+      refuseAsyncStep(result);
     } catch (error) {
       this.#depth--;
       if (!this.#db.isTransaction) throw this.#lost(error);
@@ -326,13 +311,12 @@ export class SqliteStore implements Store {
       this.#timer = undefined;
     }
     if (!this.#inBatch) return;
-    const fence = this.#fence;
-    const roots = fence?.roots() ?? [];
+    const fence = this.#fence.now();
     // Inside the write transaction no other connection can change a lease before the commit.
-    const missing = fence === undefined || roots.length === 0 ? undefined : this.#stmt(
+    const missing = fence === undefined ? undefined : this.#stmt(
       `SELECT value AS root FROM json_each(?)
            WHERE value NOT IN (SELECT root FROM leases WHERE owner = ?) LIMIT 1`,
-    ).get(JSON.stringify(roots), fence.owner)?.root;
+    ).get(JSON.stringify(fence.roots), fence.owner)?.root;
     if (missing !== undefined) {
       try {
         this.#db.exec("ROLLBACK");
@@ -361,28 +345,11 @@ export class SqliteStore implements Store {
     }
     this.#inBatch = false;
     this.#pendingSteps = 0;
-    let listenerError: unknown;
-    for (const listener of [...this.#listeners]) {
-      try {
-        listener();
-      } catch (error) {
-        listenerError ??= error;
-      }
-    }
-    if (listenerError !== undefined) {
-      throw new StoreError(
-        "store_listener_failed",
-        `The commit to "${this.location}" succeeded, but a commit listener failed (${
-          listenerError instanceof Error ? listenerError.message : String(listenerError)
-        }); the steps are saved, do not repeat them`,
-        { cause: listenerError },
-      );
-    }
+    this.#listeners.committed(this.location);
   }
 
   onCommit(listener: () => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#listeners.add(listener);
   }
 
   dataVersion(): number {
@@ -796,11 +763,7 @@ export class SqliteStore implements Store {
 
   fenceCommits(owner: string, roots: () => readonly string[]): () => void {
     this.#usable();
-    const fence = { owner, roots };
-    this.#fence = fence;
-    return () => {
-      if (this.#fence === fence) this.#fence = undefined;
-    };
+    return this.#fence.set(owner, roots);
   }
 
   listLeases(limit: number): LeaseRow[] {
